@@ -1,0 +1,36 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// A host's unit test records the frames its stream handler would see and
+// asserts on what was stored, with no database.
+func Example() {
+	store := memory.New()
+	rec, err := core.NewRecorder(store)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	t0 := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+	frame := core.Frame{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1",
+		ToolCallID: "toolu_01", ToolStatus: "in_progress", ObservedAt: t0,
+		Payload: &core.Payload{SubagentType: "security-reviewer", Description: "review auth", Status: "async_launched", IsAsync: true}}
+	rec.Record(ctx, frame)
+	frame.ToolStatus, frame.ObservedAt = "completed", t0.Add(time.Minute)
+	rec.Record(ctx, frame)
+
+	rows, _ := store.ListBySession(ctx, "sess-1", core.Page{})
+	r := rows[0]
+	fmt.Println(len(rows), *r.SubagentType, *r.ToolStatus, r.SettledAt.Format(time.TimeOnly), r.TotalTokens == nil)
+	fmt.Printf("%+v\n", rec.Counters().Values())
+	// Output:
+	// 1 security-reviewer completed 09:01:00 true
+	// {Attempted:2 Persisted:2 SkippedNoIdentity:0 AnomalousValue:0 Failed:0 UnknownExecution:0}
+}

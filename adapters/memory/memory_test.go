@@ -1,0 +1,20 @@
+package memory_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/core/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) storetest.Harness {
+		s := memory.New()
+		return storetest.Harness{
+			Store:         s,
+			DeleteSession: func(ctx context.Context, id string) error { return s.DeleteSession(ctx, id) },
+		}
+	})
+}

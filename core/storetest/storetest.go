@@ -1,0 +1,188 @@
+// Package storetest is the conformance suite every core.Store must pass,
+// unchanged: the memory adapter and the SQL adapters each call Run from their
+// own test file, supplying only a constructor (River's riverdrivertest
+// pattern). Every test reads values back through the Store and asserts what
+// SPEC section 3 says; test names carry the AC they prove.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Harness is what an adapter's test supplies: a store, and the host-side
+// operations the suite needs around it.
+type Harness struct {
+	Store core.Store
+	// CreateSession makes a host session exist, so that rows referencing it
+	// satisfy the foreign key. Nil when the store has no such constraint.
+	CreateSession func(ctx context.Context, taskSessionID, taskID string) error
+	// DeleteSession deletes a host session; the store's rows for it must go
+	// with it (AC-16). Nil skips the cascade test, visibly.
+	DeleteSession func(ctx context.Context, taskSessionID string) error
+}
+
+// Run runs the whole suite. newHarness is called once per test; it may hand
+// out the same database each time, because every test uses fresh session,
+// turn and tool call ids.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, *suite)
+	}{
+		{"AC1_FirstFrameCreatesRow", testFirstInsert},
+		{"AC3_SameKeySameRow", testSameKeyMerge},
+		{"AC4_AbsentNeverBlanks", testFillForward},
+		{"AC5_NonEmptyReplaces", testNonEmptyReplaces},
+		{"AC2a_FirstTurnWins_NullTurnFills", testTurn},
+		{"AC11_SettledAtWriteOnce", testSettledWriteOnce},
+		{"AC12_FrozenToolStatus_OtherColumnsFill", testFrozenToolStatus},
+		{"AC10_NeverSettled", testNeverSettled},
+		{"AC10a_UnknownAgentStatusVerbatim", testUnknownAgentStatus},
+		{"IsAsyncSticky", testIsAsyncSticky},
+		{"AC1a_WriteOnceOverBackfillRow", testWriteOnceOverBackfill},
+		{"AC6_NestedRowKept", testNested},
+		{"AC7_AsyncLaunchedMetricsNull", testAsyncLaunched},
+		{"AC8_ReportedZeroToolUses_And64BitMetrics", testMetricValues},
+		{"AC32_ExecutionsReusingToolCallID", testCrossExecution},
+		{"AC13_OrderingAndPaging", testOrdering},
+		{"AC14_ConcurrentSameKey", testConcurrentSameKey},
+		{"AC15_ConcurrentFanOut", testConcurrentFanOut},
+		{"AC16_SessionDeleteCascades", testCascade},
+		{"TimeRoundTripMicroseconds", testTimePrecision},
+		{"InvalidRowRejected", testInvalidRow},
+		{"ModelCheckAgainstMerge", testModelCheck},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, &suite{Harness: newHarness(t), ns: uuid.NewString()[:8]})
+		})
+	}
+}
+
+type suite struct {
+	Harness
+	ns string // makes every id of one test unique across a shared database
+}
+
+func (s *suite) id(parts ...string) string { return s.ns + "-" + strings.Join(parts, "-") }
+
+// session creates a host session for this test and returns its id.
+func (s *suite) session(t *testing.T, name string) string {
+	t.Helper()
+	id := s.id("sess", name)
+	if s.CreateSession != nil {
+		if err := s.CreateSession(context.Background(), id, s.id("task", name)); err != nil {
+			t.Fatalf("create session %s: %v", id, err)
+		}
+	}
+	return id
+}
+
+// write normalises a frame and upserts it, failing the test on error.
+func (s *suite) write(t *testing.T, f core.Frame) core.Subagent {
+	t.Helper()
+	row, v := core.Normalize(f)
+	if v.NoIdentity {
+		t.Fatalf("frame has no identity: %+v", f)
+	}
+	if err := s.Store.Upsert(context.Background(), row); err != nil {
+		t.Fatalf("upsert %+v: %v", row.Key(), err)
+	}
+	return row
+}
+
+func (s *suite) rows(t *testing.T, sessionID string) []core.Subagent {
+	t.Helper()
+	rows, err := s.Store.ListBySession(context.Background(), sessionID, core.Page{})
+	if err != nil {
+		t.Fatalf("list by session %s: %v", sessionID, err)
+	}
+	return rows
+}
+
+// one returns the only row of a session, failing unless there is exactly one.
+func (s *suite) one(t *testing.T, sessionID string) core.Subagent {
+	t.Helper()
+	rows := s.rows(t, sessionID)
+	if len(rows) != 1 {
+		t.Fatalf("session %s has %d rows, want exactly 1: %s", sessionID, len(rows), describeRows(rows))
+	}
+	return rows[0]
+}
+
+// base is a fixed instant with a microsecond part, so precision loss shows.
+var base = time.Date(2026, 8, 12, 9, 30, 15, 123456000, time.UTC)
+
+func at(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+
+func str(s string) *string { return &s }
+func i64(v int64) *int64   { return &v }
+
+// Diff lists the columns in which got differs from want, ignoring id and
+// updated_at (assigned by the store). Times compare as instants.
+func Diff(want, got core.Subagent) []string {
+	var d []string
+	cmp := func(name string, w, g any) {
+		if w != g {
+			d = append(d, fmt.Sprintf("%s: want %v, got %v", name, w, g))
+		}
+	}
+	cmp("task_session_id", want.TaskSessionID, got.TaskSessionID)
+	cmp("task_id", want.TaskID, got.TaskID)
+	cmp("turn_id", show(want.TurnID), show(got.TurnID))
+	cmp("agent_execution_id", want.AgentExecutionID, got.AgentExecutionID)
+	cmp("tool_call_id", want.ToolCallID, got.ToolCallID)
+	cmp("parent_tool_call_id", show(want.ParentToolCallID), show(got.ParentToolCallID))
+	cmp("subagent_type", show(want.SubagentType), show(got.SubagentType))
+	cmp("description", show(want.Description), show(got.Description))
+	cmp("agent_id", show(want.AgentID), show(got.AgentID))
+	cmp("child_session_id", show(want.ChildSessionID), show(got.ChildSessionID))
+	cmp("model", show(want.Model), show(got.Model))
+	cmp("agent_status", show(want.AgentStatus), show(got.AgentStatus))
+	cmp("tool_status", show(want.ToolStatus), show(got.ToolStatus))
+	cmp("is_async", want.IsAsync, got.IsAsync)
+	cmp("total_tokens", show(want.TotalTokens), show(got.TotalTokens))
+	cmp("tool_use_count", show(want.ToolUseCount), show(got.ToolUseCount))
+	cmp("duration_ms", show(want.DurationMs), show(got.DurationMs))
+	cmp("source", want.Source, got.Source)
+	cmp("observed_at", showTime(&want.ObservedAt), showTime(&got.ObservedAt))
+	cmp("settled_at", showTime(want.SettledAt), showTime(got.SettledAt))
+	return d
+}
+
+func show[T any](p *T) string {
+	if p == nil {
+		return "NULL"
+	}
+	return fmt.Sprintf("%q", fmt.Sprint(*p))
+}
+
+func showTime(t *time.Time) string {
+	if t == nil {
+		return "NULL"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func describeRows(rows []core.Subagent) string {
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "\n  %s/%s/%s observed=%s", r.TaskSessionID, r.AgentExecutionID, r.ToolCallID, showTime(&r.ObservedAt))
+	}
+	return b.String()
+}
+
+func assertRow(t *testing.T, want, got core.Subagent) {
+	t.Helper()
+	if d := Diff(want, got); len(d) > 0 {
+		t.Errorf("row %s/%s/%s differs:\n  %s", got.TaskSessionID, got.AgentExecutionID, got.ToolCallID, strings.Join(d, "\n  "))
+	}
+}
