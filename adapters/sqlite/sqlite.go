@@ -1,0 +1,189 @@
+// Package sqlite is the embedded default: task_session_subagents in a SQLite
+// database through GORM and gorm.io/driver/sqlite (mattn/go-sqlite3, cgo).
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+	gormsqlite "gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/sqlstore"
+)
+
+// Store is a core.Store on SQLite.
+type Store struct {
+	*sqlstore.Store
+	close func() error
+}
+
+// Pragmas are set in the DSN so that every pooled connection has them: WAL,
+// a busy timeout instead of immediate "database is locked", foreign keys on
+// (SQLite's default is off, which would silently disable AC-16's cascade),
+// and BEGIN IMMEDIATE for transactions so a writer never has to upgrade a
+// read lock.
+const Pragmas = "_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL"
+
+// DSN returns the go-sqlite3 DSN for a database file with Pragmas.
+func DSN(path string) string {
+	if strings.HasPrefix(path, "file:") {
+		if strings.Contains(path, "?") {
+			return path + "&" + Pragmas
+		}
+		return path + "?" + Pragmas
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + Pragmas
+}
+
+// OpenDB opens a SQLite file with Pragmas as a *gorm.DB (GORM's own logger
+// silenced: failures surface as errors, not log lines).
+func OpenDB(path string) (*gorm.DB, error) {
+	if path == "" {
+		return nil, errors.New("subagentctx: sqlite: database path is empty")
+	}
+	db, err := gorm.Open(gormsqlite.Open(DSN(path)), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+	if err != nil {
+		return nil, fmt.Errorf("subagentctx: sqlite: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Open opens (creating if needed) the SQLite file at path and the store in
+// it. The host's sessions table must exist. Close releases the connections.
+func Open(ctx context.Context, path string, tables core.HostTables) (*Store, error) {
+	if err := tables.Validate(); err != nil { // before any file is touched
+		return nil, fmt.Errorf("subagentctx: sqlite: %w", err)
+	}
+	db, err := OpenDB(path)
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(ctx, db, tables)
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	s.close = sqlDB.Close
+	return s, nil
+}
+
+// New opens the store on a *gorm.DB the host already has; Close leaves that
+// handle open. The handle should have foreign keys on (see Pragmas) or the
+// session cascade (AC-16) will not happen.
+func New(ctx context.Context, db *gorm.DB, tables core.HostTables) (*Store, error) {
+	s, err := sqlstore.Open(ctx, db, Dialect{}, tables)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Store: s, close: func() error { return nil }}, nil
+}
+
+// Close closes the connections this package opened (none for New).
+func (s *Store) Close() error { return s.close() }
+
+// Dialect is SQLite's sqlstore.Dialect.
+type Dialect struct{}
+
+// Name implements sqlstore.Dialect.
+func (Dialect) Name() string { return "sqlite" }
+
+// createTable is SPEC §2's table. SQLite's INTEGER is 64-bit; TIMESTAMP
+// columns hold go-sqlite3's UTC text form, compared through Instant.
+const createTable = `CREATE TABLE IF NOT EXISTS task_session_subagents (
+	id                  TEXT PRIMARY KEY,
+	task_session_id     TEXT NOT NULL,
+	task_id             TEXT NOT NULL,
+	turn_id             TEXT,
+	agent_execution_id  TEXT NOT NULL DEFAULT 'unknown',
+	tool_call_id        TEXT NOT NULL,
+	parent_tool_call_id TEXT,
+	subagent_type       TEXT,
+	description         TEXT,
+	agent_id            TEXT,
+	child_session_id    TEXT,
+	model               TEXT,
+	agent_status        TEXT,
+	tool_status         TEXT,
+	is_async            INTEGER NOT NULL DEFAULT 0,
+	total_tokens        INTEGER,
+	tool_use_count      INTEGER,
+	duration_ms         INTEGER,
+	source              TEXT NOT NULL DEFAULT 'live',
+	observed_at         TIMESTAMP NOT NULL,
+	settled_at          TIMESTAMP,
+	updated_at          TIMESTAMP NOT NULL,
+	UNIQUE (task_session_id, agent_execution_id, tool_call_id),
+	FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE
+)`
+
+// Index and meta DDL, shared in shape with PostgreSQL.
+const (
+	createIndexSession = `CREATE INDEX IF NOT EXISTS idx_subagents_session_id ON task_session_subagents(task_session_id)`
+	createIndexTask    = `CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_id)`
+	createIndexTurn    = `CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id)`
+	createMeta         = `CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
+)
+
+// CreateStatements implements sqlstore.Dialect.
+func (Dialect) CreateStatements(t core.HostTables) []string {
+	return []string{
+		fmt.Sprintf(createTable, core.QuoteIdentifier(t.Sessions)),
+		createIndexSession, createIndexTask, createIndexTurn,
+		fmt.Sprintf(createMeta, core.QuoteIdentifier(t.Meta)),
+	}
+}
+
+// TableExists implements sqlstore.Dialect.
+func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
+	schema, table := "main", name
+	if i := strings.IndexByte(name, '.'); i >= 0 {
+		schema, table = name[:i], name[i+1:]
+	}
+	var n int64
+	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM `+core.QuoteIdentifier(schema)+`.sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n).Error
+	return n > 0, err
+}
+
+// Instant is the timestamp's Unix time in microseconds, computed from any
+// text form SQLite's date functions accept ("YYYY-MM-DD HH:MM:SS[.f…][±HH:MM|Z]",
+// with a space or T): go-sqlite3's own form and other writers' alike. The
+// whole seconds go through unixepoch() with the fraction removed (SQLite's
+// date functions round fractions to milliseconds, which could carry into the
+// next second); the fraction's first six digits are added exactly. No string
+// comparison and no julianday (AC-24e).
+func (Dialect) Instant(x string) string {
+	frac := "substr(" + x + ", 21)"
+	digits := "substr(" + frac + ", 1, length(" + frac + ") - length(ltrim(" + frac + ", '0123456789')))"
+	whole := "substr(" + x + ", 1, 19) || CASE WHEN substr(" + x + ", 20, 1) = '.' THEN ltrim(" + frac + ", '0123456789') ELSE substr(" + x + ", 20) END"
+	return "(unixepoch(" + whole + ") * 1000000 + CASE WHEN substr(" + x + ", 20, 1) = '.' THEN CAST(substr(" + digits + " || '000000', 1, 6) AS INTEGER) ELSE 0 END)"
+}
+
+// InstantArg implements sqlstore.Dialect: Unix microseconds.
+func (Dialect) InstantArg(t time.Time) any { return t.UnixMicro() }
+
+// Classify implements sqlstore.Dialect.
+func (Dialect) Classify(err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return nil
+	}
+	switch se.Code {
+	case sqlite3.ErrConstraint:
+		return core.ErrConstraint
+	case sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrCantOpen, sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrReadonly:
+		return core.ErrUnavailable
+	}
+	return nil
+}

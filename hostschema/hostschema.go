@@ -1,0 +1,134 @@
+// Package hostschema creates Kandev-shaped host tables (sessions, turns,
+// messages, meta) and writes rows into them, for examples, tests and the
+// demo. The library itself never calls it: on a real host these tables
+// belong to the host and are never created or altered by subagentctx.
+package hostschema
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// The columns and types are Kandev's (apps/backend/internal/task/repository/
+// sqlite/base_schema.go), trimmed of columns this project never reads. The
+// messages table's foreign key to turns is left out so that a message may
+// carry the empty turn id Kandev writes for turnless messages.
+const (
+	sessionsDDL = `CREATE TABLE IF NOT EXISTS %s (
+	id TEXT PRIMARY KEY,
+	task_id TEXT NOT NULL,
+	agent_execution_id TEXT NOT NULL DEFAULT '',
+	state TEXT NOT NULL DEFAULT 'CREATED',
+	metadata TEXT DEFAULT '{}',
+	started_at TIMESTAMP NOT NULL,
+	completed_at TIMESTAMP,
+	updated_at TIMESTAMP NOT NULL
+)`
+	turnsDDL = `CREATE TABLE IF NOT EXISTS %s (
+	id TEXT PRIMARY KEY,
+	task_session_id TEXT NOT NULL,
+	task_id TEXT NOT NULL,
+	started_at TIMESTAMP NOT NULL,
+	completed_at TIMESTAMP,
+	metadata TEXT DEFAULT '{}',
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL,
+	FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE
+)`
+	messagesDDL = `CREATE TABLE IF NOT EXISTS %s (
+	id TEXT PRIMARY KEY,
+	task_session_id TEXT NOT NULL,
+	task_id TEXT DEFAULT '',
+	turn_id TEXT NOT NULL,
+	author_type TEXT NOT NULL DEFAULT 'user',
+	author_id TEXT DEFAULT '',
+	content TEXT NOT NULL,
+	requests_input INTEGER DEFAULT 0,
+	type TEXT NOT NULL DEFAULT 'message',
+	metadata TEXT DEFAULT '{}',
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+	FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE
+)`
+	metaDDL = `CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
+)
+
+// TurnsTable is the name of the turns table CreateKandev makes.
+const TurnsTable = "task_session_turns"
+
+// CreateKandev creates the host tables, if absent, under the given names.
+func CreateKandev(ctx context.Context, db *gorm.DB, tables core.HostTables) error {
+	if err := tables.Validate(); err != nil {
+		return err
+	}
+	t := tables.WithDefaults()
+	q := core.QuoteIdentifier
+	for _, stmt := range []string{
+		fmt.Sprintf(sessionsDDL, q(t.Sessions)),
+		fmt.Sprintf(turnsDDL, q(TurnsTable), q(t.Sessions)),
+		fmt.Sprintf(messagesDDL, q(t.Messages), q(t.Sessions)),
+		fmt.Sprintf(metaDDL, q(t.Meta)),
+		`CREATE INDEX IF NOT EXISTS idx_messages_session_id ON ` + q(t.Messages) + `(task_session_id)`,
+	} {
+		if err := db.WithContext(ctx).Exec(stmt).Error; err != nil {
+			return fmt.Errorf("hostschema: %w", err)
+		}
+	}
+	return nil
+}
+
+// InsertSession inserts a host session (ignored when it exists).
+func InsertSession(ctx context.Context, db *gorm.DB, tables core.HostTables, id, taskID string) error {
+	now := time.Now().UTC()
+	err := db.WithContext(ctx).Exec(`INSERT INTO `+core.QuoteIdentifier(tables.WithDefaults().Sessions)+
+		` (id, task_id, started_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, taskID, now, now).Error
+	if err != nil {
+		return fmt.Errorf("hostschema: insert session %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteSession deletes a host session; foreign keys cascade to its rows.
+func DeleteSession(ctx context.Context, db *gorm.DB, tables core.HostTables, id string) error {
+	return db.WithContext(ctx).Exec(`DELETE FROM `+core.QuoteIdentifier(tables.WithDefaults().Sessions)+` WHERE id = ?`, id).Error
+}
+
+// Message is one host message row. Metadata is stored as given (any text,
+// malformed included); CreatedAt and UpdatedAt are bound as time.Time, as a
+// Go host writing through its driver would.
+type Message struct {
+	ID, TaskSessionID, TaskID, TurnID string
+	Metadata                          *string // nil stores SQL NULL
+	CreatedAt, UpdatedAt              time.Time
+}
+
+// InsertMessages inserts messages in one statement per batch of 500.
+func InsertMessages(ctx context.Context, db *gorm.DB, tables core.HostTables, msgs []Message) error {
+	const batch = 500
+	table := core.QuoteIdentifier(tables.WithDefaults().Messages)
+	for start := 0; start < len(msgs); start += batch {
+		end := min(start+batch, len(msgs))
+		sql := `INSERT INTO ` + table + ` (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at) VALUES `
+		args := make([]any, 0, (end-start)*8)
+		for i, m := range msgs[start:end] {
+			if i > 0 {
+				sql += ", "
+			}
+			sql += "(?, ?, ?, ?, 'agent', '', 'tool_call', ?, ?, ?)"
+			updated := m.UpdatedAt
+			if updated.IsZero() {
+				updated = m.CreatedAt
+			}
+			args = append(args, m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.Metadata, m.CreatedAt, updated)
+		}
+		if err := db.WithContext(ctx).Exec(sql, args...).Error; err != nil {
+			return fmt.Errorf("hostschema: insert messages: %w", err)
+		}
+	}
+	return nil
+}
