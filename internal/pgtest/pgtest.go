@@ -1,0 +1,88 @@
+// Package pgtest gives tests a fresh database on the throw-away PostgreSQL
+// server that scripts/test starts. Without that server the tests skip with a
+// message, except under CI=true, where a missing PostgreSQL fails the run.
+package pgtest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+
+	gormpostgres "gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// EnvDSN names the variable holding the admin DSN (a postgres:// URL).
+const EnvDSN = "SUBAGENTCTX_TEST_POSTGRES_DSN"
+
+// SessionTimeZone is the non-UTC session time zone every test database
+// connection uses, so that nothing can silently depend on UTC sessions.
+const SessionTimeZone = "Asia/Kolkata"
+
+// AdminDSN returns the server's DSN or skips (fails under CI=true).
+func AdminDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(EnvDSN)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set under CI=true: the PostgreSQL tests must run (use scripts/test)", EnvDSN)
+		}
+		t.Skipf("PostgreSQL tests skipped: %s is not set (scripts/test starts a server and sets it)", EnvDSN)
+	}
+	return dsn
+}
+
+// NewDatabase creates an empty database for this test, dropped at cleanup,
+// and returns its DSN with the session time zone set to SessionTimeZone.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	admin := AdminDSN(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "subagentctx_" + hex.EncodeToString(b)
+	db := open(t, admin)
+	if err := db.Exec(`CREATE DATABASE ` + name).Error; err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("%s is not a URL: %v", EnvDSN, err)
+	}
+	u.Path = "/" + name
+	// Appended verbatim: pgx does not unescape %2F in runtime parameters.
+	sep := "?"
+	if u.RawQuery != "" {
+		sep = "&"
+	}
+	return u.String() + sep + "timezone=" + SessionTimeZone
+}
+
+// Open connects to dsn, closing at cleanup.
+func Open(t testing.TB, dsn string) *gorm.DB {
+	t.Helper()
+	db := open(t, dsn)
+	t.Cleanup(func() {
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	return db
+}
+
+func open(t testing.TB, dsn string) *gorm.DB {
+	t.Helper()
+	db, err := gorm.Open(gormpostgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("connect to PostgreSQL: %v", err)
+	}
+	return db
+}
