@@ -99,8 +99,8 @@ func DeleteSession(ctx context.Context, db *gorm.DB, tables core.HostTables, id 
 }
 
 // Message is one host message row. Metadata is stored as given (any text,
-// malformed included); CreatedAt and UpdatedAt are bound as time.Time, as a
-// Go host writing through its driver would.
+// malformed included); CreatedAt and UpdatedAt are bound as UTC time.Time,
+// as Kandev writes them through its driver.
 type Message struct {
 	ID, TaskSessionID, TaskID, TurnID string
 	Metadata                          *string // nil stores SQL NULL
@@ -124,7 +124,7 @@ func InsertMessages(ctx context.Context, db *gorm.DB, tables core.HostTables, ms
 			if updated.IsZero() {
 				updated = m.CreatedAt
 			}
-			args = append(args, m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.Metadata, m.CreatedAt, updated)
+			args = append(args, m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.Metadata, m.CreatedAt.UTC(), updated.UTC())
 		}
 		if err := db.WithContext(ctx).Exec(sql, args...).Error; err != nil {
 			return fmt.Errorf("hostschema: insert messages: %w", err)

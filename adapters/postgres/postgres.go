@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	gormpostgres "gorm.io/driver/postgres"
@@ -118,6 +117,32 @@ const (
 	createIndexTurn    = `CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id)`
 	createMeta         = `CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
 	tableExists        = `SELECT to_regclass(?) IS NOT NULL`
+
+	// createJSONFunction defines subagentctx_json_object(text): the text as
+	// a JSON object, or {} for NULL, '', invalid JSON, a non-object, or a
+	// document jsonb cannot hold (a \u0000 escape, which would otherwise make
+	// a later ->> raise). PostgreSQL 15 has no non-raising JSON test, so the
+	// cast runs in an exception block; it is only reached for messages whose
+	// text contains subagent_task. The json type (not jsonb) keeps number
+	// literals as written, so 1e3 and 1.0 are not read as integers, as on
+	// SQLite. Created once, never replaced (concurrent CREATE OR REPLACE can
+	// fail with "tuple concurrently updated").
+	createJSONFunction = `DO $do$ BEGIN
+IF to_regprocedure('subagentctx_json_object(text)') IS NULL THEN
+CREATE FUNCTION subagentctx_json_object(doc text) RETURNS json
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $f$
+DECLARE j json;
+BEGIN
+	IF doc IS NULL OR doc = '' THEN RETURN '{}'::json; END IF;
+	j := doc::json;
+	PERFORM doc::jsonb;
+	IF json_typeof(j) = 'object' THEN RETURN j; END IF;
+	RETURN '{}'::json;
+EXCEPTION WHEN others THEN
+	RETURN '{}'::json;
+END $f$;
+END IF;
+END $do$`
 )
 
 // CreateStatements implements sqlstore.Dialect.
@@ -126,6 +151,7 @@ func (Dialect) CreateStatements(t core.HostTables) []string {
 		fmt.Sprintf(createTable, core.QuoteIdentifier(t.Sessions)),
 		createIndexSession, createIndexTask, createIndexTurn,
 		fmt.Sprintf(createMeta, core.QuoteIdentifier(t.Meta)),
+		createJSONFunction,
 	}
 }
 
@@ -136,15 +162,35 @@ func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool,
 	return ok, err
 }
 
-// Instant implements sqlstore.Dialect. TIMESTAMPTZ compares as an instant
-// already; a host column of type TIMESTAMP (without time zone) is converted
-// by the backfill and health queries with AT TIME ZONE 'UTC' before it gets
-// here.
-func (Dialect) Instant(x string) string { return x }
+// Instant implements sqlstore.Dialect. EXTRACT(EPOCH …) is exact (numeric)
+// and independent of the session time zone for both TIMESTAMPTZ (an
+// instant) and TIMESTAMP (read as UTC, as a Go host's driver writes it).
+func (Dialect) Instant(x string) string { return "(EXTRACT(EPOCH FROM " + x + ") * 1000000)::bigint" }
 
-// InstantArg implements sqlstore.Dialect: a UTC time.Time, sent as a
-// timestamptz.
-func (Dialect) InstantArg(t time.Time) any { return t.UTC() }
+// HostTime implements sqlstore.Dialect: a TIMESTAMP column holds UTC wall
+// time (what a Go driver writes for a UTC time.Time) and becomes an instant
+// with AT TIME ZONE 'UTC', never through the session's TimeZone; a
+// TIMESTAMPTZ column is an instant already.
+func (Dialect) HostTime(ctx context.Context, db *gorm.DB, table, column string) (func(string) string, error) {
+	schema, name := "", table
+	if i := strings.IndexByte(table, '.'); i >= 0 {
+		schema, name = table[:i], table[i+1:]
+	}
+	var typ string
+	err := db.WithContext(ctx).Raw(`SELECT data_type FROM information_schema.columns
+		WHERE table_schema = COALESCE(NULLIF(?, ''), current_schema()) AND table_name = ? AND column_name = ?`, schema, name, column).Scan(&typ).Error
+	switch {
+	case err != nil:
+		return nil, err
+	case typ == "timestamp without time zone":
+		return func(x string) string { return "(" + x + " AT TIME ZONE 'UTC')" }, nil
+	case typ == "timestamp with time zone":
+		return func(x string) string { return x }, nil
+	case typ == "":
+		return nil, fmt.Errorf("column %s.%s does not exist", table, column)
+	}
+	return nil, fmt.Errorf("column %s.%s has type %s: want timestamp or timestamptz", table, column, typ)
+}
 
 // Classify implements sqlstore.Dialect: SQLSTATE class 23 is a constraint
 // violation; class 08, admin shutdown (57P01-57P03), and connection-level
@@ -192,3 +238,151 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// MessageDocument implements sqlstore.Dialect.
+func (Dialect) MessageDocument(col string) string {
+	return "CASE WHEN strpos(" + col + ", 'subagent_task') > 0 THEN subagentctx_json_object(" + col + ") ELSE '{}'::json END"
+}
+
+func jsonPath(path []string) string { return "'{" + strings.Join(path, ",") + "}'" }
+
+// JSONText implements sqlstore.Dialect.
+func (Dialect) JSONText(doc string, path ...string) string {
+	p := jsonPath(path)
+	return "CASE WHEN json_typeof(" + doc + " #> " + p + ") = 'string' THEN NULLIF(" + doc + " #>> " + p + ", '') END"
+}
+
+// JSONInt implements sqlstore.Dialect: a number literal of digits only, in
+// range, so fractions, exponents and values beyond 64 bits are NULL.
+func (Dialect) JSONInt(doc string, min int64, path ...string) string {
+	p := jsonPath(path)
+	v := "(" + doc + " #>> " + p + ")"
+	// Nested CASEs fix the order of evaluation: each cast runs only on
+	// text the previous test accepted.
+	return fmt.Sprintf("CASE WHEN json_typeof(%s #> %s) = 'number' THEN CASE WHEN %s ~ '^-?[0-9]+$' THEN CASE WHEN %s::numeric BETWEEN %d AND 9223372036854775807 THEN %s::bigint END END END",
+		doc, p, v, v, min, v)
+}
+
+// JSONBool implements sqlstore.Dialect.
+func (Dialect) JSONBool(doc string, path ...string) string {
+	p := jsonPath(path)
+	return "CASE WHEN (" + doc + " #>> " + p + ") IN ('true', '1') AND json_typeof(" + doc + " #> " + p + ") IN ('boolean', 'number') THEN 1 ELSE 0 END"
+}
+
+// Shape implements sqlstore.Dialect from pg_catalog and information_schema.
+func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
+	var shape sqlstore.Shape
+	ok, err := Dialect{}.TableExists(ctx, db, core.Table)
+	if err != nil || !ok {
+		return shape, err
+	}
+	shape.Exists = true
+	type column struct{ ColumnName, DataType string }
+	var cols []column
+	if err := db.WithContext(ctx).Raw(`SELECT column_name, data_type FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'task_session_subagents'`).Scan(&cols).Error; err != nil {
+		return shape, err
+	}
+	shape.Wide = true
+	for _, c := range cols {
+		switch c.ColumnName {
+		case "agent_execution_id":
+			shape.HasExecutionColumn = true
+		case "total_tokens", "tool_use_count", "duration_ms":
+			shape.Wide = shape.Wide && c.DataType == "bigint"
+		case "observed_at", "settled_at", "updated_at":
+			shape.Wide = shape.Wide && c.DataType == "timestamp with time zone"
+		}
+	}
+	var idx []sqlstore.CatalogIndex
+	err = db.WithContext(ctx).Raw(catalogIndexes).Scan(&idx).Error
+	return sqlstore.ShapeFrom(shape, idx), err
+}
+
+// catalogIndexes lists the table's indexes (unique constraints included,
+// the primary key excluded) with their columns in key order.
+const catalogIndexes = `SELECT c.relname AS name, i.indisunique AS "unique",
+	(SELECT string_agg(a.attname, ',' ORDER BY k.ord) FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+	 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) AS columns
+	FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+	WHERE i.indrelid = 'task_session_subagents'::regclass AND NOT i.indisprimary`
+
+// Upgrade implements sqlstore.Dialect in place: add the column with its
+// DEFAULT (every row gets 'unknown'), drop the legacy key, add the
+// three-column key, widen metrics to BIGINT and timestamps to TIMESTAMPTZ
+// (TIMESTAMP values are UTC wall time), create the indexes. PostgreSQL DDL is
+// transactional: all of it commits or none.
+func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, _ core.HostTables, hook func(string) error) error {
+	db := tx.WithContext(ctx)
+	exec := func(stage, sql string) error {
+		if err := db.Exec(sql).Error; err != nil {
+			return fmt.Errorf("%s: %w", stage, err)
+		}
+		return hook(stage)
+	}
+	if err := exec("add column", `ALTER TABLE task_session_subagents ADD COLUMN IF NOT EXISTS agent_execution_id TEXT NOT NULL DEFAULT 'unknown'`); err != nil {
+		return err
+	}
+	var idx []struct {
+		Name       string
+		Unique     bool
+		Columns    string
+		Constraint bool
+	}
+	if err := db.Raw(`SELECT c.relname AS name, i.indisunique AS "unique", x.columns,
+		EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.contype = 'u') AS "constraint"
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) x
+		WHERE i.indrelid = 'task_session_subagents'::regclass AND NOT i.indisprimary`).Scan(&idx).Error; err != nil {
+		return err
+	}
+	hasKey := false
+	for _, i := range idx {
+		switch {
+		case i.Unique && i.Columns == sqlstore.LegacyKeyColumns && i.Constraint:
+			if err := exec("drop legacy key", `ALTER TABLE task_session_subagents DROP CONSTRAINT `+core.QuoteIdentifier(i.Name)); err != nil {
+				return err
+			}
+		case i.Unique && i.Columns == sqlstore.LegacyKeyColumns:
+			if err := exec("drop legacy key", `DROP INDEX `+core.QuoteIdentifier(i.Name)); err != nil {
+				return err
+			}
+		case i.Unique && i.Columns == sqlstore.KeyColumns:
+			hasKey = true
+		}
+	}
+	if !hasKey {
+		if err := exec("add key", `ALTER TABLE task_session_subagents ADD CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id)`); err != nil {
+			return err
+		}
+	}
+	var types []struct{ ColumnName, DataType string }
+	if err := db.Raw(`SELECT column_name, data_type FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'task_session_subagents'`).Scan(&types).Error; err != nil {
+		return err
+	}
+	for _, c := range types {
+		switch {
+		case (c.ColumnName == "total_tokens" || c.ColumnName == "tool_use_count" || c.ColumnName == "duration_ms") && c.DataType != "bigint":
+			if err := exec("widen metrics", `ALTER TABLE task_session_subagents ALTER COLUMN `+c.ColumnName+` TYPE BIGINT`); err != nil {
+				return err
+			}
+		case (c.ColumnName == "observed_at" || c.ColumnName == "settled_at" || c.ColumnName == "updated_at") && c.DataType == "timestamp without time zone":
+			if err := exec("timestamps to timestamptz", `ALTER TABLE task_session_subagents ALTER COLUMN `+c.ColumnName+
+				` TYPE TIMESTAMPTZ USING `+c.ColumnName+` AT TIME ZONE 'UTC'`); err != nil {
+				return err
+			}
+		}
+	}
+	for _, q := range []string{createIndexSession, createIndexTask, createIndexTurn} {
+		if err := exec("create indexes", q); err != nil {
+			return err
+		}
+	}
+	return hook("before commit")
+}
+
+// Fence implements sqlstore.Dialect: PostgreSQL never pulls up a subquery
+// that has an OFFSET.
+func (Dialect) Fence() string { return "OFFSET 0" }

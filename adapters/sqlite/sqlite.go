@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/mattn/go-sqlite3"
 	gormsqlite "gorm.io/driver/sqlite"
@@ -170,8 +169,11 @@ func (Dialect) Instant(x string) string {
 	return "(unixepoch(" + whole + ") * 1000000 + CASE WHEN substr(" + x + ", 20, 1) = '.' THEN CAST(substr(" + digits + " || '000000', 1, 6) AS INTEGER) ELSE 0 END)"
 }
 
-// InstantArg implements sqlstore.Dialect: Unix microseconds.
-func (Dialect) InstantArg(t time.Time) any { return t.UnixMicro() }
+// HostTime implements sqlstore.Dialect: SQLite copies the host's text
+// verbatim; Instant reads any of its forms.
+func (Dialect) HostTime(context.Context, *gorm.DB, string, string) (func(string) string, error) {
+	return func(x string) string { return x }, nil
+}
 
 // Classify implements sqlstore.Dialect.
 func (Dialect) Classify(err error) error {
@@ -187,3 +189,117 @@ func (Dialect) Classify(err error) error {
 	}
 	return nil
 }
+
+// MessageDocument implements sqlstore.Dialect. json_valid() guards every
+// json_extract(), which would otherwise raise on malformed text. A document
+// holding the escape \u0000 is treated as malformed, as PostgreSQL must
+// (its jsonb cannot hold NUL), so both dialects read the same rows.
+func (Dialect) MessageDocument(col string) string {
+	return "CASE WHEN instr(" + col + ", 'subagent_task') > 0 AND instr(" + col + ", '\\u0000') = 0 AND json_valid(" + col +
+		") AND json_type(" + col + ") = 'object' THEN " + col + " ELSE '{}' END"
+}
+
+func jsonPath(path []string) string { return "'$." + sqlstore.JSONPath(path...) + "'" }
+
+// JSONText implements sqlstore.Dialect.
+func (Dialect) JSONText(doc string, path ...string) string {
+	p := jsonPath(path)
+	return "CASE WHEN json_type(" + doc + ", " + p + ") = 'text' THEN NULLIF(json_extract(" + doc + ", " + p + "), '') END"
+}
+
+// JSONInt implements sqlstore.Dialect. json_type() says 'integer' for an
+// integer literal beyond 64 bits too, which json_extract() then returns as
+// a REAL: both must agree.
+func (Dialect) JSONInt(doc string, min int64, path ...string) string {
+	p := jsonPath(path)
+	v := "json_extract(" + doc + ", " + p + ")"
+	return fmt.Sprintf("CASE WHEN json_type(%s, %s) = 'integer' AND typeof(%s) = 'integer' AND %s >= %d THEN %s END", doc, p, v, v, min, v)
+}
+
+// JSONBool implements sqlstore.Dialect.
+func (Dialect) JSONBool(doc string, path ...string) string {
+	p := jsonPath(path)
+	t := "json_type(" + doc + ", " + p + ")"
+	return "CASE WHEN " + t + " = 'true' OR (" + t + " = 'integer' AND json_extract(" + doc + ", " + p + ") = 1) THEN 1 ELSE 0 END"
+}
+
+// Shape implements sqlstore.Dialect from sqlite_master and the pragmas.
+func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
+	var shape sqlstore.Shape
+	ok, err := Dialect{}.TableExists(ctx, db, core.Table)
+	if err != nil || !ok {
+		return shape, err
+	}
+	shape.Exists, shape.Wide = true, true // INTEGER is 64-bit; timestamps are text
+	var n int64
+	if err := db.WithContext(ctx).Raw(`SELECT count(*) FROM pragma_table_info('task_session_subagents') WHERE name = 'agent_execution_id'`).Scan(&n).Error; err != nil {
+		return shape, err
+	}
+	shape.HasExecutionColumn = n > 0
+	var idx []sqlstore.CatalogIndex
+	err = db.WithContext(ctx).Raw(`SELECT il.name AS name, il."unique" AS "unique",
+		(SELECT group_concat(name, ',' ORDER BY seqno) FROM pragma_index_info(il.name)) AS columns
+		FROM pragma_index_list('task_session_subagents') il`).Scan(&idx).Error
+	return sqlstore.ShapeFrom(shape, idx), err
+}
+
+// Upgrade implements sqlstore.Dialect. SQLite cannot drop a UNIQUE
+// constraint, so the table is rebuilt: create the end shape under a temporary
+// name, copy every row (the new column takes its DEFAULT 'unknown'), drop the
+// old table, rename, and re-create its indexes (except the legacy unique
+// one) and the three required ones. SQLite DDL is transactional: all of it
+// commits or none.
+func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, t core.HostTables, hook func(string) error) error {
+	db := tx.WithContext(ctx)
+	var cols []string
+	if err := db.Raw(`SELECT name FROM pragma_table_info('task_session_subagents') ORDER BY cid`).Scan(&cols).Error; err != nil {
+		return err
+	}
+	var indexSQL []string
+	if err := db.Raw(`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'task_session_subagents' AND sql IS NOT NULL`).Scan(&indexSQL).Error; err != nil {
+		return err
+	}
+	const tmp = "task_session_subagents_upgrade"
+	create := strings.Replace(fmt.Sprintf(createTable, core.QuoteIdentifier(t.Sessions)), "task_session_subagents", tmp, 1)
+	list := strings.Join(cols, ", ")
+	steps := []struct{ stage, sql string }{
+		{"create new table", "DROP TABLE IF EXISTS " + tmp},
+		{"create new table", create},
+		{"copy rows", "INSERT INTO " + tmp + " (" + list + ") SELECT " + list + " FROM task_session_subagents"},
+		{"drop old table", "DROP TABLE task_session_subagents"},
+		{"rename", "ALTER TABLE " + tmp + " RENAME TO task_session_subagents"},
+	}
+	for _, st := range steps {
+		if err := db.Exec(st.sql).Error; err != nil {
+			return fmt.Errorf("%s: %w", st.stage, err)
+		}
+		if err := hook(st.stage); err != nil {
+			return err
+		}
+	}
+	for _, q := range indexSQL {
+		if isLegacyUniqueIndex(q) {
+			continue
+		}
+		if err := db.Exec(q).Error; err != nil {
+			return fmt.Errorf("re-create index: %w", err)
+		}
+	}
+	for _, q := range []string{createIndexSession, createIndexTask, createIndexTurn} {
+		if err := db.Exec(q).Error; err != nil {
+			return fmt.Errorf("create index: %w", err)
+		}
+	}
+	return hook("before commit")
+}
+
+// isLegacyUniqueIndex recognises CREATE UNIQUE INDEX … (task_session_id,
+// tool_call_id), the legacy key when it was declared as an index.
+func isLegacyUniqueIndex(sql string) bool {
+	norm := strings.Join(strings.Fields(strings.ToLower(sql)), "")
+	return strings.HasPrefix(norm, "createuniqueindex") && strings.HasSuffix(norm, "(task_session_id,tool_call_id)")
+}
+
+// Fence implements sqlstore.Dialect: SQLite never flattens a subquery that
+// has an OFFSET.
+func (Dialect) Fence() string { return "LIMIT -1 OFFSET 0" }

@@ -215,7 +215,7 @@ func (s *Store) list(ctx context.Context, op, column, value string, page core.Pa
 	args := []any{value}
 	if a := page.After; a != nil {
 		q += " AND (" + observed + ", tool_call_id, agent_execution_id) > (?, ?, ?)"
-		args = append(args, s.d.InstantArg(a.ObservedAt), a.ToolCallID, a.AgentExecutionID)
+		args = append(args, a.ObservedAt.UnixMicro(), a.ToolCallID, a.AgentExecutionID)
 	}
 	q += " ORDER BY " + observed + ", tool_call_id, agent_execution_id"
 	if page.Limit > 0 {

@@ -1,0 +1,78 @@
+package backfill
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Status is a step's outcome.
+type Status string
+
+// Step outcomes.
+const (
+	Ran     Status = "ran"
+	Skipped Status = "skipped"
+	Failed  Status = "failed"
+)
+
+// Step names, in the order a pass runs them (AC-33c).
+const (
+	StepTable        = "table"
+	StepShape        = "shape"
+	StepExecutionKey = "execution_key"
+	StepBackfill     = "backfill"
+)
+
+// StepResult is one step's outcome.
+type StepResult struct {
+	Step   string `json:"step"`
+	Status Status `json:"status"`
+	// Detail says what was done, why the step was skipped, or why it failed.
+	Detail string `json:"detail,omitempty"`
+	// Err is the failure, when Status is Failed.
+	Err          error         `json:"-"`
+	RowsInserted int64         `json:"rows_inserted,omitempty"`
+	KeysWritten  []string      `json:"keys_written,omitempty"`
+	Duration     time.Duration `json:"duration_ns"`
+}
+
+// Report is the outcome of one pass, step by step.
+type Report struct {
+	Steps []StepResult `json:"steps"`
+}
+
+// Failed reports whether any step failed.
+func (r Report) Failed() bool {
+	for _, s := range r.Steps {
+		if s.Status == Failed {
+			return true
+		}
+	}
+	return false
+}
+
+// Step returns the result of the named step (zero when it did not run).
+func (r Report) Step(name string) StepResult {
+	for _, s := range r.Steps {
+		if s.Step == name {
+			return s
+		}
+	}
+	return StepResult{}
+}
+
+func (r Report) String() string {
+	var b strings.Builder
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "%-14s %-7s %s", s.Step, s.Status, s.Detail)
+		if s.RowsInserted > 0 {
+			fmt.Fprintf(&b, " (%d rows)", s.RowsInserted)
+		}
+		if len(s.KeysWritten) > 0 {
+			fmt.Fprintf(&b, " [wrote %s]", strings.Join(s.KeysWritten, ", "))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

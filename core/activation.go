@@ -1,0 +1,21 @@
+package core
+
+// The activation keys in the host's meta table (SPEC §4). Each is written
+// once and never rewritten; values this project writes are RFC3339Nano UTC.
+const (
+	// KeyExecutionSince: the table has its end shape (the
+	// agent_execution_id column and the three-column key) since this
+	// instant; before it, no agent_execution_id is an execution identity.
+	KeyExecutionSince = "subagent_context_execution_since"
+	// KeyBackfillThrough: the greatest created_at among the messages the
+	// backfill covered, or "" (BackfillNothing) when none matched. Activity
+	// before it has unknown fan-out, not zero.
+	KeyBackfillThrough = "subagent_context_backfill_through"
+	// KeyCaptureSince: the live writer's coverage boundary, sampled inside
+	// the backfill's transaction after its insert.
+	KeyCaptureSince = "subagent_context_capture_since"
+)
+
+// BackfillNothing is backfill_through's value when no message matched: a
+// sentinel, never parsed as a time (AC-24f).
+const BackfillNothing = ""
