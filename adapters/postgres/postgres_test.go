@@ -176,11 +176,11 @@ func TestUnavailableErrorDistinguishable(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for dsn, want := range map[string]string{
-		"postgres://alice:s3cr%40t@db:5432/app?sslmode=disable": "postgres://alice:xxxxx@db:5432/app?sslmode=disable",
-		"postgresql://bob@db/app?password=hunter2":              "postgresql://bob@db/app?password=xxxxx",
+		"postgres://alice:s3cr%40t@db:5432/app?sslmode=disable":  "postgres://alice:xxxxx@db:5432/app?sslmode=disable",
+		"postgresql://bob@db/app?password=hunter2":               "postgresql://bob@db/app?password=xxxxx",
 		"host=db user=carol password='it\\'s secret' dbname=app": "host=db user=carol password=xxxxx dbname=app",
-		"host=db user=dave password=plain dbname=app":           "host=db user=dave password=xxxxx dbname=app",
-		"postgres://erin@db/app":                                "postgres://erin@db/app",
+		"host=db user=dave password=plain dbname=app":            "host=db user=dave password=xxxxx dbname=app",
+		"postgres://erin@db/app":                                 "postgres://erin@db/app",
 	} {
 		if got := postgres.Redact(dsn); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", dsn, got, want)

@@ -59,6 +59,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"TimeRoundTripMicroseconds", testTimePrecision},
 		{"InvalidRowRejected", testInvalidRow},
 		{"ModelCheckAgainstMerge", testModelCheck},
+		{"AC25_StatsReportedOnlyUnknownCoverage", testStats},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,116 @@
+package backfill_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/postgres"
+	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/backfill"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/hostschema"
+	"github.com/subagentctx/subagentctx/internal/fixtures"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+)
+
+// TestKilledBackfillHelper is not a test: it is the child process of
+// TestKilledMidBackfill, running a pass until it is killed.
+func TestKilledBackfillHelper(t *testing.T) {
+	dialect, dsn := os.Getenv("SUBAGENTCTX_KILL_DIALECT"), os.Getenv("SUBAGENTCTX_KILL_DSN")
+	if dialect == "" {
+		t.Skip("child process of TestKilledMidBackfill")
+	}
+	ctx := context.Background()
+	var target backfill.Target
+	var err error
+	if dialect == "sqlite" {
+		target, err = sqlite.Open(ctx, dsn, core.HostTables{})
+	} else {
+		target, err = postgres.Open(ctx, dsn, core.HostTables{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := backfill.New(target, backfill.WithLogger(slog.New(slog.DiscardHandler)), backfill.WithHook(func(stage string) error {
+		if stage == os.Getenv("SUBAGENTCTX_KILL_STAGE") {
+			fmt.Println("REACHED", stage)
+			time.Sleep(time.Hour) // killed here
+		}
+		return nil
+	}))
+	fmt.Println("STARTED")
+	m.Run(ctx)
+	fmt.Println("DONE")
+}
+
+// TestKilledMidBackfill: a process killed (SIGKILL) in the middle of a large
+// backfill leaves no key and no partial rows; the next pass completes it.
+func TestKilledMidBackfill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
+		const sessions, perSession = 20, 1500
+		var msgs []hostschema.Message
+		for s := range sessions {
+			sid := fmt.Sprint("s", s)
+			session(t, e, sid)
+			for i := range perSession {
+				meta := fixtures.Subagent(fmt.Sprint("tc-", i), "completed", &fixtures.ClaudeCompleted)
+				if i%3 == 0 {
+					meta.Normalized.Kind = "execute" // not a subagent
+				}
+				msgs = append(msgs, msg(fmt.Sprintf("m-%d-%d", s, i), sid, "turn-1", at(i), meta))
+			}
+		}
+		if err := hostschema.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
+			t.Fatal(err)
+		}
+		want := sessions * (perSession - perSession/3)
+		for _, stage := range []string{"inserted", "wrote " + core.KeyBackfillThrough} {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKilledBackfillHelper$", "-test.v")
+			cmd.Env = append(os.Environ(), "SUBAGENTCTX_KILL_DIALECT="+e.Dialect, "SUBAGENTCTX_KILL_DSN="+e.DSN, "SUBAGENTCTX_KILL_STAGE="+stage)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(out)
+			reached := false
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "REACHED") {
+					reached = true
+					cmd.Process.Kill() // SIGKILL: no deferred cleanup, no rollback from the client
+					break
+				}
+			}
+			cmd.Wait()
+			if !reached {
+				t.Fatalf("child never reached %q", stage)
+			}
+			if k := keys(t, e); len(k) != 1 { // execution_since only: written before the backfill, in its own step
+				t.Errorf("killed at %q: keys %v, want none of the backfill's", stage, k)
+			}
+			var n int64
+			e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&n)
+			if n != 0 {
+				t.Errorf("killed at %q: %d partial rows", stage, n)
+			}
+		}
+		r := mustRun(t, e)
+		var n int64
+		e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&n)
+		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) || len(keys(t, e)) != 3 {
+			t.Errorf("next pass: %d rows (want %d), keys %v", n, want, keys(t, e))
+		}
+	})
+}
