@@ -26,13 +26,14 @@ type Store struct {
 	close func() error
 }
 
-// OpenDB connects to PostgreSQL as a *gorm.DB (GORM's own logger silenced:
-// failures surface as errors, not log lines).
+// OpenDB returns a *gorm.DB for dsn without connecting yet (the first query
+// connects; a server that is down is an error of that query, not of
+// OpenDB). GORM's own logger is silenced: failures surface as errors.
 func OpenDB(dsn string) (*gorm.DB, error) {
 	if dsn == "" {
 		return nil, errors.New("subagentctx: postgres: DSN is empty")
 	}
-	db, err := gorm.Open(gormpostgres.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+	db, err := gorm.Open(gormpostgres.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
 	if err != nil {
 		return nil, &core.OpError{Op: "connect to " + Redact(dsn), Kind: Dialect{}.Classify(err), Err: redactErr(err, dsn)}
 	}

@@ -86,3 +86,6 @@ func open(t testing.TB, dsn string) *gorm.DB {
 	}
 	return db
 }
+
+// Available reports whether a PostgreSQL server was provided.
+func Available() bool { return os.Getenv(EnvDSN) != "" }

@@ -31,17 +31,28 @@ var ErrNoSessionsTable = errors.New("host sessions table does not exist")
 // host's sessions table exists, and creates task_session_subagents, its
 // indexes and the meta table if absent. Opening twice is a no-op.
 func Open(ctx context.Context, db *gorm.DB, d Dialect, tables core.HostTables) (*Store, error) {
+	s, err := New(db, d, tables)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensureSchema(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New validates the host table names and returns the store without
+// touching the database: the schema is the migration pass's first step
+// (backfill.Migrator), for a host that must not fail to start when the
+// database is down.
+func New(db *gorm.DB, d Dialect, tables core.HostTables) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("subagentctx: open store: *gorm.DB is nil")
 	}
 	if err := tables.Validate(); err != nil {
 		return nil, fmt.Errorf("subagentctx: open store: %w", err)
 	}
-	s := &Store{db: db, d: d, tables: tables.WithDefaults(), now: time.Now}
-	if err := s.ensureSchema(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return &Store{db: db, d: d, tables: tables.WithDefaults(), now: time.Now}, nil
 }
 
 // DB is the underlying handle.

@@ -1,0 +1,31 @@
+// Package hosttest shows a host's own unit test using the memory adapter:
+// the host code under test (Handler) gets a *core.Recorder, and the test
+// gives it one over memory.New() and asserts on what was stored.
+//
+//	go test ./examples/hosttest
+package hosttest
+
+import (
+	"context"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// ToolCallEvent is the host's own event type.
+type ToolCallEvent struct {
+	SessionID, TaskID, TurnID, ExecutionID, ToolCallID, Status string
+	Kind                                                       string
+	Subagent                                                   *core.Payload
+}
+
+// Handler is host code: it records subagent tool calls and ignores others.
+type Handler struct{ Rec *core.Recorder }
+
+// Handle processes one event.
+func (h *Handler) Handle(ctx context.Context, ev ToolCallEvent) {
+	if ev.Kind != "subagent_task" {
+		return
+	}
+	h.Rec.Record(ctx, core.Frame{TaskSessionID: ev.SessionID, TaskID: ev.TaskID, TurnID: ev.TurnID,
+		ExecutionID: ev.ExecutionID, ToolCallID: ev.ToolCallID, ToolStatus: ev.Status, Payload: ev.Subagent})
+}

@@ -1,0 +1,33 @@
+package hosttest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/core"
+)
+
+func TestHandlerRecordsSubagentsOnly(t *testing.T) {
+	store := memory.New()
+	rec, err := core.NewRecorder(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{Rec: rec}
+	ctx := context.Background()
+	h.Handle(ctx, ToolCallEvent{SessionID: "s", TaskID: "t", TurnID: "turn", ToolCallID: "c1", Kind: "execute"})
+	h.Handle(ctx, ToolCallEvent{SessionID: "s", TaskID: "t", TurnID: "turn", ToolCallID: "c2", Kind: "subagent_task",
+		Status: "completed", Subagent: &core.Payload{SubagentType: "explorer", Status: "async_launched", IsAsync: true}})
+
+	rows, err := store.ListBySession(ctx, "s", core.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].ToolCallID != "c2" || !rows[0].IsAsync || rows[0].TotalTokens != nil || rows[0].SettledAt == nil {
+		t.Fatalf("rows = %+v", rows)
+	}
+	if v := rec.Counters().Values(); v.Persisted != 1 || v.UnknownExecution != 1 {
+		t.Errorf("counters = %+v", v)
+	}
+}

@@ -1,0 +1,103 @@
+// Command minimal records a few subagent frames into embedded SQLite and
+// prints the rows they became:
+//
+//	go run ./examples/minimal
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/hostschema"
+)
+
+func main() {
+	path := flag.String("db", "", "SQLite file (default: a new temporary directory)")
+	flag.Parse()
+	if *path == "" {
+		dir, err := os.MkdirTemp("", "subagentctx-minimal-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		*path = filepath.Join(dir, "host.db")
+	}
+	if err := run(context.Background(), os.Stdout, *path); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, w io.Writer, path string) error {
+	// A real host already has its sessions table; this example makes one.
+	db, err := sqlite.OpenDB(path)
+	if err != nil {
+		return err
+	}
+	if err := hostschema.CreateKandev(ctx, db, core.HostTables{}); err != nil {
+		return err
+	}
+	if err := hostschema.InsertSession(ctx, db, core.HostTables{}, "sess-1", "task-1"); err != nil {
+		return err
+	}
+
+	store, err := sqlite.New(ctx, db, core.HostTables{})
+	if err != nil {
+		return err
+	}
+	rec, err := core.NewRecorder(store)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now().UTC()
+	uses := int64(0)
+	frames := []core.Frame{
+		// A launch, then its completion (sent twice, as streams do).
+		{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_01",
+			ToolStatus: "in_progress", ObservedAt: t0, Payload: &core.Payload{SubagentType: "security-reviewer", Description: "Audit auth"}},
+		{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_01",
+			ToolStatus: "completed", ObservedAt: t0.Add(40 * time.Second),
+			Payload: &core.Payload{Status: "completed", Model: "claude-sonnet-4-5", TotalTokens: 51234, DurationMs: 40210, ToolUseCount: &uses}},
+		{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_01",
+			ToolStatus: "completed", ObservedAt: t0.Add(41 * time.Second), Payload: &core.Payload{Status: "completed"}},
+		// A background launch: no usage reported, so no metric is stored.
+		{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_02",
+			ToolStatus: "completed", ObservedAt: t0.Add(time.Second),
+			Payload: &core.Payload{SubagentType: "explorer", Description: "Map the repo", Status: "async_launched", IsAsync: true}},
+	}
+	for _, f := range frames {
+		rec.Record(ctx, f)
+	}
+
+	rows, err := store.ListBySession(ctx, "sess-1", core.Page{})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s  %-18s tool_status=%-9s agent_status=%-14s tokens=%s tool_uses=%s async=%v\n",
+			r.ToolCallID, deref(r.SubagentType), deref(r.ToolStatus), deref(r.AgentStatus), num(r.TotalTokens), num(r.ToolUseCount), r.IsAsync)
+	}
+	fmt.Fprintf(w, "counters: %+v\n", rec.Counters().Values())
+	return store.Close()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "NULL"
+	}
+	return *s
+}
+
+func num(v *int64) string {
+	if v == nil {
+		return "NULL"
+	}
+	return fmt.Sprint(*v)
+}
