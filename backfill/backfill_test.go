@@ -13,9 +13,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/hostschema"
-	"github.com/subagentctx/subagentctx/internal/fixtures"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 func TestMain(m *testing.M) {
@@ -62,29 +61,29 @@ func keys(t *testing.T, e *testenv.Env) map[string]string {
 
 func session(t *testing.T, e *testenv.Env, id string) {
 	t.Helper()
-	if err := hostschema.InsertSession(context.Background(), e.DB, e.Tables, id, "task-"+id); err != nil {
+	if err := kandevtest.InsertSession(context.Background(), e.DB, e.Tables, id, "task-"+id); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func insert(t *testing.T, e *testenv.Env, msgs ...hostschema.Message) {
+func insert(t *testing.T, e *testenv.Env, msgs ...kandevtest.Message) {
 	t.Helper()
 	for _, m := range msgs {
 		session(t, e, m.TaskSessionID)
 	}
-	if err := hostschema.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
+	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // msg is a subagent message in session s with the given metadata.
-func msg(id, s, turn string, created time.Time, meta fixtures.Metadata) hostschema.Message {
-	return hostschema.Message{ID: id, TaskSessionID: s, TaskID: "task-" + s, TurnID: turn,
+func msg(id, s, turn string, created time.Time, meta kandevtest.Metadata) kandevtest.Message {
+	return kandevtest.Message{ID: id, TaskSessionID: s, TaskID: "task-" + s, TurnID: turn,
 		Metadata: ptr(meta.JSON()), CreatedAt: created, UpdatedAt: created.Add(30 * time.Second)}
 }
 
-func raw(id, s string, created time.Time, metadata *string) hostschema.Message {
-	return hostschema.Message{ID: id, TaskSessionID: s, TaskID: "task-" + s, TurnID: "turn-1", Metadata: metadata, CreatedAt: created}
+func raw(id, s string, created time.Time, metadata *string) kandevtest.Message {
+	return kandevtest.Message{ID: id, TaskSessionID: s, TaskID: "task-" + s, TurnID: "turn-1", Metadata: metadata, CreatedAt: created}
 }
 
 func rows(t *testing.T, e *testenv.Env, s string) map[string]core.Subagent {
@@ -129,14 +128,14 @@ func show[T any](p *T) string {
 func TestFreshPassAndReplay(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
 		insert(t, e,
-			msg("m1", "s1", "turn-1", at(1), fixtures.Subagent("toolu_async", "complete", &fixtures.ClaudeAsyncLaunch)),
-			msg("m2", "s1", "turn-1", at(2), fixtures.Subagent("toolu_done", "completed", &fixtures.ClaudeCompleted)),
-			msg("m3", "s1", "", at(3), fixtures.Subagent("oc_1", "in_progress", &fixtures.OpenCodeTask)),
-			msg("m4", "s2", "turn-2", at(4), fixtures.Subagent("cur_1", "success", &fixtures.CursorTask)),
-			msg("m5", "s2", "turn-2", at(5), fixtures.Subagent("aug_1", "pending", &fixtures.AuggieSubAgent)),
-			msg("m6", "s2", "turn-2", at(6), fixtures.Subagent("codex_1", "failed", &fixtures.CodexChild)),
+			msg("m1", "s1", "turn-1", at(1), kandevtest.Subagent("toolu_async", "complete", &kandevtest.ClaudeAsyncLaunch)),
+			msg("m2", "s1", "turn-1", at(2), kandevtest.Subagent("toolu_done", "completed", &kandevtest.ClaudeCompleted)),
+			msg("m3", "s1", "", at(3), kandevtest.Subagent("oc_1", "in_progress", &kandevtest.OpenCodeTask)),
+			msg("m4", "s2", "turn-2", at(4), kandevtest.Subagent("cur_1", "success", &kandevtest.CursorTask)),
+			msg("m5", "s2", "turn-2", at(5), kandevtest.Subagent("aug_1", "pending", &kandevtest.AuggieSubAgent)),
+			msg("m6", "s2", "turn-2", at(6), kandevtest.Subagent("codex_1", "failed", &kandevtest.CodexChild)),
 		)
-		nested := fixtures.Subagent("toolu_child", "completed", &fixtures.ClaudeCompleted)
+		nested := kandevtest.Subagent("toolu_child", "completed", &kandevtest.ClaudeCompleted)
 		nested.ParentToolCallID = "toolu_done"
 		insert(t, e, msg("m7", "s1", "turn-1", at(7), nested))
 
@@ -225,7 +224,7 @@ func TestMalformedMetadataNeverAborts(t *testing.T) {
 			{"normalized not object", ptr(`{"tool_call_id":"x","normalized":"subagent_task"}`)},
 			{"nul escape", ptr(`{"tool_call_id":"x\u0000","normalized":{"kind":"subagent_task","subagent_task":{}}}`)},
 		}
-		var msgs []hostschema.Message
+		var msgs []kandevtest.Message
 		for i, c := range cases {
 			msgs = append(msgs, raw(fmt.Sprint("bad", i), "s", at(i), c.meta))
 		}
@@ -247,7 +246,7 @@ func TestMalformedMetadataNeverAborts(t *testing.T) {
 			msgs = append(msgs, m)
 			i++
 		}
-		msgs = append(msgs, msg("good", "s", "turn-1", at(500), fixtures.Subagent("good", "completed", &fixtures.ClaudeCompleted)))
+		msgs = append(msgs, msg("good", "s", "turn-1", at(500), kandevtest.Subagent("good", "completed", &kandevtest.ClaudeCompleted)))
 		insert(t, e, msgs...)
 		r := mustRun(t, e)
 		got := rows(t, e, "s")
@@ -289,28 +288,28 @@ func TestMalformedMetadataNeverAborts(t *testing.T) {
 // AC-22 over a live row.
 func TestSkipRulesTiebreakAndLiveRows(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
-		p := fixtures.ClaudeCompleted
-		noTool := fixtures.Subagent("", "completed", &p)
-		notSubagent := fixtures.Subagent("tc-x", "completed", &p)
+		p := kandevtest.ClaudeCompleted
+		noTool := kandevtest.Subagent("", "completed", &p)
+		notSubagent := kandevtest.Subagent("tc-x", "completed", &p)
 		notSubagent.Normalized.Kind = "execute"
-		noTask := msg("no-task", "s", "turn-1", at(1), fixtures.Subagent("tc-nt", "completed", &p))
+		noTask := msg("no-task", "s", "turn-1", at(1), kandevtest.Subagent("tc-nt", "completed", &p))
 		noTask.TaskID = ""
-		older := fixtures.ClaudeAsyncLaunch
-		newer := fixtures.ClaudeCompleted
+		older := kandevtest.ClaudeAsyncLaunch
+		newer := kandevtest.ClaudeCompleted
 		insert(t, e,
 			msg("no-tool", "s", "turn-1", at(1), noTool),
 			msg("other-kind", "s", "turn-1", at(2), notSubagent),
 			noTask,
 			// AC-21b: newest created_at wins ...
-			msg("dup-a", "s", "turn-1", at(10), fixtures.Subagent("tc-dup", "in_progress", &older)),
-			msg("dup-b", "s", "turn-1", at(20), fixtures.Subagent("tc-dup", "completed", &newer)),
-			msg("dup-c", "s", "turn-1", at(5), fixtures.Subagent("tc-dup", "pending", &older)),
+			msg("dup-a", "s", "turn-1", at(10), kandevtest.Subagent("tc-dup", "in_progress", &older)),
+			msg("dup-b", "s", "turn-1", at(20), kandevtest.Subagent("tc-dup", "completed", &newer)),
+			msg("dup-c", "s", "turn-1", at(5), kandevtest.Subagent("tc-dup", "pending", &older)),
 			// ... ties broken by the greatest message id.
-			msg("tie-1", "s", "turn-1", at(30), fixtures.Subagent("tc-tie", "pending", &fixtures.AuggieSubAgent)),
-			msg("tie-9", "s", "turn-1", at(30), fixtures.Subagent("tc-tie", "completed", &fixtures.CodexChild)),
-			msg("tie-5", "s", "turn-1", at(30), fixtures.Subagent("tc-tie", "failed", &fixtures.OpenCodeTask)),
+			msg("tie-1", "s", "turn-1", at(30), kandevtest.Subagent("tc-tie", "pending", &kandevtest.AuggieSubAgent)),
+			msg("tie-9", "s", "turn-1", at(30), kandevtest.Subagent("tc-tie", "completed", &kandevtest.CodexChild)),
+			msg("tie-5", "s", "turn-1", at(30), kandevtest.Subagent("tc-tie", "failed", &kandevtest.OpenCodeTask)),
 			// A live row already holds this key.
-			msg("live-msg", "s", "turn-9", at(40), fixtures.Subagent("tc-live", "completed", &fixtures.CodexChild)),
+			msg("live-msg", "s", "turn-9", at(40), kandevtest.Subagent("tc-live", "completed", &kandevtest.CodexChild)),
 		)
 		live, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-live", ToolCallID: "tc-live",
 			ToolStatus: "in_progress", ObservedAt: at(41), Payload: &core.Payload{Model: "live-model"}})
@@ -358,7 +357,7 @@ func TestNothingToBackfill(t *testing.T) {
 // a partial pair is completed (AC-24).
 func TestKeysWriteOnceAndPartialPairs(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
-		insert(t, e, msg("m1", "s", "turn-1", at(1), fixtures.Subagent("tc", "completed", &fixtures.ClaudeCompleted)))
+		insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "completed", &kandevtest.ClaudeCompleted)))
 		old := "2026-01-01T00:00:00Z" // second precision, by an older build
 		e.Exec(t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?), (?, ?)`, core.KeyCaptureSince, old, core.KeyExecutionSince, old)
 		r := mustRun(t, e)
@@ -388,9 +387,9 @@ func TestKeysWriteOnceAndPartialPairs(t *testing.T) {
 func TestBackfillFailureWritesNoKey(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
 		insert(t, e,
-			msg("m1", "s", "turn-1", at(1), fixtures.Subagent("ok-1", "completed", &fixtures.ClaudeCompleted)),
-			msg("m2", "s", "turn-1", at(2), fixtures.Subagent("poison", "completed", &fixtures.ClaudeCompleted)),
-			msg("m3", "s", "turn-1", at(3), fixtures.Subagent("ok-2", "completed", &fixtures.ClaudeCompleted)))
+			msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("ok-1", "completed", &kandevtest.ClaudeCompleted)),
+			msg("m2", "s", "turn-1", at(2), kandevtest.Subagent("poison", "completed", &kandevtest.ClaudeCompleted)),
+			msg("m3", "s", "turn-1", at(3), kandevtest.Subagent("ok-2", "completed", &kandevtest.ClaudeCompleted)))
 		e.FailInsertsOf(t, "poison")
 		var logs bytes.Buffer
 		m, _ := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -422,7 +421,7 @@ func TestBackfillFailureWritesNoKey(t *testing.T) {
 // TestSecondKeyFailureWritesNeither: AC-24d.
 func TestSecondKeyFailureWritesNeither(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
-		insert(t, e, msg("m1", "s", "turn-1", at(1), fixtures.Subagent("tc", "completed", &fixtures.ClaudeCompleted)))
+		insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "completed", &kandevtest.ClaudeCompleted)))
 		boom := errors.New("injected: second key write")
 		r := run(t, e, backfill.WithHook(func(stage string) error {
 			if stage == "wrote "+core.KeyBackfillThrough {
@@ -463,8 +462,8 @@ func TestLegacyUpgrade(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
 		e.CreateLegacyTable(t)
 		legacyRows(t, e)
-		insert(t, e, msg("m1", "s", "turn-1", at(50), fixtures.Subagent("tc-1", "completed", &fixtures.ClaudeCompleted)),
-			msg("m2", "s", "turn-1", at(51), fixtures.Subagent("tc-new", "completed", &fixtures.CodexChild)))
+		insert(t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
+			msg("m2", "s", "turn-1", at(51), kandevtest.Subagent("tc-new", "completed", &kandevtest.CodexChild)))
 		r := mustRun(t, e)
 		if st := r.Step(backfill.StepShape); st.Status != backfill.Ran || !strings.Contains(st.Detail, "3 rows kept") {
 			t.Errorf("shape step: %+v", st)
@@ -513,7 +512,7 @@ func TestLegacyUpgradeFailureKeepsOldShape(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
 		e.CreateLegacyTable(t)
 		legacyRows(t, e)
-		insert(t, e, msg("m1", "s", "turn-1", at(50), fixtures.Subagent("tc-new", "completed", &fixtures.CodexChild)))
+		insert(t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-new", "completed", &kandevtest.CodexChild)))
 		before := snapshot(t, e)
 		stages := map[string][]string{
 			"sqlite":   {"create new table", "copy rows", "drop old table", "rename", "before commit"},

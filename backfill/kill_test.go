@@ -15,9 +15,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/hostschema"
-	"github.com/subagentctx/subagentctx/internal/fixtures"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 // TestKilledBackfillHelper is not a test: it is the child process of
@@ -58,19 +57,19 @@ func TestKilledMidBackfill(t *testing.T) {
 	}
 	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
 		const sessions, perSession = 20, 1500
-		var msgs []hostschema.Message
+		var msgs []kandevtest.Message
 		for s := range sessions {
 			sid := fmt.Sprint("s", s)
 			session(t, e, sid)
 			for i := range perSession {
-				meta := fixtures.Subagent(fmt.Sprint("tc-", i), "completed", &fixtures.ClaudeCompleted)
+				meta := kandevtest.Subagent(fmt.Sprint("tc-", i), "completed", &kandevtest.ClaudeCompleted)
 				if i%3 == 0 {
 					meta.Normalized.Kind = "execute" // not a subagent
 				}
 				msgs = append(msgs, msg(fmt.Sprintf("m-%d-%d", s, i), sid, "turn-1", at(i), meta))
 			}
 		}
-		if err := hostschema.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
+		if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
 			t.Fatal(err)
 		}
 		want := sessions * (perSession - perSession/3)

@@ -31,7 +31,6 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/internal/sqlstore"
 )
 
 // Adapter selects the store.
@@ -79,7 +78,7 @@ func (c Config) Validate() error {
 		if c.DB == nil {
 			return errors.New("fxmodule: Config.DB is nil (required by the gorm adapter)")
 		}
-		if _, err := dialectOf(c.DB); err != nil {
+		if _, err := attach(c.DB, core.HostTables{}); err != nil {
 			return err
 		}
 	default:
@@ -94,12 +93,21 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func dialectOf(db *gorm.DB) (sqlstore.Dialect, error) {
+// sqlStore is what both SQL adapters' stores are.
+type sqlStore interface {
+	core.Store
+	core.Reader
+	backfill.Target
+}
+
+// attach returns the store for a handle by its GORM dialect, without
+// touching the database.
+func attach(db *gorm.DB, tables core.HostTables) (sqlStore, error) {
 	switch name := db.Dialector.Name(); name {
 	case "sqlite":
-		return sqlite.Dialect{}, nil
+		return sqlite.Attach(db, tables)
 	case "postgres":
-		return postgres.Dialect{}, nil
+		return postgres.Attach(db, tables)
 	default:
 		return nil, fmt.Errorf("fxmodule: Config.DB uses the %q dialect: want sqlite or postgres", name)
 	}
@@ -151,7 +159,6 @@ func newBackend(in backendIn) (*backend, error) {
 		b.retry = time.Second
 	}
 	var db *gorm.DB
-	var d sqlstore.Dialect
 	var err error
 	switch c.Adapter {
 	case Memory:
@@ -162,10 +169,8 @@ func newBackend(in backendIn) (*backend, error) {
 		if db, err = postgres.OpenDB(c.PostgresDSN); err != nil {
 			return nil, err
 		}
-		d = postgres.Dialect{}
 	case GORM:
 		db = c.DB
-		d, _ = dialectOf(db)
 	default:
 		path := c.SQLitePath
 		if path == "" {
@@ -174,7 +179,6 @@ func newBackend(in backendIn) (*backend, error) {
 		if db, err = sqlite.OpenDB(path); err != nil {
 			return nil, err
 		}
-		d = sqlite.Dialect{}
 	}
 	if c.Adapter != GORM {
 		sqlDB, err := db.DB()
@@ -183,7 +187,7 @@ func newBackend(in backendIn) (*backend, error) {
 		}
 		b.close = sqlDB.Close
 	}
-	s, err := sqlstore.New(db, d, c.Tables)
+	s, err := attach(db, c.Tables)
 	if err != nil {
 		_ = b.close()
 		return nil, err

@@ -14,10 +14,9 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/fxmodule"
-	"github.com/subagentctx/subagentctx/hostschema"
-	"github.com/subagentctx/subagentctx/internal/fixtures"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 var t0 = time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
@@ -45,21 +44,21 @@ func configs(t *testing.T) map[string]fxmodule.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hostschema.CreateKandev(ctx, db, core.HostTables{}); err != nil {
+	if err := kandevtest.CreateTables(ctx, db, core.HostTables{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := hostschema.InsertSession(ctx, db, core.HostTables{}, "fx-sess", "fx-task"); err != nil {
+	if err := kandevtest.InsertSession(ctx, db, core.HostTables{}, "fx-sess", "fx-task"); err != nil {
 		t.Fatal(err)
 	}
 	out["sqlite"] = fxmodule.Config{SQLitePath: path} // Adapter defaults to SQLite
 	e := testenv.SQLite(t)
-	hostschema.InsertSession(ctx, e.DB, e.Tables, "fx-sess", "fx-task")
+	kandevtest.InsertSession(ctx, e.DB, e.Tables, "fx-sess", "fx-task")
 	out["gorm"] = fxmodule.Config{Adapter: fxmodule.GORM, DB: e.DB}
 	if pgtest.Available() {
 		dsn := pgtest.NewDatabase(t)
 		pg := pgtest.Open(t, dsn)
-		hostschema.CreateKandev(ctx, pg, core.HostTables{})
-		hostschema.InsertSession(ctx, pg, core.HostTables{}, "fx-sess", "fx-task")
+		kandevtest.CreateTables(ctx, pg, core.HostTables{})
+		kandevtest.InsertSession(ctx, pg, core.HostTables{}, "fx-sess", "fx-task")
 		out["postgres"] = fxmodule.Config{Adapter: fxmodule.Postgres, PostgresDSN: dsn}
 	}
 	return out
@@ -81,7 +80,7 @@ func TestSwapAdaptersByConfig(t *testing.T) {
 			app.RequireStart()
 			ctx := context.Background()
 			before := h.rec.Counters().Values()
-			frames := fixtures.Stream("fx-", t0)
+			frames := kandevtest.Stream("fx-", t0)
 			for i := range frames {
 				frames[i].TaskSessionID = "fx-sess"
 				h.rec.Record(ctx, frames[i])
@@ -94,7 +93,7 @@ func TestSwapAdaptersByConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// fixtures.Stream: 1 + 3 async + 1 nested + 8 fan-out + 1 second execution.
+			// kandevtest.Stream: 1 + 3 async + 1 nested + 8 fan-out + 1 second execution.
 			if len(rows) != 14 {
 				t.Errorf("rows = %d, want 14", len(rows))
 			}
@@ -155,10 +154,10 @@ func TestFailedStepNeverFailsStart(t *testing.T) {
 	if v := rec.Counters().Values(); v.Failed != before.Failed+1 {
 		t.Fatalf("write before the table exists: %+v", v)
 	}
-	if err := hostschema.CreateKandev(context.Background(), db, core.HostTables{}); err != nil {
+	if err := kandevtest.CreateTables(context.Background(), db, core.HostTables{}); err != nil {
 		t.Fatal(err)
 	}
-	hostschema.InsertSession(context.Background(), db, core.HostTables{}, "late", "t")
+	kandevtest.InsertSession(context.Background(), db, core.HostTables{}, "late", "t")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		rec.Record(context.Background(), frame)
@@ -177,11 +176,11 @@ func TestFailedStepNeverFailsStart(t *testing.T) {
 // and the keys appear; the host's own *gorm.DB stays open after stop.
 func TestBackfillRunsAfterStartAndHostDBStaysOpen(t *testing.T) {
 	e := testenv.SQLite(t)
-	ids, msgs := fixtures.History("fx-", 3, 200, t0)
+	ids, msgs := kandevtest.History("fx-", 3, 200, t0)
 	for _, id := range ids {
-		hostschema.InsertSession(context.Background(), e.DB, e.Tables, id, id+"-task")
+		kandevtest.InsertSession(context.Background(), e.DB, e.Tables, id, id+"-task")
 	}
-	if err := hostschema.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
+	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
 		t.Fatal(err)
 	}
 	var reader core.Reader

@@ -13,9 +13,9 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storetest"
-	"github.com/subagentctx/subagentctx/hostschema"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 // TestMain runs the package with a non-UTC local zone; every connection also
@@ -31,7 +31,7 @@ func open(t *testing.T) (*postgres.Store, *gorm.DB) {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.Open(t, pgtest.NewDatabase(t))
-	if err := hostschema.CreateKandev(ctx, db, tables); err != nil {
+	if err := kandevtest.CreateTables(ctx, db, tables); err != nil {
 		t.Fatal(err)
 	}
 	s, err := postgres.New(ctx, db, tables)
@@ -52,9 +52,9 @@ func TestConformance(t *testing.T) {
 		return storetest.Harness{
 			Store: s,
 			CreateSession: func(ctx context.Context, id, task string) error {
-				return hostschema.InsertSession(ctx, db, tables, id, task)
+				return kandevtest.InsertSession(ctx, db, tables, id, task)
 			},
-			DeleteSession: func(ctx context.Context, id string) error { return hostschema.DeleteSession(ctx, db, tables, id) },
+			DeleteSession: func(ctx context.Context, id string) error { return kandevtest.DeleteSession(ctx, db, tables, id) },
 		}
 	})
 }

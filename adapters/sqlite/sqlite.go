@@ -89,7 +89,19 @@ func New(ctx context.Context, db *gorm.DB, tables core.HostTables) (*Store, erro
 	return &Store{Store: s, close: func() error { return nil }}, nil
 }
 
-// Close closes the connections this package opened (none for New).
+// Attach returns the store on db without touching the database: no table is
+// created and the sessions table is not checked. For read-only use (the
+// operator's command line) and for hosts that run the migration pass
+// (backfill.Migrator) themselves, whose first step creates the table.
+func Attach(db *gorm.DB, tables core.HostTables) (*Store, error) {
+	s, err := sqlstore.New(db, Dialect{}, tables)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Store: s, close: func() error { return nil }}, nil
+}
+
+// Close closes the connections this package opened (none for New or Attach).
 func (s *Store) Close() error { return s.close() }
 
 // Dialect is SQLite's sqlstore.Dialect.

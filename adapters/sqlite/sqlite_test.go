@@ -16,8 +16,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storetest"
-	"github.com/subagentctx/subagentctx/hostschema"
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 // TestMain runs the package with a non-UTC local zone: nothing may depend on
@@ -39,7 +39,7 @@ func open(t *testing.T) (*sqlite.Store, *gorm.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hostschema.CreateKandev(ctx, db, tables); err != nil {
+	if err := kandevtest.CreateTables(ctx, db, tables); err != nil {
 		t.Fatal(err)
 	}
 	s, err := sqlite.New(ctx, db, tables)
@@ -60,9 +60,9 @@ func TestConformance(t *testing.T) {
 		return storetest.Harness{
 			Store: s,
 			CreateSession: func(ctx context.Context, id, task string) error {
-				return hostschema.InsertSession(ctx, db, tables, id, task)
+				return kandevtest.InsertSession(ctx, db, tables, id, task)
 			},
-			DeleteSession: func(ctx context.Context, id string) error { return hostschema.DeleteSession(ctx, db, tables, id) },
+			DeleteSession: func(ctx context.Context, id string) error { return kandevtest.DeleteSession(ctx, db, tables, id) },
 		}
 	})
 }
@@ -254,7 +254,7 @@ func TestConcurrentWritersOneFile(t *testing.T) {
 	}
 	s, db := open(t)
 	ctx := context.Background()
-	if err := hostschema.InsertSession(ctx, db, tables, "sess", "task"); err != nil {
+	if err := kandevtest.InsertSession(ctx, db, tables, "sess", "task"); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := core.NewRecorder(s)

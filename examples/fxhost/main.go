@@ -26,8 +26,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/fxmodule"
-	"github.com/subagentctx/subagentctx/hostschema"
-	"github.com/subagentctx/subagentctx/internal/fixtures"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 func main() {
@@ -85,7 +84,7 @@ func run(ctx context.Context, w io.Writer, path, addr string, serve bool) error 
 	if err := app.Start(ctx); err != nil {
 		return err
 	}
-	for _, f := range fixtures.Stream("", time.Now().UTC()) {
+	for _, f := range kandevtest.Stream("", time.Now().UTC()) {
 		f.TaskSessionID = "sess-1"
 		handler.OnSubagentFrame(ctx, f)
 	}
@@ -113,8 +112,8 @@ func seedHost(ctx context.Context, path string) error {
 	}
 	sqlDB, _ := db.DB()
 	defer sqlDB.Close()
-	if err := hostschema.CreateKandev(ctx, db, core.HostTables{}); err != nil {
+	if err := kandevtest.CreateTables(ctx, db, core.HostTables{}); err != nil {
 		return err
 	}
-	return hostschema.InsertSession(ctx, db, core.HostTables{}, "sess-1", "task")
+	return kandevtest.InsertSession(ctx, db, core.HostTables{}, "sess-1", "task")
 }

@@ -25,7 +25,7 @@ func TestFxHost(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(line[i+len(core.ExpvarName)+2:])), &v); err != nil {
 		t.Fatalf("counters not JSON: %v: %s", err, line)
 	}
-	// fixtures.Stream: 28 frames, one without a tool call id.
+	// kandevtest.Stream: 28 frames, one without a tool call id.
 	if v.Attempted != 28 || v.Persisted != 27 || v.SkippedNoIdentity != 1 || v.Failed != 0 {
 		t.Errorf("/debug/vars counters: %+v", v)
 	}

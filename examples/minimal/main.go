@@ -16,7 +16,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/hostschema"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 func main() {
@@ -41,10 +41,10 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := hostschema.CreateKandev(ctx, db, core.HostTables{}); err != nil {
+	if err := kandevtest.CreateTables(ctx, db, core.HostTables{}); err != nil {
 		return err
 	}
-	if err := hostschema.InsertSession(ctx, db, core.HostTables{}, "sess-1", "task-1"); err != nil {
+	if err := kandevtest.InsertSession(ctx, db, core.HostTables{}, "sess-1", "task-1"); err != nil {
 		return err
 	}
 

@@ -10,9 +10,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/hostschema"
-	"github.com/subagentctx/subagentctx/internal/fixtures"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 func TestMain(m *testing.M) {
@@ -37,11 +36,11 @@ func activate(t *testing.T, e *testenv.Env) {
 
 func message(t *testing.T, e *testenv.Env, id, s, tool string, created time.Time) {
 	t.Helper()
-	if err := hostschema.InsertSession(context.Background(), e.DB, e.Tables, s, "task-"+s); err != nil {
+	if err := kandevtest.InsertSession(context.Background(), e.DB, e.Tables, s, "task-"+s); err != nil {
 		t.Fatal(err)
 	}
-	meta := fixtures.Subagent(tool, "completed", &fixtures.ClaudeCompleted).JSON()
-	if err := hostschema.InsertMessages(context.Background(), e.DB, e.Tables, []hostschema.Message{
+	meta := kandevtest.Subagent(tool, "completed", &kandevtest.ClaudeCompleted).JSON()
+	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, []kandevtest.Message{
 		{ID: id, TaskSessionID: s, TaskID: "task-" + s, TurnID: "turn-1", Metadata: &meta, CreatedAt: created}}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +124,7 @@ func TestTimestampComparisons(t *testing.T) {
 				"2026-08-12T23:10:00.500000Z",      // one microsecond before
 				"2026-08-12 23:10:00.5000011",      // beyond microseconds: truncated to capture
 			} {
-				meta := fixtures.Subagent(fmt.Sprint("tc-text-", i), "completed", &fixtures.ClaudeCompleted).JSON()
+				meta := kandevtest.Subagent(fmt.Sprint("tc-text-", i), "completed", &kandevtest.ClaudeCompleted).JSON()
 				e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
 					VALUES (?, 's', 'task-s', 'turn-1', '', ?, ?, ?)`, fmt.Sprint("text-", i), meta, text, text)
 			}
@@ -184,7 +183,7 @@ func TestHealth(t *testing.T) {
 			t.Errorf("stopped writer: %+v", h)
 		}
 		// Banked excess (rows without messages) never hides a shortfall.
-		if err := hostschema.InsertSession(context.Background(), e.DB, e.Tables, "s3", "task-s3"); err != nil {
+		if err := kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s3", "task-s3"); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 5 {
@@ -195,9 +194,9 @@ func TestHealth(t *testing.T) {
 		}
 		// Messages without identity are not shortfall (but are messages,
 		// so a row for one is not excess); malformed metadata is {}.
-		noTool := fixtures.Subagent("", "completed", &fixtures.ClaudeCompleted).JSON()
-		noTask := fixtures.Subagent("tc-nt", "completed", &fixtures.ClaudeCompleted).JSON()
-		if err := hostschema.InsertMessages(context.Background(), e.DB, e.Tables, []hostschema.Message{
+		noTool := kandevtest.Subagent("", "completed", &kandevtest.ClaudeCompleted).JSON()
+		noTask := kandevtest.Subagent("tc-nt", "completed", &kandevtest.ClaudeCompleted).JSON()
+		if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, []kandevtest.Message{
 			{ID: "no-tool", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: &noTool, CreatedAt: after(80)},
 			{ID: "no-task", TaskSessionID: "s1", TaskID: "", TurnID: "t", Metadata: &noTask, CreatedAt: after(80)},
 			{ID: "bad-1", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: ptr(`{"normalized":{"kind":"subagent_task"`), CreatedAt: after(80)},
@@ -224,7 +223,7 @@ func TestStatsCoverage(t *testing.T) {
 		activate(t, e) // backfills s-old's row
 		message(t, e, "new", "s-new", "tc-new", capture.Add(time.Second))
 		record(t, e, "s-new", "tc-new", "e1", capture.Add(2*time.Second))
-		if err := hostschema.InsertSession(context.Background(), e.DB, e.Tables, "s-none", "task-s-none"); err != nil {
+		if err := kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s-none", "task-s-none"); err != nil {
 			t.Fatal(err)
 		}
 		r := e.Store.(core.Reader)

@@ -12,9 +12,9 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/hostschema"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 // Env is one dialect's host database with the store opened in it.
@@ -73,7 +73,7 @@ func Postgres(t testing.TB) *Env {
 func finish(t testing.TB, e *Env, open func(*gorm.DB) (Store, error)) *Env {
 	t.Helper()
 	e.Tables = core.HostTables{}.WithDefaults()
-	if err := hostschema.CreateKandev(context.Background(), e.DB, e.Tables); err != nil {
+	if err := kandevtest.CreateTables(context.Background(), e.DB, e.Tables); err != nil {
 		t.Fatal(err)
 	}
 	s, err := open(e.DB)

@@ -1,8 +1,10 @@
-// Package hostschema creates Kandev-shaped host tables (sessions, turns,
-// messages, meta) and writes rows into them, for examples, tests and the
-// demo. The library itself never calls it: on a real host these tables
+// Package kandevtest is a Kandev-shaped host for examples, tests, benchmarks
+// and the demo: it creates Kandev's host tables (sessions, turns, messages,
+// meta) and writes rows into them, and it builds realistic subagent payloads,
+// message metadata, frame streams and message histories of every provider's
+// shape. The library itself never calls it: on a real host these tables
 // belong to the host and are never created or altered by subagentctx.
-package hostschema
+package kandevtest
 
 import (
 	"context"
@@ -58,11 +60,11 @@ const (
 	metaDDL = `CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
 )
 
-// TurnsTable is the name of the turns table CreateKandev makes.
+// TurnsTable is the name of the turns table CreateTables makes.
 const TurnsTable = "task_session_turns"
 
-// CreateKandev creates the host tables, if absent, under the given names.
-func CreateKandev(ctx context.Context, db *gorm.DB, tables core.HostTables) error {
+// CreateTables creates the host tables, if absent, under the given names.
+func CreateTables(ctx context.Context, db *gorm.DB, tables core.HostTables) error {
 	if err := tables.Validate(); err != nil {
 		return err
 	}
