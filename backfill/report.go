@@ -66,9 +66,6 @@ func (r Report) String() string {
 	var b strings.Builder
 	for _, s := range r.Steps {
 		fmt.Fprintf(&b, "%-14s %-7s %s", s.Step, s.Status, s.Detail)
-		if s.RowsInserted > 0 {
-			fmt.Fprintf(&b, " (%d rows)", s.RowsInserted)
-		}
 		if len(s.KeysWritten) > 0 {
 			fmt.Fprintf(&b, " [wrote %s]", strings.Join(s.KeysWritten, ", "))
 		}

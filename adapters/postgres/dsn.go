@@ -9,13 +9,13 @@ import (
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
 
 // Redact returns dsn with its password, if any, replaced by "xxxxx", for
-// logs and messages. It handles URLs (postgres://user:pw@host/db?password=…)
-// and key=value DSNs (password=…).
+// logs and messages. It handles URLs (postgres://user:pw@host/db?password=…,
+// and any other scheme) and key=value DSNs (password=…).
 func Redact(dsn string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if strings.Contains(dsn, "://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
-			return "postgres://(unparsable DSN redacted)"
+			return "(unparsable DSN redacted)"
 		}
 		if _, has := u.User.Password(); has {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
@@ -31,7 +31,7 @@ func Redact(dsn string) string {
 }
 
 func password(dsn string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if strings.Contains(dsn, "://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return ""
@@ -45,4 +45,16 @@ func password(dsn string) string {
 		return strings.Trim(m[2], "'")
 	}
 	return ""
+}
+
+// RedactText removes dsn, and its password wherever else it appears, from
+// text: for error messages that may quote either.
+func RedactText(text, dsn string) string {
+	if red := Redact(dsn); red != dsn {
+		text = strings.ReplaceAll(text, dsn, red)
+	}
+	if pw := password(dsn); pw != "" {
+		text = strings.ReplaceAll(text, pw, "xxxxx")
+	}
+	return text
 }

@@ -231,13 +231,7 @@ func (Dialect) Classify(err error) error {
 // redactErr removes the DSN's password from an error's message, keeping the
 // error itself reachable for errors.Is/As.
 func redactErr(err error, dsn string) error {
-	msg := err.Error()
-	if red := Redact(dsn); red != dsn && strings.Contains(msg, dsn) {
-		msg = strings.ReplaceAll(msg, dsn, red)
-	}
-	if pw := password(dsn); pw != "" && strings.Contains(msg, pw) {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
-	}
+	msg := RedactText(err.Error(), dsn)
 	if msg == err.Error() {
 		return err
 	}

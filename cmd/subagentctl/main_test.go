@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+var binary string
+
+// TestMain builds the binary once; the tests run it, as an operator would.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "subagentctl-test-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "subagentctl")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func cli(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "SUBAGENTCTL_DB=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errOut.String()}
+}
+
+func (r result) want(t *testing.T, code int) result {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func jsonFrame(session, tool, exec, status string, at time.Time, task string) string {
+	return fmt.Sprintf(`{"task_session_id":%q,"task_id":"task-1","turn_id":"turn-1","execution_id":%q,"tool_call_id":%q,"tool_status":%q,"observed_at":%q,"subagent_task":%s}`,
+		session, exec, tool, status, at.Format(time.RFC3339Nano), task)
+}
+
+// dbArg is how the test names an environment's database on the command line.
+func dbArg(e *testenv.Env) string {
+	if e.Dialect == "sqlite" {
+		return "sqlite:" + e.DSN
+	}
+	return e.DSN
+}
+
+func TestCommandsOnBothDialects(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
+		db := "--db=" + dbArg(e)
+		ctx := context.Background()
+		kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1")
+
+		// Not activated yet: health exits 3.
+		r := cli(t, "", db, "health").want(t, 3)
+		if !strings.Contains(r.stdout, "not run") {
+			t.Errorf("health before activation: %s", r.stdout)
+		}
+		r = cli(t, "", db, "migrate").want(t, 0)
+		for _, step := range []string{"table", "shape", "execution_key", "backfill"} {
+			if !strings.Contains(r.stdout, step) {
+				t.Errorf("migrate output lacks step %s:\n%s", step, r.stdout)
+			}
+		}
+		if r.stderr != "" {
+			t.Errorf("migrate printed on a non-terminal stderr: %q", r.stderr)
+		}
+
+		now := time.Now().UTC()
+		completed := kandevtest.ClaudeCompleted
+		task, _ := json.Marshal(completed)
+		input := strings.Join([]string{
+			jsonFrame("s1", "toolu_01", "exec-1", "in_progress", now.Add(time.Second), `{"description":"x","prompt":"","subagent_type":"general-purpose"}`),
+			jsonFrame("s1", "toolu_01", "exec-1", "completed", now.Add(2*time.Second), string(task)),
+			`not json`,
+			`[1, 2]`,
+			"",
+			jsonFrame("s1", "toolu_02", "", "completed", now.Add(3*time.Second), `{"description":"bg","prompt":"","subagent_type":"explorer","status":"async_launched","is_async":true}`),
+			jsonFrame("s1", "", "exec-1", "completed", now, `{}`),
+		}, "\n")
+		r = cli(t, input, db, "record", "-").want(t, 1)
+		if !strings.Contains(r.stderr, "line 3:") || !strings.Contains(r.stderr, "line 4:") || strings.Contains(r.stderr, "line 5") {
+			t.Errorf("bad lines not reported by number:\n%s", r.stderr)
+		}
+		if !strings.Contains(r.stdout, "attempted 4  persisted 3  skipped_no_identity 1  failed 0") {
+			t.Errorf("record counters: %s", r.stdout)
+		}
+
+		r = cli(t, "", db, "list", "--session", "s1", "--json").want(t, 0)
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+			t.Fatalf("list --json: %v\n%s", err, r.stdout)
+		}
+		if len(rows) != 2 || rows[0]["tool_call_id"] != "toolu_01" || rows[0]["total_tokens"] != float64(275717) ||
+			rows[1]["total_tokens"] != nil || rows[1]["is_async"] != true || rows[1]["agent_execution_id"] != "unknown" {
+			t.Errorf("list --json rows: %v", rows)
+		}
+		if obs, _ := rows[0]["observed_at"].(string); obs != now.Add(time.Second).Truncate(time.Microsecond).Format("2006-01-02T15:04:05.000000Z07:00") {
+			t.Errorf("observed_at %q: want RFC 3339 UTC with microseconds", obs)
+		}
+		for _, col := range []string{"id", "task_session_id", "task_id", "turn_id", "agent_execution_id", "tool_call_id", "parent_tool_call_id",
+			"subagent_type", "description", "agent_id", "child_session_id", "model", "agent_status", "tool_status", "is_async",
+			"total_tokens", "tool_use_count", "duration_ms", "source", "observed_at", "settled_at", "updated_at"} {
+			if _, ok := rows[0][col]; !ok {
+				t.Errorf("list --json lacks column %s", col)
+			}
+		}
+		r = cli(t, "", db, "list", "--turn", "turn-1").want(t, 0)
+		if !strings.Contains(r.stdout, "toolu_02") || !strings.Contains(r.stdout, "2 rows") {
+			t.Errorf("list --turn table:\n%s", r.stdout)
+		}
+
+		r = cli(t, "", db, "stats", "--session", "s1", "--json").want(t, 0)
+		var st core.Stats
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Subagents != 2 || st.TotalTokens.Reported != 1 || st.TotalTokens.Unreported != 1 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
+			t.Errorf("stats --json: %+v", st) // all of s1's activity is after activation: known
+		}
+		r = cli(t, "", db, "activation", "--json").want(t, 0)
+		var a core.Activation
+		if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || a.State != core.Activated || !a.NothingToRecover {
+			t.Errorf("activation --json: %+v %v", a, err)
+		}
+
+		// Healthy (no subagent messages since activation), then a message
+		// the writer never saw: shortfall, exit 1.
+		r = cli(t, "", db, "health", "--json").want(t, 0)
+		var h core.Health
+		if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || !h.Ran || h.Shortfall != 0 {
+			t.Errorf("health --json: %+v %v", h, err)
+		}
+		meta := kandevtest.Subagent("toolu_unseen", "completed", &completed).JSON()
+		kandevtest.InsertMessages(ctx, e.DB, e.Tables, []kandevtest.Message{{ID: "m-unseen", TaskSessionID: "s1", TaskID: "task-1",
+			TurnID: "turn-1", Metadata: &meta, CreatedAt: time.Now().UTC().Add(time.Minute)}})
+		r = cli(t, "", db, "health").want(t, 1)
+		if !strings.Contains(r.stdout, "SHORTFALL") {
+			t.Errorf("health:\n%s", r.stdout)
+		}
+		// An error: a table name the database does not have.
+		cli(t, "", db, "--meta-table=no_such_meta", "health").want(t, 2)
+	})
+}
+
+func TestUsageErrorsTouchNoDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "never.db")
+	for name, args := range map[string][]string{
+		"unknown command":  {"--db", path, "frobnicate"},
+		"unknown flag":     {"--db", path, "--verbose", "health"},
+		"missing session":  {"--db", path, "list"},
+		"both scopes":      {"--db", path, "list", "--session", "a", "--turn", "b"},
+		"bad dsn":          {"--db", "mysql://u:hunter2@h/db", "health"},
+		"no command":       {"--db", path},
+		"bad table name":   {"--db", path, "--sessions-table", "a b", "health"},
+		"command flag":     {"--db", path, "stats", "--nope"},
+		"stats two scopes": {"--db", path, "stats", "--session", "a", "--task", "b"},
+	} {
+		r := cli(t, "", args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "usage: subagentctl") || strings.Count(strings.SplitN(r.stderr, "\n\n", 2)[0], "\n") != 0 {
+			t.Errorf("%s: exit %d, stderr:\n%s", name, r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, "hunter2") {
+			t.Errorf("%s: password in output", name)
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Error("a usage error created the database file")
+	}
+}
+
+func TestPasswordsNeverPrinted(t *testing.T) {
+	e := testenv.Postgres(t)
+	// The test server trusts loopback, so any password is accepted: the
+	// commands succeed and must still never print it.
+	dsn := strings.Replace(e.DSN, "postgres@", "postgres:S3cretPw@", 1)
+	if dsn == e.DSN {
+		t.Fatalf("cannot add a password to %s", e.DSN)
+	}
+	for _, args := range [][]string{{"migrate"}, {"activation"}, {"health"}, {"stats"}, {"list", "--session", "x"}, {"--meta-table=missing", "health"}} {
+		r := cli(t, "", append([]string{"--db", dsn}, args...)...)
+		if strings.Contains(r.stdout+r.stderr, "S3cretPw") {
+			t.Errorf("%v printed the password:\n%s%s", args, r.stdout, r.stderr)
+		}
+	}
+	unreachable := "postgres://u:S3cretPw@127.0.0.1:1/db?sslmode=disable&connect_timeout=2"
+	r := cli(t, "", "--db", unreachable, "health")
+	if r.code != 2 || strings.Contains(r.stdout+r.stderr, "S3cretPw") || !strings.Contains(r.stderr, "xxxxx") && !strings.Contains(r.stderr, "refused") {
+		t.Errorf("unreachable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	r := cli(t, "", "demo").want(t, 0)
+	for _, want := range []string{"migration pass", "backfill", "14 rows", "state: activated", "health: healthy", "collisions     1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+// TestProgressOnlyOnATerminal: record on a large input prints progress on
+// stderr when stderr is a terminal (run under script(1) for a pty), and
+// nothing when it is not.
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) not installed: no pseudo-terminal to test with")
+	}
+	e := testenv.SQLite(t)
+	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
+	input := filepath.Join(t.TempDir(), "frames.jsonl")
+	var b strings.Builder
+	t0 := time.Now().UTC()
+	for i := range 6000 {
+		b.WriteString(jsonFrame("s1", fmt.Sprint("toolu_", i%500), "exec-1", "in_progress", t0.Add(time.Duration(i)*time.Millisecond), `{}`))
+		b.WriteByte('\n')
+	}
+	os.WriteFile(input, []byte(b.String()), 0o600)
+	// Quiet when stderr is not a terminal.
+	r := cli(t, "", "--db", "sqlite:"+e.DSN, "record", input).want(t, 0)
+	if r.stderr != "" {
+		t.Errorf("progress printed to a non-terminal: %q", r.stderr)
+	}
+	// Throttle the writer so the run lasts past the first tick.
+	e.Exec(t, `CREATE TRIGGER slow AFTER UPDATE ON task_session_subagents BEGIN SELECT length(hex(zeroblob(400000))); END`)
+	out, _ := exec.Command(script, "-qec", binary+" --db sqlite:"+e.DSN+" record "+input, "/dev/null").CombinedOutput()
+	if !strings.Contains(string(out), "recorded ") || !strings.Contains(string(out), "/s)") {
+		t.Errorf("no progress on a terminal:\n%s", out)
+	}
+}
