@@ -108,6 +108,37 @@ type Recorder struct {
 	log      *slog.Logger
 	now      func() time.Time
 	timeout  time.Duration
+	warns    warnLimiter
+}
+
+// warnLimiter keeps an outage from flooding the log: at most warnBurst WARN
+// lines per second; the next line that gets through says how many were
+// suppressed. Every failure is still counted.
+type warnLimiter struct {
+	mu         sync.Mutex
+	window     time.Time
+	inWindow   int
+	suppressed int64
+}
+
+const warnBurst = 10
+
+// allow reports whether to log now, and how many lines were suppressed
+// before this one.
+func (w *warnLimiter) allow(now time.Time) (bool, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.window) >= time.Second || now.Before(w.window) {
+		w.window, w.inWindow = now, 0
+	}
+	if w.inWindow >= warnBurst {
+		w.suppressed++
+		return false, 0
+	}
+	w.inWindow++
+	n := w.suppressed
+	w.suppressed = 0
+	return true, n
 }
 
 // RecorderOption configures a Recorder.
@@ -160,8 +191,10 @@ func (r *Recorder) Counters() *Counters { return r.counters }
 
 // Record normalises f, gates its identity, counts it and writes it. A frame
 // without a session id, task id or tool call id is counted as
-// skipped_no_identity and not written (AC-2). A failed write is logged at WARN
-// with the session id and tool call id and counted as failed (AC-27).
+// skipped_no_identity and not written (AC-2). A failed write is counted as
+// failed and logged at WARN with the session id and tool call id (AC-27); in
+// an outage at most 10 such lines a second are logged, the next one saying
+// how many were suppressed.
 func (r *Recorder) Record(ctx context.Context, f Frame) {
 	now := r.now()
 	if f.ObservedAt.IsZero() {
@@ -182,11 +215,18 @@ func (r *Recorder) Record(ctx context.Context, f Frame) {
 	row.UpdatedAt = CanonicalTime(now)
 	if err := r.write(ctx, row); err != nil {
 		r.counters.failed.Add(1)
-		r.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: subagent context write failed",
-			slog.String("task_session_id", row.TaskSessionID),
-			slog.String("tool_call_id", row.ToolCallID),
-			slog.String("agent_execution_id", row.AgentExecutionID),
-			slog.Any("error", err))
+		if ok, suppressed := r.warns.allow(r.now()); ok {
+			attrs := []slog.Attr{
+				slog.String("task_session_id", row.TaskSessionID),
+				slog.String("tool_call_id", row.ToolCallID),
+				slog.String("agent_execution_id", row.AgentExecutionID),
+				slog.Any("error", err),
+			}
+			if suppressed > 0 {
+				attrs = append(attrs, slog.Int64("similar_warnings_suppressed", suppressed))
+			}
+			r.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: subagent context write failed", attrs...)
+		}
 		return
 	}
 	r.counters.persisted.Add(1)

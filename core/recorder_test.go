@@ -183,3 +183,26 @@ func TestNewRecorderRejectsNilStore(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestWarnFloodSummarised: every failure is counted, but an outage logs at
+// most a burst of WARN lines per second, then a summary of the suppressed.
+func TestWarnFloodSummarised(t *testing.T) {
+	var logs bytes.Buffer
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { return errors.New("connection refused") }),
+		core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), core.WithClock(func() time.Time { return now }))
+	for range 100 {
+		rec.Record(context.Background(), frame("x"))
+	}
+	if v := rec.Counters().Values(); v.Failed != 100 {
+		t.Fatalf("failed = %d, want 100", v.Failed)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 10 {
+		t.Errorf("%d WARN lines in one second, want 10", n)
+	}
+	now = now.Add(time.Second)
+	rec.Record(context.Background(), frame("x"))
+	if !strings.Contains(logs.String(), "similar_warnings_suppressed=90") {
+		t.Errorf("no summary of the 90 suppressed lines:\n%s", logs.String())
+	}
+}

@@ -3,7 +3,9 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // This file is the one place where the contract's rules are written: how a
@@ -58,8 +60,8 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		AgentExecutionID: f.ExecutionID,
 		// SPEC §2: '' ⇒ NULL for every nullable text column.
 		TurnID:           nullIfEmpty(f.TurnID),
-		ParentToolCallID: nullIfEmpty(f.ParentToolCallID), // AC-6: nested rows are written like any other
-		ToolStatus:       nullIfEmpty(f.ToolStatus),
+		ParentToolCallID: text(f.ParentToolCallID), // AC-6: nested rows are written like any other
+		ToolStatus:       text(f.ToolStatus),
 		Source:           SourceLive, // AC-1: the live path creates live rows
 		ObservedAt:       observed,
 	}
@@ -72,13 +74,13 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		row.SettledAt = &observed
 	}
 	if p := f.Payload; p != nil {
-		row.SubagentType = nullIfEmpty(p.SubagentType)
-		row.Description = nullIfEmpty(p.Description)
-		row.AgentID = nullIfEmpty(p.AgentID)
-		row.ChildSessionID = nullIfEmpty(p.ChildSessionID)
-		row.Model = nullIfEmpty(p.Model)
+		row.SubagentType = text(p.SubagentType)
+		row.Description = text(p.Description)
+		row.AgentID = text(p.AgentID)
+		row.ChildSessionID = text(p.ChildSessionID)
+		row.Model = text(p.Model)
 		// AC-10a: agent_status is stored verbatim and never settles anything.
-		row.AgentStatus = nullIfEmpty(p.Status)
+		row.AgentStatus = text(p.Status)
 		row.IsAsync = p.IsAsync
 		// AC-7/7a: total_tokens and duration_ms cannot say "reported zero":
 		// 0 ⇒ NULL. AC-8: tool_use_count is a pointer; nil ⇒ NULL, 0 ⇒ 0.
@@ -179,6 +181,22 @@ func (s *Subagent) Validate() error {
 	case s.Source != SourceLive && s.Source != SourceBackfill:
 		return bad("source", fmt.Sprintf("is %q, want %q or %q", s.Source, SourceLive, SourceBackfill))
 	}
+	for _, id := range []struct{ field, v string }{
+		{"task_session_id", s.TaskSessionID}, {"task_id", s.TaskID}, {"agent_execution_id", s.AgentExecutionID},
+		{"tool_call_id", s.ToolCallID}, {"turn_id", deref(s.TurnID)}, {"parent_tool_call_id", deref(s.ParentToolCallID)},
+	} {
+		if err := checkID(id.field, id.v); err != nil {
+			return err
+		}
+	}
+	if err := checkTime("observed_at", s.ObservedAt); err != nil {
+		return err
+	}
+	if s.SettledAt != nil {
+		if err := checkTime("settled_at", *s.SettledAt); err != nil {
+			return err
+		}
+	}
 	for _, m := range []struct {
 		name string
 		v    *int64
@@ -202,6 +220,48 @@ func (s *Subagent) Validate() error {
 	return nil
 }
 
+// Sanitize makes descriptive text storable identically on every adapter:
+// PostgreSQL rejects NUL bytes and invalid UTF-8 in text, so each NUL byte
+// and each invalid UTF-8 sequence becomes U+FFFD on every adapter. Control
+// characters, quotes and other bytes are kept as they are. Identifiers are
+// not sanitized (two different ids must never become one); Validate rejects
+// them instead.
+func Sanitize(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// text is a descriptive column: sanitized, '' ⇒ NULL.
+func text(s string) *string { return nullIfEmpty(Sanitize(s)) }
+
+// MaxIDBytes bounds every identifier: PostgreSQL cannot index much longer
+// values, so a longer one is rejected on every adapter alike.
+const MaxIDBytes = 1024
+
+// checkID rejects an identifier that no adapter could store as given.
+func checkID(field, id string) error {
+	switch {
+	case len(id) > MaxIDBytes:
+		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrInvalidRow, field, len(id), MaxIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidRow, field)
+	case strings.ContainsRune(id, 0):
+		return fmt.Errorf("%w: %s contains a NUL byte", ErrInvalidRow, field)
+	}
+	return nil
+}
+
+// checkTime rejects an instant outside years 1-9999, the range every
+// adapter stores and compares exactly.
+func checkTime(field string, t time.Time) error {
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("%w: %s %s is outside years 1-9999", ErrInvalidRow, field, t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 func nullIfEmpty(s string) *string {
 	if s == "" {
 		return nil
@@ -211,6 +271,13 @@ func nullIfEmpty(s string) *string {
 
 // positiveMetric maps a plain metric to its column: >0 kept, 0 ⇒ NULL
 // (AC-7a), <0 ⇒ NULL and anomalous (AC-9).
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
 func positiveMetric(v int64) (*int64, bool) {
 	switch {
 	case v > 0:

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,32 +87,6 @@ func (e *env) ticker(status func(elapsed time.Duration) string) func() {
 	return func() { close(done); <-finished }
 }
 
-// frameLine is one line of `record` input.
-type frameLine struct {
-	TaskSessionID    string        `json:"task_session_id"`
-	TaskID           string        `json:"task_id"`
-	TurnID           string        `json:"turn_id"`
-	ExecutionID      string        `json:"execution_id"`
-	ToolCallID       string        `json:"tool_call_id"`
-	ParentToolCallID string        `json:"parent_tool_call_id"`
-	ToolStatus       string        `json:"tool_status"`
-	ObservedAt       string        `json:"observed_at"`
-	SubagentTask     *core.Payload `json:"subagent_task"`
-}
-
-func (l frameLine) frame() (core.Frame, error) {
-	f := core.Frame{TaskSessionID: l.TaskSessionID, TaskID: l.TaskID, TurnID: l.TurnID, ExecutionID: l.ExecutionID,
-		ToolCallID: l.ToolCallID, ParentToolCallID: l.ParentToolCallID, ToolStatus: l.ToolStatus, Payload: l.SubagentTask}
-	if l.ObservedAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, l.ObservedAt)
-		if err != nil {
-			return f, fmt.Errorf("observed_at %q is not RFC 3339", l.ObservedAt)
-		}
-		f.ObservedAt = t
-	}
-	return f, nil
-}
-
 func cmdRecord(ctx context.Context, e *env, args []string) error {
 	fs, err := commandFlags("record", args, func(*flag.FlagSet) {})
 	if err != nil {
@@ -167,12 +140,7 @@ func recordLines(ctx context.Context, e *env, in io.Reader, rec *core.Recorder) 
 	for n := 1; ; n++ {
 		line, readErr := r.ReadBytes('\n')
 		if len(strings.TrimSpace(string(line))) > 0 {
-			var l frameLine
-			var f core.Frame
-			err := json.Unmarshal(line, &l)
-			if err == nil {
-				f, err = l.frame()
-			}
+			f, err := core.DecodeFrame(line)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "line %d: %v (skipped)\n", n, err)
 				bad++

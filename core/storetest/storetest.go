@@ -58,6 +58,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"AC16_SessionDeleteCascades", testCascade},
 		{"TimeRoundTripMicroseconds", testTimePrecision},
 		{"InvalidRowRejected", testInvalidRow},
+		{"HostileFrames", testHostileFrames},
 		{"ModelCheckAgainstMerge", testModelCheck},
 		{"AC25_StatsReportedOnlyUnknownCoverage", testStats},
 	}

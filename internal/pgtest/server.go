@@ -1,0 +1,102 @@
+package pgtest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// Server is a PostgreSQL server of a test's own, which the test may stop and
+// start (the shared server of scripts/test must keep running for the other
+// packages' tests).
+type Server struct {
+	bin, data, sockets string
+	Port               int
+	asPostgres         bool
+}
+
+// StartServer initialises and starts a private server; it is stopped at
+// cleanup. It needs the binaries scripts/test uses (SUBAGENTCTX_TEST_PG_BIN)
+// and skips without them (fails under CI=true).
+func StartServer(t testing.TB) *Server {
+	t.Helper()
+	AdminDSN(t) // skip or fail exactly like the other PostgreSQL tests
+	bin := os.Getenv("SUBAGENTCTX_TEST_PG_BIN")
+	if bin == "" {
+		t.Fatal("SUBAGENTCTX_TEST_PG_BIN is not set: scripts/test exports it with the server's binaries")
+	}
+	dir, err := os.MkdirTemp("", "subagentctx-pgserver-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{bin: bin, data: filepath.Join(dir, "data"), sockets: dir, asPostgres: os.Geteuid() == 0}
+	t.Cleanup(func() {
+		s.run("pg_ctl", "-D", s.data, "-m", "immediate", "stop")
+		os.RemoveAll(dir)
+	})
+	if s.asPostgres {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := s.run("initdb", "-D", s.data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Port = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// DSN is the server's postgres database, with a password (the server trusts
+// loopback and ignores it) so tests can check that it never leaks.
+func (s *Server) DSN(password string) string {
+	return fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", password, s.Port)
+}
+
+// Start starts the server and waits until it accepts connections.
+func (s *Server) Start() error {
+	out, err := s.run("pg_ctl", "-D", s.data, "-l", filepath.Join(s.sockets, "server.log"), "-w", "-t", "60", "start",
+		"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", s.Port, s.sockets))
+	if err != nil {
+		return fmt.Errorf("pg_ctl start: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Stop stops the server (fast shutdown: connections are cut).
+func (s *Server) Stop() error {
+	out, err := s.run("pg_ctl", "-D", s.data, "-m", "fast", "-w", "stop")
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop: %v\n%s", err, out)
+	}
+	return nil
+}
+
+func (s *Server) run(name string, args ...string) ([]byte, error) {
+	path := filepath.Join(s.bin, name)
+	var cmd *exec.Cmd
+	if s.asPostgres {
+		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	} else {
+		cmd = exec.Command(path, args...)
+	}
+	return cmd.CombinedOutput()
+}
