@@ -233,7 +233,7 @@ func Sanitize(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// text is a descriptive column: sanitized, '' ⇒ NULL.
+// text is a descriptive column: sanitized, ” ⇒ NULL.
 func text(s string) *string { return nullIfEmpty(Sanitize(s)) }
 
 // MaxIDBytes bounds every identifier: PostgreSQL cannot index much longer

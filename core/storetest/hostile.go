@@ -33,7 +33,9 @@ func testHostileFrames(t *testing.T, s *suite) {
 		{"control characters", func(f *core.Frame) { f.Payload.SubagentType = "t\x01\x1b[31m\r\n\t" },
 			func(r core.Subagent) bool { return show(r.SubagentType) == show(str("t\x01\x1b[31m\r\n\t")) }},
 		{"SQL metacharacters", func(f *core.Frame) { f.Payload.AgentID = `'); DROP TABLE task_session_subagents; --"\` },
-			func(r core.Subagent) bool { return show(r.AgentID) == show(str(`'); DROP TABLE task_session_subagents; --"\`)) }},
+			func(r core.Subagent) bool {
+				return show(r.AgentID) == show(str(`'); DROP TABLE task_session_subagents; --"\`))
+			}},
 		{"1 MiB of text", func(f *core.Frame) { f.Payload.Description = big },
 			func(r core.Subagent) bool { return r.Description != nil && *r.Description == big }},
 		{"64-bit limits", func(f *core.Frame) {
@@ -41,12 +43,17 @@ func testHostileFrames(t *testing.T, s *suite) {
 		}, func(r core.Subagent) bool {
 			return show(r.TotalTokens) == show(i64(math.MaxInt64)) && r.DurationMs == nil && show(r.ToolUseCount) == show(i64(math.MaxInt64))
 		}},
-		{"far past", func(f *core.Frame) { f.ObservedAt = time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC); f.ToolStatus = "completed" },
+		{"far past", func(f *core.Frame) {
+			f.ObservedAt = time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)
+			f.ToolStatus = "completed"
+		},
 			func(r core.Subagent) bool {
 				return r.ObservedAt.Equal(time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)) && r.SettledAt != nil && r.SettledAt.Equal(r.ObservedAt)
 			}},
 		{"far future", func(f *core.Frame) { f.ObservedAt = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC) },
-			func(r core.Subagent) bool { return r.ObservedAt.Equal(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)) }},
+			func(r core.Subagent) bool {
+				return r.ObservedAt.Equal(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC))
+			}},
 		{"id of 1 KiB", func(f *core.Frame) { f.ToolCallID = strings.Repeat("x", core.MaxIDBytes) },
 			func(r core.Subagent) bool { return len(r.ToolCallID) == core.MaxIDBytes }},
 	}
