@@ -108,26 +108,47 @@ func (s *Subagent) Key() Key {
 // Clone returns a deep copy, so that a stored row and a caller's copy never
 // share a pointer.
 func (s Subagent) Clone() Subagent {
-	s.TurnID = clonePtr(s.TurnID)
-	s.ParentToolCallID = clonePtr(s.ParentToolCallID)
-	s.SubagentType = clonePtr(s.SubagentType)
-	s.Description = clonePtr(s.Description)
-	s.AgentID = clonePtr(s.AgentID)
-	s.ChildSessionID = clonePtr(s.ChildSessionID)
-	s.Model = clonePtr(s.Model)
-	s.AgentStatus = clonePtr(s.AgentStatus)
-	s.ToolStatus = clonePtr(s.ToolStatus)
-	s.TotalTokens = clonePtr(s.TotalTokens)
-	s.ToolUseCount = clonePtr(s.ToolUseCount)
-	s.DurationMs = clonePtr(s.DurationMs)
-	s.SettledAt = clonePtr(s.SettledAt)
+	c := new(cells)
+	s.TurnID = c.text(0, s.TurnID)
+	s.ParentToolCallID = c.text(1, s.ParentToolCallID)
+	s.SubagentType = c.text(2, s.SubagentType)
+	s.Description = c.text(3, s.Description)
+	s.AgentID = c.text(4, s.AgentID)
+	s.ChildSessionID = c.text(5, s.ChildSessionID)
+	s.Model = c.text(6, s.Model)
+	s.AgentStatus = c.text(7, s.AgentStatus)
+	s.ToolStatus = c.text(8, s.ToolStatus)
+	s.TotalTokens = c.num(0, s.TotalTokens)
+	s.ToolUseCount = c.num(1, s.ToolUseCount)
+	s.DurationMs = c.num(2, s.DurationMs)
+	if s.SettledAt != nil {
+		c.at = *s.SettledAt
+		s.SettledAt = &c.at
+	}
 	return s
 }
 
-func clonePtr[T any](p *T) *T {
+// cells holds the values a row's pointers point to, so that a row's
+// nullable columns cost one allocation rather than one each (the record
+// path is hot).
+type cells struct {
+	texts [9]string
+	nums  [3]int64
+	at    time.Time
+}
+
+func (c *cells) text(i int, p *string) *string {
 	if p == nil {
 		return nil
 	}
-	v := *p
-	return &v
+	c.texts[i] = *p
+	return &c.texts[i]
+}
+
+func (c *cells) num(i int, p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	c.nums[i] = *p
+	return &c.nums[i]
 }

@@ -232,10 +232,25 @@ func (r *Recorder) Record(ctx context.Context, f Frame) {
 	r.counters.persisted.Add(1)
 }
 
-// write runs the upsert on its own goroutine so that a store that panics or
-// ignores its context cannot reach the caller. A write abandoned at the
-// deadline may still commit later; it is counted as failed.
-func (r *Recorder) write(ctx context.Context, row Subagent) error {
+// ContextBounded is implemented by stores that return promptly whatever
+// their context, such as the memory adapter (no I/O). The Recorder calls
+// them directly. Every other store is called on a goroutine of its own, with
+// the Recorder's timeout, so that one that ignores its context still cannot
+// block the caller past the deadline.
+type ContextBounded interface{ ContextBounded() }
+
+// write runs the upsert so that a store that panics, or ignores its
+// context, cannot reach the caller. A write abandoned at the deadline may
+// still commit later; it is counted as failed.
+func (r *Recorder) write(ctx context.Context, row Subagent) (err error) {
+	if _, ok := r.store.(ContextBounded); ok {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("store panicked: %v", p)
+			}
+		}()
+		return r.store.Upsert(ctx, row)
+	}
 	if r.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)

@@ -52,6 +52,7 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		return Subagent{}, v
 	}
 	observed := CanonicalTime(f.ObservedAt)
+	c := new(cells) // backs every pointer of the row: one allocation
 	row := Subagent{
 		TaskSessionID: f.TaskSessionID,
 		TaskID:        f.TaskID,
@@ -59,9 +60,9 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		// AC-30/31: a non-empty execution id verbatim, else the sentinel.
 		AgentExecutionID: f.ExecutionID,
 		// SPEC §2: '' ⇒ NULL for every nullable text column.
-		TurnID:           nullIfEmpty(f.TurnID),
-		ParentToolCallID: text(f.ParentToolCallID), // AC-6: nested rows are written like any other
-		ToolStatus:       text(f.ToolStatus),
+		TurnID:           c.value(0, f.TurnID),
+		ParentToolCallID: c.value(1, Sanitize(f.ParentToolCallID)), // AC-6: nested rows are written like any other
+		ToolStatus:       c.value(8, Sanitize(f.ToolStatus)),
 		Source:           SourceLive, // AC-1: the live path creates live rows
 		ObservedAt:       observed,
 	}
@@ -71,31 +72,31 @@ func Normalize(f Frame) (Subagent, Verdict) {
 	}
 	// AC-11: settled_at is the observation time of a terminal tool_status.
 	if IsTerminalToolStatus(f.ToolStatus) {
-		row.SettledAt = &observed
+		c.at = observed
+		row.SettledAt = &c.at
 	}
 	if p := f.Payload; p != nil {
-		row.SubagentType = text(p.SubagentType)
-		row.Description = text(p.Description)
-		row.AgentID = text(p.AgentID)
-		row.ChildSessionID = text(p.ChildSessionID)
-		row.Model = text(p.Model)
+		row.SubagentType = c.value(2, Sanitize(p.SubagentType))
+		row.Description = c.value(3, Sanitize(p.Description))
+		row.AgentID = c.value(4, Sanitize(p.AgentID))
+		row.ChildSessionID = c.value(5, Sanitize(p.ChildSessionID))
+		row.Model = c.value(6, Sanitize(p.Model))
 		// AC-10a: agent_status is stored verbatim and never settles anything.
-		row.AgentStatus = text(p.Status)
+		row.AgentStatus = c.value(7, Sanitize(p.Status))
 		row.IsAsync = p.IsAsync
 		// AC-7/7a: total_tokens and duration_ms cannot say "reported zero":
 		// 0 ⇒ NULL. AC-8: tool_use_count is a pointer; nil ⇒ NULL, 0 ⇒ 0.
 		// AC-9: a negative metric ⇒ NULL for that field only, counted once.
 		var neg bool
-		row.TotalTokens, neg = positiveMetric(p.TotalTokens)
+		row.TotalTokens, neg = c.positive(0, p.TotalTokens)
 		v.Anomalous = v.Anomalous || neg
-		row.DurationMs, neg = positiveMetric(p.DurationMs)
+		row.DurationMs, neg = c.positive(2, p.DurationMs)
 		v.Anomalous = v.Anomalous || neg
-		if c := p.ToolUseCount; c != nil {
-			if *c < 0 {
+		if n := p.ToolUseCount; n != nil {
+			if *n < 0 {
 				v.Anomalous = true
 			} else {
-				n := *c
-				row.ToolUseCount = &n
+				row.ToolUseCount = c.num(1, n)
 			}
 		}
 	}
@@ -233,9 +234,6 @@ func Sanitize(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// text is a descriptive column: sanitized, ” ⇒ NULL.
-func text(s string) *string { return nullIfEmpty(Sanitize(s)) }
-
 // MaxIDBytes bounds every identifier: PostgreSQL cannot index much longer
 // values, so a longer one is rejected on every adapter alike.
 const MaxIDBytes = 1024
@@ -262,30 +260,33 @@ func checkTime(field string, t time.Time) error {
 	return nil
 }
 
-func nullIfEmpty(s string) *string {
+// value is a nullable text column: ” ⇒ NULL.
+func (c *cells) value(i int, s string) *string {
 	if s == "" {
 		return nil
 	}
-	return &s
+	c.texts[i] = s
+	return &c.texts[i]
 }
 
-// positiveMetric maps a plain metric to its column: >0 kept, 0 ⇒ NULL
-// (AC-7a), <0 ⇒ NULL and anomalous (AC-9).
+// positive maps a plain metric to its column: >0 kept, 0 ⇒ NULL (AC-7a),
+// <0 ⇒ NULL and anomalous (AC-9).
+func (c *cells) positive(i int, v int64) (*int64, bool) {
+	switch {
+	case v > 0:
+		c.nums[i] = v
+		return &c.nums[i], false
+	case v < 0:
+		return nil, true
+	}
+	return nil, false
+}
+
 func deref(p *string) string {
 	if p == nil {
 		return ""
 	}
 	return *p
-}
-
-func positiveMetric(v int64) (*int64, bool) {
-	switch {
-	case v > 0:
-		return &v, false
-	case v < 0:
-		return nil, true
-	}
-	return nil, false
 }
 
 func fill[T any](dst **T, v *T) {

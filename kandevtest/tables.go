@@ -105,6 +105,7 @@ func DeleteSession(ctx context.Context, db *gorm.DB, tables core.HostTables, id 
 // as Kandev writes them through its driver.
 type Message struct {
 	ID, TaskSessionID, TaskID, TurnID string
+	Content                           string
 	Metadata                          *string // nil stores SQL NULL
 	CreatedAt, UpdatedAt              time.Time
 }
@@ -121,12 +122,12 @@ func InsertMessages(ctx context.Context, db *gorm.DB, tables core.HostTables, ms
 			if i > 0 {
 				sql += ", "
 			}
-			sql += "(?, ?, ?, ?, 'agent', '', 'tool_call', ?, ?, ?)"
+			sql += "(?, ?, ?, ?, 'agent', ?, 'tool_call', ?, ?, ?)"
 			updated := m.UpdatedAt
 			if updated.IsZero() {
 				updated = m.CreatedAt
 			}
-			args = append(args, m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.Metadata, m.CreatedAt.UTC(), updated.UTC())
+			args = append(args, m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.Content, m.Metadata, m.CreatedAt.UTC(), updated.UTC())
 		}
 		if err := db.WithContext(ctx).Exec(sql, args...).Error; err != nil {
 			return fmt.Errorf("hostschema: insert messages: %w", err)

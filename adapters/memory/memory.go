@@ -17,7 +17,7 @@ import (
 // Store is a concurrency-safe in-memory core.Store.
 type Store struct {
 	mu   sync.RWMutex
-	rows map[core.Key]*core.Subagent
+	rows map[core.Key]core.Subagent
 	now  func() time.Time
 }
 
@@ -25,8 +25,12 @@ var _ core.Store = (*Store)(nil)
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{rows: make(map[core.Key]*core.Subagent), now: time.Now}
+	return &Store{rows: make(map[core.Key]core.Subagent), now: time.Now}
 }
+
+// ContextBounded marks the store as one that returns promptly whatever its
+// context (it does no I/O), so the Recorder calls it directly.
+func (s *Store) ContextBounded() {}
 
 // Upsert merges row into the stored row with the same key, atomically.
 func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
@@ -45,12 +49,15 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	row.UpdatedAt = core.CanonicalTime(s.now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	stored := s.rows[row.Key()]
-	if stored == nil && row.ID == "" {
+	key := row.Key()
+	if stored, ok := s.rows[key]; ok {
+		s.rows[key] = core.Merge(&stored, row)
+		return nil
+	}
+	if row.ID == "" {
 		row.ID = uuid.NewString()
 	}
-	merged := core.Merge(stored, row)
-	s.rows[row.Key()] = &merged
+	s.rows[key] = core.Merge(nil, row)
 	return nil
 }
 
@@ -90,7 +97,7 @@ func (s *Store) list(ctx context.Context, op string, page core.Page, match func(
 	s.mu.RLock()
 	out := make([]core.Subagent, 0)
 	for _, r := range s.rows {
-		if match(r) && (page.After == nil || page.After.Less(r.Cursor())) {
+		if match(&r) && (page.After == nil || page.After.Less(r.Cursor())) {
 			out = append(out, r.Clone())
 		}
 	}

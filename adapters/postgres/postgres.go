@@ -86,7 +86,7 @@ func Attach(db *gorm.DB, tables core.HostTables) (*Store, error) {
 }
 
 // Close closes the connections this package opened (none for New or Attach).
-func (s *Store) Close() error { return s.close() }
+func (s *Store) Close() error { return errors.Join(s.CloseStatements(), s.close()) }
 
 // Dialect is PostgreSQL's sqlstore.Dialect.
 type Dialect struct{}

@@ -102,7 +102,7 @@ func Attach(db *gorm.DB, tables core.HostTables) (*Store, error) {
 }
 
 // Close closes the connections this package opened (none for New or Attach).
-func (s *Store) Close() error { return s.close() }
+func (s *Store) Close() error { return errors.Join(s.CloseStatements(), s.close()) }
 
 // Dialect is SQLite's sqlstore.Dialect.
 type Dialect struct{}

@@ -52,8 +52,27 @@ func (s *Store) Health(ctx context.Context) (core.Health, error) {
 		return core.Health{Reason: core.KeyCaptureSince + " does not parse: " + a.CaptureSince.ParseError}, nil
 	}
 	capture := *a.CaptureSince.Time
-	// Shortfall and excess are two directed anti-joins over distinct
-	// (task_session_id, tool_call_id) pairs; never netted.
+	q, args := s.HealthStatement(capture)
+	var out struct {
+		Shortfall, Excess, Collisions int64
+		LastUs                        sql.NullInt64
+	}
+	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&out).Error; err != nil {
+		return core.Health{}, s.opError("health check", core.Key{}, err)
+	}
+	h := core.Health{Ran: true, CaptureSince: &capture, Shortfall: out.Shortfall, Excess: out.Excess, Collisions: out.Collisions}
+	if out.LastUs.Valid {
+		t := time.UnixMicro(out.LastUs.Int64).UTC()
+		h.LastObservedAt = &t
+	}
+	return h, nil
+}
+
+// HealthStatement is the health check's one statement for a capture_since
+// instant: shortfall and excess as two directed anti-joins over distinct
+// (task_session_id, tool_call_id) pairs, never netted; the collisions; the
+// last observation.
+func (s *Store) HealthStatement(capture time.Time) (string, []any) {
 	q := `WITH m AS MATERIALIZED (` + s.subagentMessages() + `),
 		r AS MATERIALIZED (SELECT task_session_id, tool_call_id, observed_at FROM ` + core.Table + `
 		                   WHERE ` + s.d.Instant("observed_at") + ` >= ?)
@@ -65,20 +84,8 @@ func (s *Store) Health(ctx context.Context) (core.Health, error) {
 		 WHERE NOT EXISTS (SELECT 1 FROM m WHERE m.task_session_id = x.task_session_id AND m.tool_call_id = x.tool_call_id)) AS excess,
 		(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r GROUP BY task_session_id, tool_call_id HAVING count(*) > 1) c) AS collisions,
 		(SELECT MAX(` + s.d.Instant("observed_at") + `) FROM r) AS last_us`
-	var out struct {
-		Shortfall, Excess, Collisions int64
-		LastUs                        sql.NullInt64
-	}
 	us := capture.UnixMicro()
-	if err := s.db.WithContext(ctx).Raw(q, us, us).Scan(&out).Error; err != nil {
-		return core.Health{}, s.opError("health check", core.Key{}, err)
-	}
-	h := core.Health{Ran: true, CaptureSince: &capture, Shortfall: out.Shortfall, Excess: out.Excess, Collisions: out.Collisions}
-	if out.LastUs.Valid {
-		t := time.UnixMicro(out.LastUs.Int64).UTC()
-		h.LastObservedAt = &t
-	}
-	return h, nil
+	return q, []any{us, us}
 }
 
 // Stats computes coverage-aware statistics with SQL aggregates; nothing is

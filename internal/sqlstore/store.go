@@ -2,8 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,6 +22,8 @@ type Store struct {
 	d      Dialect
 	tables core.HostTables
 	now    func() time.Time
+	upsert atomic.Pointer[sql.Stmt] // prepared on first use
+	mu     sync.Mutex               // serialises preparing it
 }
 
 var _ core.Store = (*Store)(nil)
@@ -185,7 +190,10 @@ var mergeOnConflict = func() clause.OnConflict {
 	}
 }()
 
-// Upsert writes one row in one atomic statement.
+// Upsert writes one row in one atomic statement. The statement is the one
+// GORM builds from mergeOnConflict (UpsertStatement), prepared once and then
+// executed with bound arguments: the hot path does no statement building or
+// reflection per frame.
 func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	if err := row.Validate(); err != nil {
 		return &core.OpError{Op: "upsert", Key: row.Key(), Err: err}
@@ -194,9 +202,51 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 		row.ID = uuid.NewString()
 	}
 	row.UpdatedAt = s.now()
-	m := toModel(row)
-	if err := s.db.WithContext(ctx).Clauses(mergeOnConflict).Create(&m).Error; err != nil {
+	stmt, err := s.upsertStmt(ctx)
+	if err == nil {
+		_, err = stmt.ExecContext(ctx, UpsertArgs(row)...)
+	}
+	if err != nil {
 		return s.opError("upsert", row.Key(), err)
+	}
+	return nil
+}
+
+// upsertStmt prepares the upsert on first use (not at construction, so a
+// store can be built while the database is down). A failed prepare is not
+// kept: the next write tries again.
+func (s *Store) upsertStmt(ctx context.Context) (*sql.Stmt, error) {
+	if stmt := s.upsert.Load(); stmt != nil {
+		return stmt, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stmt := s.upsert.Load(); stmt != nil {
+		return stmt, nil
+	}
+	q, _, err := s.UpsertStatement(core.Subagent{})
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	stmt, err := sqlDB.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	s.upsert.Store(stmt)
+	return stmt, nil
+}
+
+// CloseStatements releases the prepared statement (the connections stay
+// open).
+func (s *Store) CloseStatements() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stmt := s.upsert.Swap(nil); stmt != nil {
+		return stmt.Close()
 	}
 	return nil
 }
@@ -252,4 +302,24 @@ func (s *Store) opError(op string, key core.Key, err error) error {
 		kind = s.d.Classify(err)
 	}
 	return &core.OpError{Op: op, Key: key, Kind: kind, Err: err}
+}
+
+// UpsertStatement is the upsert exactly as GORM builds it from
+// mergeOnConflict for row (a dry run: nothing is executed), with its
+// arguments.
+func (s *Store) UpsertStatement(row core.Subagent) (string, []any, error) {
+	m := toModel(row)
+	stmt := s.db.Session(&gorm.Session{DryRun: true, NewDB: true}).Clauses(mergeOnConflict).Create(&m).Statement
+	if stmt.Error != nil {
+		return "", nil, stmt.Error
+	}
+	return stmt.SQL.String(), stmt.Vars, nil
+}
+
+// UpsertArgs are UpsertStatement's arguments for a row, in its column order.
+func UpsertArgs(row core.Subagent) []any {
+	m := toModel(row)
+	return []any{m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.AgentExecutionID, m.ToolCallID, m.ParentToolCallID,
+		m.SubagentType, m.Description, m.AgentID, m.ChildSessionID, m.Model, m.AgentStatus, m.ToolStatus, m.IsAsync,
+		m.TotalTokens, m.ToolUseCount, m.DurationMs, m.Source, m.ObservedAt, m.SettledAt, m.UpdatedAt}
 }
