@@ -258,11 +258,11 @@ func TestMalformedMetadataNeverAborts(t *testing.T) {
 		}
 		want := map[string][4]string{ // tokens, duration, uses, is_async
 			"string metrics":  {"NULL", "NULL", "NULL", "false"},
-			"fractions":       {"NULL", "NULL", "NULL", "false"},
+			"fractions":       {"NULL", "2", "1", "true"}, // 1.5 is a fraction; 2.0, 1e0 and 1.0 are integral
 			"booleans":        {"NULL", "NULL", "NULL", "true"},
 			"beyond 64 bits":  {"NULL", "NULL", "NULL", "true"},
 			"negatives/zero":  {"NULL", "NULL", "NULL", "false"},
-			"exponent":        {"NULL", "NULL", "0", "false"},
+			"exponent":        {"1000", "1000", "0", "false"},
 			"int64 max":       {"9223372036854775807", "1", "9223372036854775807", "false"},
 			"objects/arrays":  {"NULL", "NULL", "NULL", "false"},
 			"subagent string": {"NULL", "NULL", "NULL", "false"},

@@ -131,28 +131,25 @@ const (
 	createMeta         = `CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
 	tableExists        = `SELECT to_regclass(?) IS NOT NULL`
 
-	// createJSONFunction defines subagentctx_json_object(text): the text as
-	// a JSON object, or {} for NULL, '', invalid JSON, a non-object, or a
-	// document jsonb cannot hold (a \u0000 escape, which would otherwise make
-	// a later ->> raise). PostgreSQL 15 has no non-raising JSON test, so the
-	// cast runs in an exception block; it is only reached for messages whose
-	// text contains subagent_task. The json type (not jsonb) keeps number
-	// literals as written, so 1e3 and 1.0 are not read as integers, as on
-	// SQLite. Created once, never replaced (concurrent CREATE OR REPLACE can
-	// fail with "tuple concurrently updated").
+	// createJSONFunction defines subagentctx_jsonb_object(text): the text
+	// parsed once as a jsonb object, or {} for NULL, '', invalid JSON, a
+	// non-object, or a document jsonb cannot hold (a \u0000 escape).
+	// PostgreSQL 15 has no non-raising JSON test, so the cast runs in an
+	// exception block; it is only reached for messages whose text contains
+	// subagent_task. Created once, never replaced (a concurrent CREATE OR
+	// REPLACE can fail with "tuple concurrently updated").
 	createJSONFunction = `DO $do$ BEGIN
-IF to_regprocedure('subagentctx_json_object(text)') IS NULL THEN
-CREATE FUNCTION subagentctx_json_object(doc text) RETURNS json
+IF to_regprocedure('subagentctx_jsonb_object(text)') IS NULL THEN
+CREATE FUNCTION subagentctx_jsonb_object(doc text) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $f$
-DECLARE j json;
+DECLARE j jsonb;
 BEGIN
-	IF doc IS NULL OR doc = '' THEN RETURN '{}'::json; END IF;
-	j := doc::json;
-	PERFORM doc::jsonb;
-	IF json_typeof(j) = 'object' THEN RETURN j; END IF;
-	RETURN '{}'::json;
+	IF doc IS NULL OR doc = '' THEN RETURN '{}'::jsonb; END IF;
+	j := doc::jsonb;
+	IF jsonb_typeof(j) = 'object' THEN RETURN j; END IF;
+	RETURN '{}'::jsonb;
 EXCEPTION WHEN others THEN
-	RETURN '{}'::json;
+	RETURN '{}'::jsonb;
 END $f$;
 END IF;
 END $do$`
@@ -248,7 +245,7 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // MessageDocument implements sqlstore.Dialect.
 func (Dialect) MessageDocument(col string) string {
-	return "CASE WHEN strpos(" + col + ", 'subagent_task') > 0 THEN subagentctx_json_object(" + col + ") ELSE '{}'::json END"
+	return "CASE WHEN strpos(" + col + ", 'subagent_task') > 0 THEN subagentctx_jsonb_object(" + col + ") ELSE '{}'::jsonb END"
 }
 
 func jsonPath(path []string) string { return "'{" + strings.Join(path, ",") + "}'" }
@@ -256,24 +253,25 @@ func jsonPath(path []string) string { return "'{" + strings.Join(path, ",") + "}
 // JSONText implements sqlstore.Dialect.
 func (Dialect) JSONText(doc string, path ...string) string {
 	p := jsonPath(path)
-	return "CASE WHEN json_typeof(" + doc + " #> " + p + ") = 'string' THEN NULLIF(" + doc + " #>> " + p + ", '') END"
+	return "CASE WHEN jsonb_typeof(" + doc + " #> " + p + ") = 'string' THEN NULLIF(" + doc + " #>> " + p + ", '') END"
 }
 
-// JSONInt implements sqlstore.Dialect: a number literal of digits only, in
-// range, so fractions, exponents and values beyond 64 bits are NULL.
+// JSONInt implements sqlstore.Dialect: a JSON number with an integral
+// value in range (1e3 and 2.0 count; 1.5 and 2^63 do not). Nested CASEs fix
+// the order of evaluation: the cast runs only on a number.
 func (Dialect) JSONInt(doc string, min int64, path ...string) string {
 	p := jsonPath(path)
-	v := "(" + doc + " #>> " + p + ")"
-	// Nested CASEs fix the order of evaluation: each cast runs only on
-	// text the previous test accepted.
-	return fmt.Sprintf("CASE WHEN json_typeof(%s #> %s) = 'number' THEN CASE WHEN %s ~ '^-?[0-9]+$' THEN CASE WHEN %s::numeric BETWEEN %d AND 9223372036854775807 THEN %s::bigint END END END",
-		doc, p, v, v, min, v)
+	v := "(" + doc + " #>> " + p + ")::numeric"
+	return fmt.Sprintf("CASE WHEN jsonb_typeof(%s #> %s) = 'number' THEN CASE WHEN %s = trunc(%s) AND %s BETWEEN %d AND 9223372036854775807 THEN %s::bigint END END",
+		doc, p, v, v, v, min, v)
 }
 
-// JSONBool implements sqlstore.Dialect.
+// JSONBool implements sqlstore.Dialect: true, or a number equal to 1.
 func (Dialect) JSONBool(doc string, path ...string) string {
 	p := jsonPath(path)
-	return "CASE WHEN (" + doc + " #>> " + p + ") IN ('true', '1') AND json_typeof(" + doc + " #> " + p + ") IN ('boolean', 'number') THEN 1 ELSE 0 END"
+	t := "jsonb_typeof(" + doc + " #> " + p + ")"
+	return "CASE " + t + " WHEN 'boolean' THEN CASE WHEN (" + doc + " #>> " + p + ") = 'true' THEN 1 ELSE 0 END" +
+		" WHEN 'number' THEN CASE WHEN (" + doc + " #>> " + p + ")::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END"
 }
 
 // Shape implements sqlstore.Dialect from pg_catalog and information_schema.

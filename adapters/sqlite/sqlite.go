@@ -219,20 +219,25 @@ func (Dialect) JSONText(doc string, path ...string) string {
 	return "CASE WHEN json_type(" + doc + ", " + p + ") = 'text' THEN NULLIF(json_extract(" + doc + ", " + p + "), '') END"
 }
 
-// JSONInt implements sqlstore.Dialect. json_type() says 'integer' for an
-// integer literal beyond 64 bits too, which json_extract() then returns as
-// a REAL: both must agree.
+// JSONInt implements sqlstore.Dialect: a JSON number with an integral
+// value in range (1e3 and 2.0 count; 1.5 and 2^63 do not), as on
+// PostgreSQL. json_type() says 'integer' for an integer literal beyond 64
+// bits too, which json_extract() then returns as a REAL: both must agree. A
+// real literal counts below 9e18, where a double still holds every integer
+// exactly enough to compare.
 func (Dialect) JSONInt(doc string, min int64, path ...string) string {
 	p := jsonPath(path)
 	v := "json_extract(" + doc + ", " + p + ")"
-	return fmt.Sprintf("CASE WHEN json_type(%s, %s) = 'integer' AND typeof(%s) = 'integer' AND %s >= %d THEN %s END", doc, p, v, v, min, v)
+	return fmt.Sprintf("CASE json_type(%s, %s) WHEN 'integer' THEN CASE WHEN typeof(%s) = 'integer' AND %s >= %d THEN %s END"+
+		" WHEN 'real' THEN CASE WHEN %s = CAST(%s AS INTEGER) AND %s >= %d AND %s < 9.0e18 THEN CAST(%s AS INTEGER) END END",
+		doc, p, v, v, min, v, v, v, v, min, v, v)
 }
 
-// JSONBool implements sqlstore.Dialect.
+// JSONBool implements sqlstore.Dialect: true, or a number equal to 1.
 func (Dialect) JSONBool(doc string, path ...string) string {
 	p := jsonPath(path)
 	t := "json_type(" + doc + ", " + p + ")"
-	return "CASE WHEN " + t + " = 'true' OR (" + t + " = 'integer' AND json_extract(" + doc + ", " + p + ") = 1) THEN 1 ELSE 0 END"
+	return "CASE WHEN " + t + " = 'true' OR (" + t + " IN ('integer', 'real') AND json_extract(" + doc + ", " + p + ") = 1) THEN 1 ELSE 0 END"
 }
 
 // Shape implements sqlstore.Dialect from sqlite_master and the pragmas.

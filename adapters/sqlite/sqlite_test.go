@@ -31,7 +31,9 @@ var tables = core.HostTables{}
 
 // open creates Kandev-shaped host tables in a fresh database file and opens
 // the store in it.
-func open(t *testing.T) (*sqlite.Store, *gorm.DB) {
+type sqliteStore = sqlite.Store
+
+func open(t testing.TB) (*sqlite.Store, *gorm.DB) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "host.db")

@@ -44,11 +44,13 @@ type Dialect interface {
 	// JSONText reads a string at path from a MessageDocument: NULL unless
 	// it is a JSON string, and '' is NULL.
 	JSONText(doc string, path ...string) string
-	// JSONInt reads an integer at path: NULL unless it is a JSON integer
-	// literal within 64 bits and at least min. Strings, fractions, booleans
-	// and out-of-range numbers are NULL (AC-23).
+	// JSONInt reads an integer at path: NULL unless it is a JSON number
+	// whose value is an integer within 64 bits and at least min (1e3 and
+	// 2.0 count). Strings, fractions, booleans and out-of-range numbers are
+	// NULL (AC-23).
 	JSONInt(doc string, min int64, path ...string) string
-	// JSONBool is 1 when the value at path is true or the integer 1, else 0.
+	// JSONBool is 1 when the value at path is true or a number equal to 1,
+	// else 0.
 	JSONBool(doc string, path ...string) string
 
 	// Fence is a clause that keeps a subquery from being flattened into
