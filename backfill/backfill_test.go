@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
@@ -570,5 +571,43 @@ func TestLegacyOrphanRowBlocksUpgrade(t *testing.T) {
 	}
 	if after := snapshot(t, e); after != before {
 		t.Errorf("failed upgrade changed the store")
+	}
+}
+
+// TestBackfillUnderParallelPlans (PostgreSQL): with parallel plans made
+// free, the planner scans the messages with parallel workers; the backfill
+// and the health check must still work (the JSON function opens a
+// subtransaction, which a parallel worker cannot).
+func TestBackfillUnderParallelPlans(t *testing.T) {
+	e := testenv.Postgres(t)
+	var msgs []kandevtest.Message
+	for i := range 3000 {
+		meta := kandevtest.Metadata{Normalized: kandevtest.Normalized{Kind: "message"}}
+		if i%100 == 7 {
+			meta = kandevtest.Subagent(fmt.Sprint("tc-", i), "completed", &kandevtest.ClaudeCompleted)
+		}
+		msgs = append(msgs, msg(fmt.Sprint("m", i), "s", "turn-1", at(i), meta))
+	}
+	insert(t, e, msgs...)
+	db, err := postgres.OpenDB(e.DSN + "&parallel_setup_cost=0&parallel_tuple_cost=0&min_parallel_table_scan_size=0&max_parallel_workers_per_gather=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sqlDB, _ := db.DB(); sqlDB.Close() }()
+	var plan []string
+	db.Raw(`EXPLAIN SELECT count(*) FROM task_session_messages WHERE strpos(metadata, 'x') > 0`).Scan(&plan)
+	if !strings.Contains(strings.Join(plan, "\n"), "Parallel") {
+		t.Fatalf("the test does not get a parallel plan:\n%s", strings.Join(plan, "\n"))
+	}
+	s, err := postgres.New(context.Background(), db, core.HostTables{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler)))
+	if r := m.Run(context.Background()); r.Failed() || r.Step(backfill.StepBackfill).RowsInserted != 30 {
+		t.Fatalf("pass under parallel plans:\n%s", r)
+	}
+	if h, err := s.Health(context.Background()); err != nil || !h.Ran {
+		t.Errorf("health under parallel plans: %+v %v", h, err)
 	}
 }

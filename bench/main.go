@@ -23,7 +23,6 @@ import (
 type config struct {
 	sessions  int   // upsert: sessions of kandevtest.Stream (28 frames each)
 	stores    []int // backfill/health: message counts
-	bigAt     int   // stores of at least this many messages get ~1 KiB messages (the reference store's size)
 	runs      int
 	dialects  []string
 	pgAdmin   string
@@ -32,9 +31,9 @@ type config struct {
 }
 
 var sizes = map[string]config{
-	"tiny":  {sessions: 10, stores: []int{2000}, bigAt: 1 << 30, runs: 1},
-	"small": {sessions: 150, stores: []int{10_000, 100_000}, bigAt: 1 << 30, runs: 3},
-	"full":  {sessions: 600, stores: []int{10_000, 100_000, 300_000}, bigAt: 300_000, runs: 3},
+	"tiny":  {sessions: 10, stores: []int{2000}, runs: 1},
+	"small": {sessions: 150, stores: []int{10_000, 100_000}, runs: 3},
+	"full":  {sessions: 600, stores: []int{10_000, 100_000, 300_000}, runs: 5},
 }
 
 func main() {

@@ -93,16 +93,13 @@ func newStore(ctx context.Context, c config, dialect string) (store, func(), err
 
 // seed writes n messages: about 1% subagent tool calls of every provider's
 // shape (some duplicated by an earlier message, some malformed), the rest
-// other tool calls and chat; at the reference size each message carries
-// about 1 KiB of content, as Kandev's do (328 MB for ≈300k messages).
+// other tool calls and chat; each carries about 1 KiB of content, so that
+// ≈300k messages make the reference store's 328 MB.
 func seed(ctx context.Context, c config, s store, n int) (bytes int64, err error) {
 	db := s.DB()
 	shapes := []core.Payload{kandevtest.ClaudeAsyncLaunch, kandevtest.ClaudeAsyncLaunch, kandevtest.ClaudeAsyncLaunch,
 		kandevtest.ClaudeCompleted, kandevtest.OpenCodeTask, kandevtest.CursorTask, kandevtest.AuggieSubAgent, kandevtest.CodexChild}
-	content := "ok"
-	if n >= c.bigAt {
-		content = strings.Repeat("Kandev message content, tool output and prose. ", 21) // ≈1 KiB
-	}
+	content := strings.Repeat("Kandev message content, tool output and prose. ", 21) // ≈1 KiB
 	other := `{"tool_call_id":"call_%d","status":"completed","normalized":{"kind":"execute","execute":{"command":"go test ./...","exit_code":0}}}`
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	const perSession = 1000

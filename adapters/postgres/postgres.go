@@ -136,12 +136,15 @@ const (
 	// non-object, or a document jsonb cannot hold (a \u0000 escape).
 	// PostgreSQL 15 has no non-raising JSON test, so the cast runs in an
 	// exception block; it is only reached for messages whose text contains
-	// subagent_task. Created once, never replaced (a concurrent CREATE OR
-	// REPLACE can fail with "tuple concurrently updated").
+	// subagent_task. PARALLEL UNSAFE: an exception block opens a
+	// subtransaction, which a parallel worker cannot ("cannot start
+	// subtransactions during a parallel operation" on any table big enough
+	// for a parallel scan). Created once, never replaced (a concurrent CREATE
+	// OR REPLACE can fail with "tuple concurrently updated").
 	createJSONFunction = `DO $do$ BEGIN
 IF to_regprocedure('subagentctx_jsonb_object(text)') IS NULL THEN
 CREATE FUNCTION subagentctx_jsonb_object(doc text) RETURNS jsonb
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $f$
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE AS $f$
 DECLARE j jsonb;
 BEGIN
 	IF doc IS NULL OR doc = '' THEN RETURN '{}'::jsonb; END IF;
@@ -182,13 +185,8 @@ func (Dialect) Instant(x string) string { return "(EXTRACT(EPOCH FROM " + x + ")
 // with AT TIME ZONE 'UTC', never through the session's TimeZone; a
 // TIMESTAMPTZ column is an instant already.
 func (Dialect) HostTime(ctx context.Context, db *gorm.DB, table, column string) (func(string) string, error) {
-	schema, name := "", table
-	if i := strings.IndexByte(table, '.'); i >= 0 {
-		schema, name = table[:i], table[i+1:]
-	}
 	var typ string
-	err := db.WithContext(ctx).Raw(`SELECT data_type FROM information_schema.columns
-		WHERE table_schema = COALESCE(NULLIF(?, ''), current_schema()) AND table_name = ? AND column_name = ?`, schema, name, column).Scan(&typ).Error
+	err := db.WithContext(ctx).Raw(`SELECT data_type FROM (`+columnTypes+`) c WHERE c.column_name = ?`, core.QuoteIdentifier(table), column).Scan(&typ).Error
 	switch {
 	case err != nil:
 		return nil, err
@@ -274,7 +272,12 @@ func (Dialect) JSONBool(doc string, path ...string) string {
 		" WHEN 'number' THEN CASE WHEN (" + doc + " #>> " + p + ")::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END"
 }
 
-// Shape implements sqlstore.Dialect from pg_catalog and information_schema.
+// columnTypes reads a table's column types from pg_catalog (a query on
+// information_schema's views costs milliseconds, at every boot).
+const columnTypes = `SELECT a.attname AS column_name, format_type(a.atttypid, NULL) AS data_type FROM pg_attribute a
+	WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped`
+
+// Shape implements sqlstore.Dialect from pg_catalog.
 func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
 	var shape sqlstore.Shape
 	ok, err := Dialect{}.TableExists(ctx, db, core.Table)
@@ -284,8 +287,7 @@ func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
 	shape.Exists = true
 	type column struct{ ColumnName, DataType string }
 	var cols []column
-	if err := db.WithContext(ctx).Raw(`SELECT column_name, data_type FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'task_session_subagents'`).Scan(&cols).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(columnTypes, core.Table).Scan(&cols).Error; err != nil {
 		return shape, err
 	}
 	shape.Wide = true
@@ -363,8 +365,7 @@ func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, _ core.HostTables, ho
 		}
 	}
 	var types []struct{ ColumnName, DataType string }
-	if err := db.Raw(`SELECT column_name, data_type FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'task_session_subagents'`).Scan(&types).Error; err != nil {
+	if err := db.Raw(columnTypes, core.Table).Scan(&types).Error; err != nil {
 		return err
 	}
 	for _, c := range types {
