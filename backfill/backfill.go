@@ -223,28 +223,11 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 		return err
 	}
 	err = m.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		// The one scan of the messages (AC-23a): every matching message,
-		// ranked, staged in a temporary table inside this transaction.
-		for _, stmt := range []string{q.dropStage, q.stage} {
-			if err := tx.Exec(stmt).Error; err != nil {
-				return fmt.Errorf("scan %s: %w", m.tables.Messages, err)
-			}
-		}
-		// backfill_through: from the predicate (all staged messages, not the
-		// rows this attempt inserts), before the insert, in the same
-		// transaction (AC-24: after could over-claim).
-		var through sql.NullInt64
-		if err := tx.Raw(q.through).Scan(&through).Error; err != nil {
-			return fmt.Errorf("compute backfill_through: %w", err)
-		}
-		ins := tx.Exec(q.insert, core.CanonicalTime(m.now()))
-		if ins.Error != nil {
-			return fmt.Errorf("insert from %s: %w", m.tables.Messages, ins.Error)
-		}
-		res.RowsInserted = ins.RowsAffected
-		if err := tx.Exec(q.dropStage).Error; err != nil {
+		through, inserted, err := m.scanAndInsert(tx, q)
+		if err != nil {
 			return err
 		}
+		res.RowsInserted = inserted
 		if err := m.hook("inserted"); err != nil {
 			return err
 		}
@@ -276,7 +259,48 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 	return nil
 }
 
-type queries struct{ dropStage, stage, through, insert string }
+// scanAndInsert is the backfill proper: one scan of the messages (AC-23a),
+// backfill_through from every matching message (the predicate, not the rows
+// this attempt inserts) taken before or with the insert, never after it
+// (AC-24: after could over-claim), and the INSERT … SELECT … ON CONFLICT DO
+// NOTHING (AC-22).
+func (m *Migrator) scanAndInsert(tx *gorm.DB, q queries) (sql.NullInt64, int64, error) {
+	now := core.CanonicalTime(m.now())
+	if q.single != "" {
+		// One statement: the scan, backfill_through and the insert share
+		// one snapshot.
+		var out struct {
+			Through  sql.NullInt64
+			Inserted int64
+		}
+		if err := tx.Raw(q.single, now).Scan(&out).Error; err != nil {
+			return out.Through, 0, fmt.Errorf("backfill from %s: %w", m.tables.Messages, err)
+		}
+		return out.Through, out.Inserted, nil
+	}
+	// The matching messages, staged in a temporary table by one scan; the
+	// key and the insert read the staged rows. The writer's lock, held since
+	// the transaction began, keeps the messages unchanged meanwhile.
+	var through sql.NullInt64
+	for _, stmt := range []string{q.dropStage, q.stage} {
+		if err := tx.Exec(stmt).Error; err != nil {
+			return through, 0, fmt.Errorf("scan %s: %w", m.tables.Messages, err)
+		}
+	}
+	if err := tx.Raw(q.through).Scan(&through).Error; err != nil {
+		return through, 0, fmt.Errorf("compute backfill_through: %w", err)
+	}
+	ins := tx.Exec(q.insert, now)
+	if ins.Error != nil {
+		return through, 0, fmt.Errorf("insert from %s: %w", m.tables.Messages, ins.Error)
+	}
+	return through, ins.RowsAffected, tx.Exec(q.dropStage).Error
+}
+
+// queries are the backfill's statements: single where the dialect can
+// insert from a WITH clause (PostgreSQL), else the staged sequence
+// (SQLite).
+type queries struct{ single, dropStage, stage, through, insert string }
 
 // subagentMessages selects the messages whose metadata is a subagent task,
 // with the parsed document. Both subqueries are fenced, so the document is
@@ -294,13 +318,12 @@ func subagentMessages(d sqlstore.Dialect, messages string) string {
 // the predicate: 1% of the rows on the reference store.
 const stageTable = "subagentctx_backfill_stage"
 
-// queries builds the backfill's statements: one scan staging the matching
+// queries builds the backfill's statements over one scan of the matching
 // messages (every message's metadata read as a JSON object, {} when
 // malformed, AC-23b; the subagent messages with all three identities,
-// AC-21a and AC-2; ranked newest first per (session, tool_call_id), AC-21b),
-// then backfill_through and the INSERT … SELECT from the staged rows. The
-// first design scanned the messages twice (once for backfill_through, once
-// for the insert) and measured 3.8-5× a bare scan.
+// AC-21a and AC-2; ranked newest first per (session, tool_call_id), AC-21b).
+// The first design scanned the messages twice (once for backfill_through,
+// once for the insert) and measured 3.8-5× a bare scan.
 func (m *Migrator) queries(ctx context.Context) (queries, error) {
 	host := func(col string) (func(string) string, error) {
 		f, err := m.d.HostTime(ctx, m.db, m.tables.Messages, col)
@@ -341,8 +364,7 @@ func (m *Migrator) queries(ctx context.Context) (queries, error) {
 	predicate := `s.task_session_id <> '' AND s.task_id <> '' AND s.tool_call_id IS NOT NULL
 		AND s.created_us IS NOT NULL
 		AND EXISTS (SELECT 1 FROM ` + core.QuoteIdentifier(m.tables.Sessions) + ` x WHERE x.id = s.task_session_id)`
-	stage := `CREATE TEMP TABLE ` + stageTable + ` AS
-	SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.task_session_id, s.tool_call_id ORDER BY s.created_us DESC, s.message_id DESC) AS rn
+	ranked := `SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.task_session_id, s.tool_call_id ORDER BY s.created_us DESC, s.message_id DESC) AS rn
 	FROM (` + extracted + `) s WHERE ` + predicate
 	terminal := make([]string, len(core.TerminalToolStatuses))
 	for i, st := range core.TerminalToolStatuses {
@@ -355,9 +377,14 @@ func (m *Migrator) queries(ctx context.Context) (queries, error) {
 		r.parent_tool_call_id, r.subagent_type, r.description, r.agent_id, r.child_session_id, r.model, r.agent_status, r.tool_status,
 		r.is_async, r.total_tokens, r.tool_use_count, r.duration_ms, '` + string(core.SourceBackfill) + `', r.observed_at,
 		CASE WHEN r.tool_status IN (` + strings.Join(terminal, ", ") + `) THEN r.message_updated_at END, ?
-	FROM ` + stageTable + ` r
+	FROM %s r
 	WHERE r.rn = 1
 	ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING`
-	return queries{dropStage: `DROP TABLE IF EXISTS ` + stageTable, stage: stage,
-		through: `SELECT MAX(created_us) FROM ` + stageTable, insert: insert}, nil
+	if d.WritableCTE() {
+		return queries{single: `WITH staged AS MATERIALIZED (` + ranked + `),
+			inserted AS (` + fmt.Sprintf(insert, "staged") + ` RETURNING 1)
+			SELECT (SELECT MAX(created_us) FROM staged) AS through, (SELECT count(*) FROM inserted) AS inserted`}, nil
+	}
+	return queries{dropStage: `DROP TABLE IF EXISTS ` + stageTable, stage: `CREATE TEMP TABLE ` + stageTable + ` AS ` + ranked,
+		through: `SELECT MAX(created_us) FROM ` + stageTable, insert: fmt.Sprintf(insert, stageTable)}, nil
 }

@@ -392,3 +392,6 @@ func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, _ core.HostTables, ho
 // Fence implements sqlstore.Dialect: PostgreSQL never pulls up a subquery
 // that has an OFFSET.
 func (Dialect) Fence() string { return "OFFSET 0" }
+
+// WritableCTE implements sqlstore.Dialect.
+func (Dialect) WritableCTE() bool { return true }

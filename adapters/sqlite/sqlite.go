@@ -320,3 +320,6 @@ func isLegacyUniqueIndex(sql string) bool {
 // Fence implements sqlstore.Dialect: SQLite never flattens a subquery that
 // has an OFFSET.
 func (Dialect) Fence() string { return "LIMIT -1 OFFSET 0" }
+
+// WritableCTE implements sqlstore.Dialect.
+func (Dialect) WritableCTE() bool { return false }

@@ -53,6 +53,9 @@ type Dialect interface {
 	// else 0.
 	JSONBool(doc string, path ...string) string
 
+	// WritableCTE reports whether an INSERT may run inside a WITH clause
+	// (PostgreSQL), so that the backfill is one statement.
+	WritableCTE() bool
 	// Fence is a clause that keeps a subquery from being flattened into
 	// its parent, so an expensive column (the parsed document) is computed
 	// once per row however often the parent refers to it.
