@@ -98,6 +98,7 @@ type sqlStore interface {
 	core.Store
 	core.Reader
 	backfill.Target
+	CloseStatements() error
 }
 
 // attach returns the store for a handle by its GORM dialect, without
@@ -193,6 +194,8 @@ func newBackend(in backendIn) (*backend, error) {
 		return nil, err
 	}
 	b.store, b.reader = s, s
+	owned := b.close
+	b.close = func() error { return errors.Join(s.CloseStatements(), owned()) }
 	if b.migrator, err = backfill.New(s, backfill.WithLogger(b.log)); err != nil {
 		return nil, err
 	}

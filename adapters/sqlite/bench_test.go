@@ -12,14 +12,12 @@ import (
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
-func benchFrames(b *testing.B) ([]core.Frame, *testing.B) {
-	return kandevtest.Stream("b-", time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)), b
-}
-
-// BenchmarkUpsert: the store alone, the Recorder over it, and the raw
-// prepared statement, on one SQLite file.
+// BenchmarkUpsert: the store alone, the Recorder over it (with and without
+// its timeout), and the raw prepared statement, on one SQLite file. It is
+// how the Recorder's per-write overhead was found and removed (README,
+// Design notes).
 func BenchmarkUpsert(b *testing.B) {
-	frames, _ := benchFrames(b)
+	frames := kandevtest.Stream("b-", time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC))
 	ctx := context.Background()
 	setup := func(b *testing.B) *sqliteStore {
 		s, db := open(b)
