@@ -20,11 +20,8 @@ import (
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
 )
 
-// Store is a core.Store on PostgreSQL.
-type Store struct {
-	*sqlstore.Store
-	close func() error
-}
+// Store is a core.Store (and core.Reader) on PostgreSQL.
+type Store = sqlstore.Store
 
 // OpenDB returns a *gorm.DB for dsn without connecting yet (the first query
 // connects; a server that is down is an error of that query, not of
@@ -43,34 +40,20 @@ func OpenDB(dsn string) (*gorm.DB, error) {
 // Open connects with dsn and opens the store. The host's sessions table
 // must exist. Close releases the connections.
 func Open(ctx context.Context, dsn string, tables core.HostTables) (*Store, error) {
-	if err := tables.Validate(); err != nil { // before any connection
+	if err := tables.Validate(); err != nil { // before any connection or file
 		return nil, fmt.Errorf("subagentctx: postgres: %w", err)
 	}
 	db, err := OpenDB(dsn)
 	if err != nil {
 		return nil, err
 	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, err
-	}
-	s, err := New(ctx, db, tables)
-	if err != nil {
-		_ = sqlDB.Close()
-		return nil, err
-	}
-	s.close = sqlDB.Close
-	return s, nil
+	return sqlstore.OpenOwned(ctx, db, Dialect{}, tables)
 }
 
 // New opens the store on a *gorm.DB the host already has; Close leaves that
 // handle open.
 func New(ctx context.Context, db *gorm.DB, tables core.HostTables) (*Store, error) {
-	s, err := sqlstore.Open(ctx, db, Dialect{}, tables)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{Store: s, close: func() error { return nil }}, nil
+	return sqlstore.Open(ctx, db, Dialect{}, tables)
 }
 
 // Attach returns the store on db without touching the database: no table is
@@ -78,15 +61,8 @@ func New(ctx context.Context, db *gorm.DB, tables core.HostTables) (*Store, erro
 // operator's command line) and for hosts that run the migration pass
 // (backfill.Migrator) themselves, whose first step creates the table.
 func Attach(db *gorm.DB, tables core.HostTables) (*Store, error) {
-	s, err := sqlstore.New(db, Dialect{}, tables)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{Store: s, close: func() error { return nil }}, nil
+	return sqlstore.New(db, Dialect{}, tables)
 }
-
-// Close closes the connections this package opened (none for New or Attach).
-func (s *Store) Close() error { return errors.Join(s.CloseStatements(), s.close()) }
 
 // Dialect is PostgreSQL's sqlstore.Dialect.
 type Dialect struct{}

@@ -18,11 +18,8 @@ import (
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
 )
 
-// Store is a core.Store on SQLite.
-type Store struct {
-	*sqlstore.Store
-	close func() error
-}
+// Store is a core.Store (and core.Reader) on SQLite.
+type Store = sqlstore.Store
 
 // Pragmas are set in the DSN so that every pooled connection has them: WAL,
 // a busy timeout instead of immediate "database is locked", foreign keys on
@@ -58,35 +55,21 @@ func OpenDB(path string) (*gorm.DB, error) {
 // Open opens (creating if needed) the SQLite file at path and the store in
 // it. The host's sessions table must exist. Close releases the connections.
 func Open(ctx context.Context, path string, tables core.HostTables) (*Store, error) {
-	if err := tables.Validate(); err != nil { // before any file is touched
+	if err := tables.Validate(); err != nil { // before any connection or file
 		return nil, fmt.Errorf("subagentctx: sqlite: %w", err)
 	}
 	db, err := OpenDB(path)
 	if err != nil {
 		return nil, err
 	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, err
-	}
-	s, err := New(ctx, db, tables)
-	if err != nil {
-		_ = sqlDB.Close()
-		return nil, err
-	}
-	s.close = sqlDB.Close
-	return s, nil
+	return sqlstore.OpenOwned(ctx, db, Dialect{}, tables)
 }
 
 // New opens the store on a *gorm.DB the host already has; Close leaves that
 // handle open. The handle should have foreign keys on (see Pragmas) or the
 // session cascade (AC-16) will not happen.
 func New(ctx context.Context, db *gorm.DB, tables core.HostTables) (*Store, error) {
-	s, err := sqlstore.Open(ctx, db, Dialect{}, tables)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{Store: s, close: func() error { return nil }}, nil
+	return sqlstore.Open(ctx, db, Dialect{}, tables)
 }
 
 // Attach returns the store on db without touching the database: no table is
@@ -94,15 +77,8 @@ func New(ctx context.Context, db *gorm.DB, tables core.HostTables) (*Store, erro
 // operator's command line) and for hosts that run the migration pass
 // (backfill.Migrator) themselves, whose first step creates the table.
 func Attach(db *gorm.DB, tables core.HostTables) (*Store, error) {
-	s, err := sqlstore.New(db, Dialect{}, tables)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{Store: s, close: func() error { return nil }}, nil
+	return sqlstore.New(db, Dialect{}, tables)
 }
-
-// Close closes the connections this package opened (none for New or Attach).
-func (s *Store) Close() error { return errors.Join(s.CloseStatements(), s.close()) }
 
 // Dialect is SQLite's sqlstore.Dialect.
 type Dialect struct{}

@@ -116,4 +116,4 @@ type closer struct {
 	close func() error
 }
 
-func (c closer) Close() error { return c.close() }
+func (c closer) Close() error { return errors.Join(c.store.Close(), c.close()) }

@@ -24,6 +24,7 @@ type Store struct {
 	now    func() time.Time
 	upsert atomic.Pointer[sql.Stmt] // prepared on first use
 	mu     sync.Mutex               // serialises preparing it
+	owned  func() error             // closes connections the store opened; nil for a host's handle
 }
 
 var _ core.Store = (*Store)(nil)
@@ -44,6 +45,32 @@ func Open(ctx context.Context, db *gorm.DB, d Dialect, tables core.HostTables) (
 		return nil, err
 	}
 	return s, nil
+}
+
+// OpenOwned is Open on a handle the store owns: Close closes its
+// connections, and so does a failed open.
+func OpenOwned(ctx context.Context, db *gorm.DB, d Dialect, tables core.HostTables) (*Store, error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(ctx, db, d, tables)
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	s.owned = sqlDB.Close
+	return s, nil
+}
+
+// Close releases the prepared statement and, when the store opened its own
+// connections (OpenOwned), closes them; a host's handle stays open.
+func (s *Store) Close() error {
+	err := s.CloseStatements()
+	if s.owned != nil {
+		err = errors.Join(err, s.owned())
+	}
+	return err
 }
 
 // New validates the host table names and returns the store without
