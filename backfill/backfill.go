@@ -105,7 +105,7 @@ func (m *Migrator) step(ctx context.Context, name string, fn func(context.Contex
 // createTable is step 1: the table and indexes if absent (AC-17); a second
 // pass is a no-op (AC-18).
 func (m *Migrator) createTable(ctx context.Context, res *StepResult) error {
-	for _, stmt := range m.d.CreateStatements(m.tables) {
+	for _, stmt := range sqlstore.SchemaStatements(m.d, m.tables) {
 		if err := m.db.WithContext(ctx).Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create: %w", err)
 		}

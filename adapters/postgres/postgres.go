@@ -101,11 +101,7 @@ const createTable = `CREATE TABLE IF NOT EXISTS task_session_subagents (
 )`
 
 const (
-	createIndexSession = `CREATE INDEX IF NOT EXISTS idx_subagents_session_id ON task_session_subagents(task_session_id)`
-	createIndexTask    = `CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_id)`
-	createIndexTurn    = `CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id)`
-	createMeta         = `CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
-	tableExists        = `SELECT to_regclass(?) IS NOT NULL`
+	tableExists = `SELECT to_regclass(?) IS NOT NULL`
 
 	// createJSONFunction defines subagentctx_jsonb_object(text): the text
 	// parsed once as a jsonb object, or {} for NULL, '', invalid JSON, a
@@ -138,8 +134,6 @@ END $do$`
 func (Dialect) CreateStatements(t core.HostTables) []string {
 	return []string{
 		fmt.Sprintf(createTable, core.QuoteIdentifier(t.Sessions)),
-		createIndexSession, createIndexTask, createIndexTurn,
-		fmt.Sprintf(createMeta, core.QuoteIdentifier(t.Meta)),
 		createJSONFunction,
 	}
 }
@@ -357,7 +351,7 @@ func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, _ core.HostTables, ho
 			}
 		}
 	}
-	for _, q := range []string{createIndexSession, createIndexTask, createIndexTurn} {
+	for _, q := range sqlstore.IndexStatements {
 		if err := exec("create indexes", q); err != nil {
 			return err
 		}

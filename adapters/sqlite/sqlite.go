@@ -115,20 +115,10 @@ const createTable = `CREATE TABLE IF NOT EXISTS task_session_subagents (
 	FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE
 )`
 
-// Index and meta DDL, shared in shape with PostgreSQL.
-const (
-	createIndexSession = `CREATE INDEX IF NOT EXISTS idx_subagents_session_id ON task_session_subagents(task_session_id)`
-	createIndexTask    = `CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_id)`
-	createIndexTurn    = `CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id)`
-	createMeta         = `CREATE TABLE IF NOT EXISTS %s (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
-)
-
 // CreateStatements implements sqlstore.Dialect.
 func (Dialect) CreateStatements(t core.HostTables) []string {
 	return []string{
 		fmt.Sprintf(createTable, core.QuoteIdentifier(t.Sessions)),
-		createIndexSession, createIndexTask, createIndexTurn,
-		fmt.Sprintf(createMeta, core.QuoteIdentifier(t.Meta)),
 	}
 }
 
@@ -278,7 +268,7 @@ func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, t core.HostTables, ho
 			return fmt.Errorf("re-create index: %w", err)
 		}
 	}
-	for _, q := range []string{createIndexSession, createIndexTask, createIndexTurn} {
+	for _, q := range sqlstore.IndexStatements {
 		if err := db.Exec(q).Error; err != nil {
 			return fmt.Errorf("create index: %w", err)
 		}

@@ -16,8 +16,9 @@ import (
 type Dialect interface {
 	// Name is "sqlite" or "postgres".
 	Name() string
-	// CreateStatements returns the DDL that creates, if absent,
-	// task_session_subagents, its indexes and the meta table.
+	// CreateStatements returns the dialect's DDL that creates, if absent,
+	// task_session_subagents (and any helper the dialect needs);
+	// SchemaStatements adds what both dialects share.
 	CreateStatements(t core.HostTables) []string
 	// TableExists reports whether a (validated) table name exists.
 	TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error)

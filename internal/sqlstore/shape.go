@@ -1,12 +1,35 @@
 package sqlstore
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/subagentctx/subagentctx/core"
+)
 
 // Column lists that identify the keys and indexes in a catalog.
 const (
 	KeyColumns       = "task_session_id,agent_execution_id,tool_call_id"
 	LegacyKeyColumns = "task_session_id,tool_call_id"
 )
+
+// IndexStatements create the three required indexes, on both dialects.
+var IndexStatements = []string{
+	`CREATE INDEX IF NOT EXISTS idx_subagents_session_id ON task_session_subagents(task_session_id)`,
+	`CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_id)`,
+	`CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id)`,
+}
+
+// MetaStatement creates the meta table if absent (SPEC §2), on both
+// dialects; meta is a validated name.
+func MetaStatement(meta string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + core.QuoteIdentifier(meta) + ` (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
+}
+
+// SchemaStatements is the whole DDL of the store, every statement
+// idempotent: the dialect's table, the three indexes, the meta table.
+func SchemaStatements(d Dialect, t core.HostTables) []string {
+	return append(append(d.CreateStatements(t), IndexStatements...), MetaStatement(t.Meta))
+}
 
 // IndexColumns are the columns of the three required indexes.
 var IndexColumns = []string{"task_session_id", "task_id", "turn_id"}

@@ -105,7 +105,7 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		return fmt.Errorf("subagentctx: open store: %w: %q (task_session_subagents references it; set HostTables.Sessions if the host names it differently)",
 			ErrNoSessionsTable, s.tables.Sessions)
 	}
-	for _, stmt := range s.d.CreateStatements(s.tables) {
+	for _, stmt := range SchemaStatements(s.d, s.tables) {
 		if err := s.db.WithContext(ctx).Exec(stmt).Error; err != nil {
 			return s.opError("create schema", core.Key{}, fmt.Errorf("%w\n  in: %s", err, stmt))
 		}
