@@ -240,8 +240,8 @@ func (r *Recorder) Record(ctx context.Context, f Frame) {
 
 // ContextBounded is implemented by stores that return promptly whatever
 // their context, such as the memory adapter (no I/O). The Recorder calls
-// them directly. Every other store is called on a goroutine of its own, with
-// the Recorder's timeout, so that one that ignores its context still cannot
+// them directly. Every other store is called on a worker goroutine, with the
+// Recorder's timeout, so that one that ignores its context still cannot
 // block the caller past the deadline.
 type ContextBounded interface{ ContextBounded() }
 

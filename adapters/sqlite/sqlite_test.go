@@ -304,3 +304,32 @@ func TestConcurrentWritersOneFile(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreOnAHostTransaction: a host may hand the store a *gorm.DB that is
+// a transaction; the upsert then runs through GORM, inside it.
+func TestStoreOnAHostTransaction(t *testing.T) {
+	_, db := open(t)
+	ctx := context.Background()
+	kandevtest.InsertSession(ctx, db, tables, "s", "t")
+	tx := db.Begin()
+	s, err := sqlite.Attach(tx, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now(),
+		Payload: &core.Payload{Model: "m"}})
+	if err := s.Upsert(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Upsert(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := s.ListBySession(ctx, "s", core.Page{}); err != nil || len(rows) != 1 || *rows[0].Model != "m" {
+		t.Fatalf("inside the transaction: %v %v", rows, err)
+	}
+	tx.Rollback()
+	outside, _ := sqlite.Attach(db, tables)
+	if rows, err := outside.ListBySession(ctx, "s", core.Page{}); err != nil || len(rows) != 0 {
+		t.Errorf("after the host's rollback: %d rows, %v", len(rows), err)
+	}
+}

@@ -229,9 +229,19 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 		row.ID = uuid.NewString()
 	}
 	row.UpdatedAt = s.now()
-	stmt, err := s.upsertStmt(ctx)
-	if err == nil {
-		_, err = stmt.ExecContext(ctx, UpsertArgs(row)...)
+	var err error
+	if sqlDB, ok := s.db.Statement.ConnPool.(*sql.DB); ok {
+		var stmt *sql.Stmt
+		if stmt, err = s.upsertStmt(ctx, sqlDB); err == nil {
+			_, err = stmt.ExecContext(ctx, UpsertArgs(row)...)
+		}
+	} else {
+		// Not a plain *sql.DB (a host's transaction, or GORM's own prepared
+		// statement pool): the same statement, through GORM, on that handle.
+		var q string
+		if q, _, err = s.UpsertStatement(core.Subagent{}); err == nil {
+			err = s.db.WithContext(ctx).Exec(q, UpsertArgs(row)...).Error
+		}
 	}
 	if err != nil {
 		return s.opError("upsert", row.Key(), err)
@@ -242,7 +252,7 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 // upsertStmt prepares the upsert on first use (not at construction, so a
 // store can be built while the database is down). A failed prepare is not
 // kept: the next write tries again.
-func (s *Store) upsertStmt(ctx context.Context) (*sql.Stmt, error) {
+func (s *Store) upsertStmt(ctx context.Context, sqlDB *sql.DB) (*sql.Stmt, error) {
 	if stmt := s.upsert.Load(); stmt != nil {
 		return stmt, nil
 	}
@@ -252,10 +262,6 @@ func (s *Store) upsertStmt(ctx context.Context) (*sql.Stmt, error) {
 		return stmt, nil
 	}
 	q, _, err := s.UpsertStatement(core.Subagent{})
-	if err != nil {
-		return nil, err
-	}
-	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, err
 	}
