@@ -15,7 +15,7 @@ import (
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
-	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/internal/testenv"
 )
 
 // TestMain runs the package with a non-UTC local zone; every connection also
@@ -27,36 +27,23 @@ func TestMain(m *testing.M) {
 
 var tables = core.HostTables{}
 
+// open returns a fresh database with Kandev-shaped host tables and the
+// store in it.
 func open(t *testing.T) (*postgres.Store, *gorm.DB) {
 	t.Helper()
-	ctx := context.Background()
-	db := pgtest.Open(t, pgtest.NewDatabase(t))
-	if err := kandevtest.CreateTables(ctx, db, tables); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.New(ctx, db, tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, db
+	e := testenv.Postgres(t)
+	return e.Store.(*postgres.Store), e.DB
 }
 
 func TestConformance(t *testing.T) {
-	s, db := open(t)
+	e := testenv.Postgres(t)
 	var tz string
-	db.Raw(`SHOW TimeZone`).Scan(&tz)
+	e.DB.Raw(`SHOW TimeZone`).Scan(&tz)
 	if tz != pgtest.SessionTimeZone {
 		t.Fatalf("session time zone is %q, want %q", tz, pgtest.SessionTimeZone)
 	}
-	storetest.Run(t, func(t *testing.T) storetest.Harness {
-		return storetest.Harness{
-			Store: s,
-			CreateSession: func(ctx context.Context, id, task string) error {
-				return kandevtest.InsertSession(ctx, db, tables, id, task)
-			},
-			DeleteSession: func(ctx context.Context, id string) error { return kandevtest.DeleteSession(ctx, db, tables, id) },
-		}
-	})
+	h := e.Harness()
+	storetest.Run(t, func(*testing.T) storetest.Harness { return h })
 }
 
 // TestSchemaFromCatalog reads the table back from information_schema and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -19,7 +20,7 @@ import (
 func BenchmarkUpsert(b *testing.B) {
 	frames := kandevtest.Stream("b-", time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC))
 	ctx := context.Background()
-	setup := func(b *testing.B) *sqliteStore {
+	setup := func(b *testing.B) *sqlite.Store {
 		s, db := open(b)
 		kandevtest.InsertSession(ctx, db, core.HostTables{}, frames[0].TaskSessionID, "t")
 		return s

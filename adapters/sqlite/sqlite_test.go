@@ -17,6 +17,7 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
+	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -29,44 +30,17 @@ func TestMain(m *testing.M) {
 
 var tables = core.HostTables{}
 
-// open creates Kandev-shaped host tables in a fresh database file and opens
-// the store in it.
-type sqliteStore = sqlite.Store
-
+// open returns a fresh database with Kandev-shaped host tables and the
+// store in it.
 func open(t testing.TB) (*sqlite.Store, *gorm.DB) {
 	t.Helper()
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "host.db")
-	db, err := sqlite.OpenDB(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kandevtest.CreateTables(ctx, db, tables); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlite.New(ctx, db, tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if sqlDB, err := db.DB(); err == nil {
-			sqlDB.Close()
-		}
-	})
-	return s, db
+	e := testenv.SQLite(t)
+	return e.Store.(*sqlite.Store), e.DB
 }
 
 func TestConformance(t *testing.T) {
-	s, db := open(t)
-	storetest.Run(t, func(t *testing.T) storetest.Harness {
-		return storetest.Harness{
-			Store: s,
-			CreateSession: func(ctx context.Context, id, task string) error {
-				return kandevtest.InsertSession(ctx, db, tables, id, task)
-			},
-			DeleteSession: func(ctx context.Context, id string) error { return kandevtest.DeleteSession(ctx, db, tables, id) },
-		}
-	})
+	h := testenv.SQLite(t).Harness() // one file database, WAL, shared by the suite's tests
+	storetest.Run(t, func(*testing.T) storetest.Harness { return h })
 }
 
 // TestSchemaFromCatalog reads the table back from sqlite_master and pragmas

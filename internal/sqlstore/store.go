@@ -25,6 +25,8 @@ type Store struct {
 	upsert atomic.Pointer[sql.Stmt] // prepared on first use
 	mu     sync.Mutex               // serialises preparing it
 	owned  func() error             // closes connections the store opened; nil for a host's handle
+	// upsertSQL is UpsertStatement's text, built once.
+	upsertSQL func() (string, error)
 }
 
 var _ core.Store = (*Store)(nil)
@@ -84,7 +86,12 @@ func New(db *gorm.DB, d Dialect, tables core.HostTables) (*Store, error) {
 	if err := tables.Validate(); err != nil {
 		return nil, fmt.Errorf("subagentctx: open store: %w", err)
 	}
-	return &Store{db: db, d: d, tables: tables.WithDefaults(), now: time.Now}, nil
+	s := &Store{db: db, d: d, tables: tables.WithDefaults(), now: time.Now}
+	s.upsertSQL = sync.OnceValues(func() (string, error) {
+		q, _, err := s.UpsertStatement(core.Subagent{})
+		return q, err
+	})
+	return s, nil
 }
 
 // DB is the underlying handle.
@@ -239,7 +246,7 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 		// Not a plain *sql.DB (a host's transaction, or GORM's own prepared
 		// statement pool): the same statement, through GORM, on that handle.
 		var q string
-		if q, _, err = s.UpsertStatement(core.Subagent{}); err == nil {
+		if q, err = s.upsertSQL(); err == nil {
 			err = s.db.WithContext(ctx).Exec(q, UpsertArgs(row)...).Error
 		}
 	}
@@ -261,7 +268,7 @@ func (s *Store) upsertStmt(ctx context.Context, sqlDB *sql.DB) (*sql.Stmt, error
 	if stmt := s.upsert.Load(); stmt != nil {
 		return stmt, nil
 	}
-	q, _, err := s.UpsertStatement(core.Subagent{})
+	q, err := s.upsertSQL()
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/sqlstore"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -82,6 +83,18 @@ func finish(t testing.TB, e *Env, open func(*gorm.DB) (Store, error)) *Env {
 	}
 	e.Store = s
 	return e
+}
+
+// Harness is the conformance suite's view of this environment: its store,
+// and host sessions created and deleted in its database.
+func (e *Env) Harness() storetest.Harness {
+	return storetest.Harness{
+		Store: e.Store,
+		CreateSession: func(ctx context.Context, id, task string) error {
+			return kandevtest.InsertSession(ctx, e.DB, e.Tables, id, task)
+		},
+		DeleteSession: func(ctx context.Context, id string) error { return kandevtest.DeleteSession(ctx, e.DB, e.Tables, id) },
+	}
 }
 
 // Exec runs SQL, failing the test on error.
