@@ -13,6 +13,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
@@ -27,17 +29,17 @@ func TestKilledBackfillHelper(t *testing.T) {
 		t.Skip("child process of TestKilledMidBackfill")
 	}
 	ctx := context.Background()
-	var target backfill.Target
+	var store *sqlstore.Store
 	var err error
 	if dialect == "sqlite" {
-		target, err = sqlite.Open(ctx, dsn, core.HostTables{})
+		store, err = sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"))
 	} else {
-		target, err = postgres.Open(ctx, dsn, core.HostTables{})
+		store, err = postgres.Open(ctx, dsn)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := backfill.New(target, backfill.WithLogger(slog.New(slog.DiscardHandler)), backfill.WithHook(func(stage string) error {
+	m := backfill.New(store, backfill.WithLogger(slog.New(slog.DiscardHandler)), backfill.WithHook(func(stage string) error {
 		if stage == os.Getenv("SUBAGENTCTX_KILL_STAGE") {
 			fmt.Println("REACHED", stage)
 			time.Sleep(time.Hour) // killed here
@@ -51,31 +53,35 @@ func TestKilledBackfillHelper(t *testing.T) {
 
 // TestKilledMidBackfill: a process killed (SIGKILL) in the middle of a large
 // backfill leaves no key and no partial rows; the next pass completes it.
+var t0 = time.Date(2026, 8, 12, 9, 0, 0, 123456000, time.UTC)
+
 func TestKilledMidBackfill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
-	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
 		const sessions, perSession = 20, 1500
 		var msgs []kandevtest.Message
 		for s := range sessions {
 			sid := fmt.Sprint("s", s)
-			session(t, e, sid)
+			e.Session(t, sid)
 			for i := range perSession {
 				meta := kandevtest.Subagent(fmt.Sprint("tc-", i), "completed", &kandevtest.ClaudeCompleted)
 				if i%3 == 0 {
 					meta.Normalized.Kind = "execute" // not a subagent
 				}
-				msgs = append(msgs, msg(fmt.Sprintf("m-%d-%d", s, i), sid, "turn-1", at(i), meta))
+				m := meta.JSON()
+				msgs = append(msgs, kandevtest.Message{ID: fmt.Sprintf("m-%d-%d", s, i), TaskSessionID: sid, TaskID: "task-" + sid, TurnID: "turn-1",
+					Metadata: &m, CreatedAt: t0.Add(time.Duration(i) * time.Second)})
 			}
 		}
 		if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
 			t.Fatal(err)
 		}
 		want := sessions * (perSession - perSession/3)
-		for _, stage := range []string{"inserted", "wrote " + core.KeyBackfillThrough} {
+		for _, stage := range []string{"inserted", "wrote " + core.BackfillThroughKey} {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestKilledBackfillHelper$", "-test.v")
-			cmd.Env = append(os.Environ(), "SUBAGENTCTX_KILL_DIALECT="+e.Dialect, "SUBAGENTCTX_KILL_DSN="+e.DSN, "SUBAGENTCTX_KILL_STAGE="+stage)
+			cmd.Env = append(os.Environ(), "SUBAGENTCTX_KILL_DIALECT="+e.Store.Dialect().Name(), "SUBAGENTCTX_KILL_DSN="+e.DSN, "SUBAGENTCTX_KILL_STAGE="+stage)
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -96,7 +102,7 @@ func TestKilledMidBackfill(t *testing.T) {
 			if !reached {
 				t.Fatalf("child never reached %q", stage)
 			}
-			if k := keys(t, e); len(k) != 1 { // execution_since only: written before the backfill, in its own step
+			if k := e.Keys(t); len(k) != 1 { // execution_since only: written before the backfill, in its own step
 				t.Errorf("killed at %q: keys %v, want none of the backfill's", stage, k)
 			}
 			var n int64
@@ -105,11 +111,11 @@ func TestKilledMidBackfill(t *testing.T) {
 				t.Errorf("killed at %q: %d partial rows", stage, n)
 			}
 		}
-		r := mustRun(t, e)
+		r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
 		var n int64
 		e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&n)
-		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) || len(keys(t, e)) != 3 {
-			t.Errorf("next pass: %d rows (want %d), keys %v", n, want, keys(t, e))
+		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) || len(e.Keys(t)) != 3 {
+			t.Errorf("next pass: %d rows (want %d), keys %v", n, want, e.Keys(t))
 		}
 	})
 }

@@ -14,6 +14,9 @@ const (
 	Ran     Status = "ran"
 	Skipped Status = "skipped"
 	Failed  Status = "failed"
+	// Cancelled: the step's context ended (a host shutting down); nothing
+	// was written that claims success, and it is not a failure.
+	Cancelled Status = "cancelled"
 )
 
 // Step names, in the order a pass runs them (AC-33c).
@@ -50,6 +53,27 @@ func (r Report) Failed() bool {
 		}
 	}
 	return false
+}
+
+// Cancelled reports whether any step was cancelled.
+func (r Report) Cancelled() bool {
+	for _, s := range r.Steps {
+		if s.Status == Cancelled {
+			return true
+		}
+	}
+	return false
+}
+
+// failedSteps names the steps that failed or were cancelled.
+func (r Report) failedSteps() string {
+	var names []string
+	for _, s := range r.Steps {
+		if s.Status == Failed || s.Status == Cancelled {
+			names = append(names, s.Step+": "+s.Detail)
+		}
+	}
+	return strings.Join(names, "; ")
 }
 
 // Step returns the result of the named step (zero when it did not run).

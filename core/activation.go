@@ -3,17 +3,17 @@ package core
 // The activation keys in the host's meta table (SPEC §4). Each is written
 // once and never rewritten; values this project writes are RFC3339Nano UTC.
 const (
-	// KeyExecutionSince: the table has its end shape (the
+	// ExecutionSinceKey: the table has its end shape (the
 	// agent_execution_id column and the three-column key) since this
 	// instant; before it, no agent_execution_id is an execution identity.
-	KeyExecutionSince = "subagent_context_execution_since"
-	// KeyBackfillThrough: the greatest created_at among the messages the
+	ExecutionSinceKey = "subagent_context_execution_since"
+	// BackfillThroughKey: the greatest created_at among the messages the
 	// backfill covered, or "" (BackfillNothing) when none matched. Activity
 	// before it has unknown fan-out, not zero.
-	KeyBackfillThrough = "subagent_context_backfill_through"
-	// KeyCaptureSince: the live writer's coverage boundary, sampled inside
+	BackfillThroughKey = "subagent_context_backfill_through"
+	// CaptureSinceKey: the live writer's coverage boundary, sampled inside
 	// the backfill's transaction after its insert.
-	KeyCaptureSince = "subagent_context_capture_since"
+	CaptureSinceKey = "subagent_context_capture_since"
 )
 
 // BackfillNothing is backfill_through's value when no message matched: a

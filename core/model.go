@@ -59,96 +59,49 @@ const (
 // carried no execution id (AC-31). It means "unrecorded", never "shared".
 const UnknownExecution = "unknown"
 
-// Key identifies a row: UNIQUE (task_session_id, agent_execution_id,
+// RowKey identifies a row: UNIQUE (task_session_id, agent_execution_id,
 // tool_call_id), in that order. tool_call_id alone is unique only within one
 // execution (AC-32).
-type Key struct {
-	TaskSessionID    string
-	AgentExecutionID string
-	ToolCallID       string
+type RowKey struct {
+	TaskSessionID    string `json:"task_session_id"`
+	AgentExecutionID string `json:"agent_execution_id"`
+	ToolCallID       string `json:"tool_call_id"`
 }
 
-// Subagent is one row of task_session_subagents. Every nullable column is a
-// pointer, so a reported 0 and "not reported" never collapse (AC-7, AC-8) and
-// an empty string is never stored (it is NULL).
+// Subagent is one row of task_session_subagents (its columns are declared
+// in Columns). Every nullable column is a pointer, so a reported 0 and "not
+// reported" never collapse (AC-7, AC-8) and an empty string is never stored
+// (it is NULL). It marshals to JSON under the column names.
 type Subagent struct {
-	ID               string
-	TaskSessionID    string
-	TaskID           string
-	TurnID           *string
-	AgentExecutionID string
-	ToolCallID       string
-	ParentToolCallID *string
-	SubagentType     *string
-	Description      *string
-	AgentID          *string
-	ChildSessionID   *string
-	Model            *string
-	AgentStatus      *string
-	ToolStatus       *string
-	IsAsync          bool
-	TotalTokens      *int64
-	ToolUseCount     *int64
-	DurationMs       *int64
-	Source           Source
+	ID               string  `json:"id"`
+	TaskSessionID    string  `json:"task_session_id"`
+	TaskID           string  `json:"task_id"`
+	TurnID           *string `json:"turn_id"`
+	AgentExecutionID string  `json:"agent_execution_id"`
+	ToolCallID       string  `json:"tool_call_id"`
+	ParentToolCallID *string `json:"parent_tool_call_id"`
+	SubagentType     *string `json:"subagent_type"`
+	Description      *string `json:"description"`
+	AgentID          *string `json:"agent_id"`
+	ChildSessionID   *string `json:"child_session_id"`
+	Model            *string `json:"model"`
+	AgentStatus      *string `json:"agent_status"`
+	ToolStatus       *string `json:"tool_status"`
+	IsAsync          bool    `json:"is_async"`
+	TotalTokens      *int64  `json:"total_tokens"`
+	ToolUseCount     *int64  `json:"tool_use_count"`
+	DurationMs       *int64  `json:"duration_ms"`
+	Source           Source  `json:"source"`
 	// ObservedAt is the first observation of a recognisable frame; it is not
 	// a start time (AC-1a).
-	ObservedAt time.Time
+	ObservedAt time.Time `json:"observed_at"`
 	// SettledAt is the first observation of a terminal tool_status (AC-11).
-	SettledAt *time.Time
+	SettledAt *time.Time `json:"settled_at"`
 	// UpdatedAt is the time of the last write.
-	UpdatedAt time.Time
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Key returns the row's unique key.
-func (s *Subagent) Key() Key {
-	return Key{TaskSessionID: s.TaskSessionID, AgentExecutionID: s.AgentExecutionID, ToolCallID: s.ToolCallID}
-}
-
-// Clone returns a deep copy, so that a stored row and a caller's copy never
-// share a pointer.
-func (s Subagent) Clone() Subagent {
-	c := new(cells)
-	s.TurnID = c.text(0, s.TurnID)
-	s.ParentToolCallID = c.text(1, s.ParentToolCallID)
-	s.SubagentType = c.text(2, s.SubagentType)
-	s.Description = c.text(3, s.Description)
-	s.AgentID = c.text(4, s.AgentID)
-	s.ChildSessionID = c.text(5, s.ChildSessionID)
-	s.Model = c.text(6, s.Model)
-	s.AgentStatus = c.text(7, s.AgentStatus)
-	s.ToolStatus = c.text(8, s.ToolStatus)
-	s.TotalTokens = c.num(0, s.TotalTokens)
-	s.ToolUseCount = c.num(1, s.ToolUseCount)
-	s.DurationMs = c.num(2, s.DurationMs)
-	if s.SettledAt != nil {
-		c.at = *s.SettledAt
-		s.SettledAt = &c.at
-	}
-	return s
-}
-
-// cells holds the values a row's pointers point to, so that a row's
-// nullable columns cost one allocation rather than one each (the record
-// path is hot).
-type cells struct {
-	texts [9]string
-	nums  [3]int64
-	at    time.Time
-}
-
-func (c *cells) text(i int, p *string) *string {
-	if p == nil {
-		return nil
-	}
-	c.texts[i] = *p
-	return &c.texts[i]
-}
-
-func (c *cells) num(i int, p *int64) *int64 {
-	if p == nil {
-		return nil
-	}
-	c.nums[i] = *p
-	return &c.nums[i]
+func (s *Subagent) Key() RowKey {
+	return RowKey{TaskSessionID: s.TaskSessionID, AgentExecutionID: s.AgentExecutionID, ToolCallID: s.ToolCallID}
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"time"
 )
 
@@ -25,8 +26,8 @@ const (
 	NotActivated ActivationState = "not_activated"
 )
 
-// Key is one activation key as read from the meta table.
-type KeyValue struct {
+// KeyReading is one activation key as read from the meta table.
+type KeyReading struct {
 	Present bool   `json:"present"`
 	Raw     string `json:"raw,omitempty"`
 	// Time is the parsed instant, when Present and it parsed (not for
@@ -38,24 +39,24 @@ type KeyValue struct {
 }
 
 // Usable reports whether the key is present and parsed to an instant.
-func (k KeyValue) Usable() bool { return k.Present && k.Time != nil }
+func (k KeyReading) Usable() bool { return k.Present && k.Time != nil }
 
 // Activation is the state of the three keys.
 type Activation struct {
 	State          ActivationState `json:"state"`
-	CaptureSince   KeyValue        `json:"capture_since"`
-	ExecutionSince KeyValue        `json:"execution_since"`
+	CaptureSince   KeyReading      `json:"capture_since"`
+	ExecutionSince KeyReading      `json:"execution_since"`
 	// BackfillThrough is an instant, or NothingToRecover when the backfill
 	// matched no message (the "" sentinel, never parsed, AC-24f).
-	BackfillThrough  KeyValue `json:"backfill_through"`
-	NothingToRecover bool     `json:"nothing_to_recover"`
+	BackfillThrough  KeyReading `json:"backfill_through"`
+	NothingToRecover bool       `json:"nothing_to_recover"`
 }
 
 // ParseKey reads a stored key: absent, or an instant in RFC 3339 at any
 // precision (second-precision keys of older builds, RFC3339Nano), or a
 // value that does not parse, reported as such.
-func ParseKey(present bool, raw string) KeyValue {
-	k := KeyValue{Present: present, Raw: raw}
+func ParseKey(present bool, raw string) KeyReading {
+	k := KeyReading{Present: present, Raw: raw}
 	if !present {
 		return k
 	}
@@ -71,13 +72,13 @@ func ParseKey(present bool, raw string) KeyValue {
 
 // NewActivation derives the state from the keys present in the meta table.
 func NewActivation(keys map[string]string) Activation {
-	get := func(k string) KeyValue { v, ok := keys[k]; return ParseKey(ok, v) }
-	a := Activation{CaptureSince: get(KeyCaptureSince), ExecutionSince: get(KeyExecutionSince)}
-	if v, ok := keys[KeyBackfillThrough]; ok && v == BackfillNothing {
-		a.BackfillThrough = KeyValue{Present: true}
+	get := func(k string) KeyReading { v, ok := keys[k]; return ParseKey(ok, v) }
+	a := Activation{CaptureSince: get(CaptureSinceKey), ExecutionSince: get(ExecutionSinceKey)}
+	if v, ok := keys[BackfillThroughKey]; ok && v == BackfillNothing {
+		a.BackfillThrough = KeyReading{Present: true}
 		a.NothingToRecover = true
 	} else {
-		a.BackfillThrough = get(KeyBackfillThrough)
+		a.BackfillThrough = get(BackfillThroughKey)
 	}
 	switch capture, exec := a.CaptureSince.Present, a.ExecutionSince.Present; {
 	case capture && exec:
@@ -92,37 +93,48 @@ func NewActivation(keys map[string]string) Activation {
 	return a
 }
 
-// Health is the result of the health check (SPEC §5).
+// Health is the result of the health check (docs/CONTRACT.md §5.2).
 type Health struct {
 	// Ran is false when the check could not run; Reason says why (for
 	// example capture_since absent, which is itself the signal).
 	Ran    bool   `json:"ran"`
 	Reason string `json:"reason,omitempty"`
+	// State is the activation state the check ran in.
+	State ActivationState `json:"state"`
 	// CaptureSince is the boundary the check counted from.
-	CaptureSince *time.Time `json:"capture_since,omitempty"`
+	CaptureSince *time.Time `json:"capture_since"`
 	// Shortfall, the only alarm: distinct (session, tool_call_id) pairs of
-	// subagent messages with all three identities at or after
-	// capture_since that have no row.
+	// recoverable subagent messages created at or after capture_since that
+	// have no row at all.
 	Shortfall int64 `json:"shortfall"`
 	// Excess, reported and never an alarm, never netted against the
-	// shortfall: pairs with a row and no subagent message.
+	// shortfall: pairs with a row observed at or after capture_since and no
+	// subagent message.
 	Excess int64 `json:"excess"`
-	// Collisions: pairs at or after capture_since held by more than one
-	// execution (AC-32), which are kept apart, never de-duplicated.
-	Collisions int64 `json:"collisions"`
-	// LastObservedAt is MAX(observed_at) at or after capture_since; nil
-	// means the writer has produced nothing since activation.
+	// Collisions: pairs with rows observed at or after capture_since held by
+	// two or more known executions (AC-32), kept apart, never
+	// de-duplicated. Nil when no execution id may be read as an identity
+	// (capture_only).
+	Collisions *int64 `json:"collisions"`
+	// LastObservedAt is MAX(observed_at) at or after capture_since;
+	// LastWriteAt is MAX(updated_at) after it. Both nil: the writer has
+	// produced nothing since activation.
 	LastObservedAt *time.Time `json:"last_observed_at"`
+	LastWriteAt    *time.Time `json:"last_write_at"`
 }
 
 // Healthy is true when the check ran and found no shortfall.
 func (h Health) Healthy() bool { return h.Ran && h.Shortfall == 0 }
 
+// WriterSilent is true when the check ran and the writer has written
+// nothing since activation.
+func (h Health) WriterSilent() bool { return h.Ran && h.LastObservedAt == nil && h.LastWriteAt == nil }
+
 // StatsQuery scopes statistics to one session, one task, or (both empty)
 // everything.
 type StatsQuery struct {
-	TaskSessionID string
-	TaskID        string
+	TaskSessionID string `json:"task_session_id,omitempty"`
+	TaskID        string `json:"task_id,omitempty"`
 }
 
 // Validate rejects a query with both scopes.
@@ -136,10 +148,71 @@ func (q StatsQuery) Validate() error {
 // Metric sums and averages one metric over reported values only, with the
 // count of unreported ones beside them: "not reported" is never 0.
 type Metric struct {
-	Reported   int64    `json:"reported"`
-	Unreported int64    `json:"unreported"`
-	Sum        int64    `json:"sum"`
-	Average    *float64 `json:"average"` // nil when nothing was reported
+	Reported   int64 `json:"reported"`
+	Unreported int64 `json:"unreported"`
+	// Sum is exact, whatever its size (it may pass 64 bits); nil when
+	// nothing was reported.
+	Sum *big.Int `json:"sum"`
+	// Average is nil when nothing was reported.
+	Average *float64 `json:"average"`
+}
+
+// MetricStats gives a metric over live rows, backfilled rows and both, so
+// that measured and recovered values are never mixed without saying so.
+type MetricStats struct {
+	All      Metric `json:"all"`
+	Live     Metric `json:"live"`
+	Backfill Metric `json:"backfill"`
+}
+
+// Add counts one row's value (nil: not reported) from a row of the given
+// source; Finish computes the averages after the last one.
+func (m *MetricStats) Add(source Source, v *int64) {
+	part := &m.Live
+	if source == SourceBackfill {
+		part = &m.Backfill
+	}
+	for _, x := range []*Metric{&m.All, part} {
+		x.add(v)
+	}
+}
+
+func (m *Metric) add(v *int64) {
+	if v == nil {
+		m.Unreported++
+		return
+	}
+	m.Reported++
+	if m.Sum == nil {
+		m.Sum = new(big.Int)
+	}
+	m.Sum.Add(m.Sum, big.NewInt(*v))
+}
+
+// Finish computes the averages once every row has been added.
+func (m *MetricStats) Finish() {
+	for _, x := range []*Metric{&m.All, &m.Live, &m.Backfill} {
+		x.average()
+	}
+}
+
+// Set fills a metric from its reported count, its exact sum (nil when
+// nothing was reported) and the number of rows it was counted over.
+func (m *Metric) Set(rows, reported int64, sum *big.Int) {
+	m.Reported, m.Unreported, m.Sum = reported, rows-reported, sum
+	if reported == 0 {
+		m.Sum = nil
+	}
+	m.average()
+}
+
+func (m *Metric) average() {
+	if m.Reported == 0 || m.Sum == nil {
+		m.Average = nil
+		return
+	}
+	avg, _ := new(big.Rat).SetFrac(m.Sum, big.NewInt(m.Reported)).Float64()
+	m.Average = &avg
 }
 
 // FanOut is how many turns spawned a given number of subagents.
@@ -169,7 +242,7 @@ type SessionCoverage struct {
 }
 
 // Stats answers "how many subagents, how many tokens" without turning
-// unknown into zero.
+// unknown into zero (docs/CONTRACT.md §5.3).
 type Stats struct {
 	Query      StatsQuery `json:"query"`
 	Activation Activation `json:"activation"`
@@ -178,23 +251,33 @@ type Stats struct {
 	Backfill   int64      `json:"backfill"`
 	// FanOutPerTurn counts turns by number of subagents, over rows with a
 	// turn; RowsWithoutTurn are the rest.
-	FanOutPerTurn   []FanOut `json:"fan_out_per_turn"`
-	RowsWithoutTurn int64    `json:"rows_without_turn"`
-	TotalTokens     Metric   `json:"total_tokens"`
-	ToolUseCount    Metric   `json:"tool_use_count"`
-	DurationMs      Metric   `json:"duration_ms"`
+	FanOutPerTurn   []FanOut    `json:"fan_out_per_turn"`
+	RowsWithoutTurn int64       `json:"rows_without_turn"`
+	TotalTokens     MetricStats `json:"total_tokens"`
+	ToolUseCount    MetricStats `json:"tool_use_count"`
+	DurationMs      MetricStats `json:"duration_ms"`
 	// DistinctExecutions excludes 'unknown', which means unrecorded, never
-	// shared; ExecutionIdentities is false unless execution_since is
-	// present, in which case the count is not an execution count at all.
-	DistinctExecutions   int64 `json:"distinct_executions"`
-	UnknownExecutionRows int64 `json:"unknown_execution_rows"`
-	ExecutionIdentities  bool  `json:"execution_identities"`
+	// shared; nil unless execution_since is present (before it, an
+	// agent_execution_id is not an execution identity).
+	DistinctExecutions   *int64 `json:"distinct_executions"`
+	UnknownExecutionRows int64  `json:"unknown_execution_rows"`
 	// Sessions gives each session's coverage verdict (session and task
 	// scopes); for the whole store, KnownSessions and UnknownSessions count
 	// them.
 	Sessions        []SessionCoverage `json:"sessions,omitempty"`
 	KnownSessions   int64             `json:"known_sessions"`
 	UnknownSessions int64             `json:"unknown_sessions"`
+}
+
+// Metrics returns the three metrics with their column names.
+func (s *Stats) Metrics() []struct {
+	Column string
+	Stats  *MetricStats
+} {
+	return []struct {
+		Column string
+		Stats  *MetricStats
+	}{{"total_tokens", &s.TotalTokens}, {"tool_use_count", &s.ToolUseCount}, {"duration_ms", &s.DurationMs}}
 }
 
 // Reader is the read side a store may offer beyond core.Store: activation
@@ -207,7 +290,8 @@ type Reader interface {
 }
 
 // CoverageOf decides a session's verdict from the activation and the
-// instant of its first activity (nil when it has none on record).
+// instant of its first activity (nil when it has none on record), at full
+// precision.
 func CoverageOf(a Activation, session string, firstActivity *time.Time) SessionCoverage {
 	c := SessionCoverage{TaskSessionID: session, Coverage: Unknown}
 	switch {
@@ -223,4 +307,22 @@ func CoverageOf(a Activation, session string, firstActivity *time.Time) SessionC
 		c.Coverage, c.Reason = Known, "all activity at or after capture_since "+a.CaptureSince.Raw
 	}
 	return c
+}
+
+// HealthPrecondition decides from the activation whether the health check
+// runs (docs/CONTRACT.md §5.1): the report so far and the boundary, or
+// false with the reason in the report.
+func HealthPrecondition(a Activation) (Health, time.Time, bool) {
+	h := Health{State: a.State}
+	switch {
+	case !a.CaptureSince.Present:
+		h.Reason = "not run: " + CaptureSinceKey + " is absent, so no absence means anything"
+		return h, time.Time{}, false
+	case !a.CaptureSince.Usable():
+		h.Reason = "not run: " + CaptureSinceKey + " does not parse: " + a.CaptureSince.ParseError
+		return h, time.Time{}, false
+	}
+	capture := *a.CaptureSince.Time
+	h.Ran, h.CaptureSince = true, &capture
+	return h, capture, true
 }

@@ -3,114 +3,467 @@ package core
 import (
 	"context"
 	"errors"
-	"expvar"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// ExpvarName is the name under which the process's counters are published
-// (AC-26), so /debug/vars shows them.
-const ExpvarName = "subagent_context_total"
-
-// Counter names, the keys of the published map (AC-26).
-const (
-	CounterAttempted         = "attempted"
-	CounterPersisted         = "persisted"
-	CounterSkippedNoIdentity = "skipped_no_identity"
-	CounterAnomalousValue    = "anomalous_value"
-	CounterFailed            = "failed"
-	CounterUnknownExecution  = "unknown_execution"
-)
-
-// Counters are the recorder's six counters in one expvar.Map. The invariant
-// attempted = skipped_no_identity + persisted + failed holds once every
-// Record call has returned; anomalous_value and unknown_execution qualify
-// frames already counted there.
-type Counters struct {
-	m                                                         *expvar.Map
-	attempted, persisted, skipped, anomalous, failed, unknown *expvar.Int
-}
-
-// NewCounters returns counters in a fresh, unpublished expvar.Map: as many
-// as you like, in tests too, without a duplicate-name panic.
-func NewCounters() *Counters {
-	return wrapMap(new(expvar.Map).Init())
-}
-
-var processCounters = sync.OnceValue(func() *Counters {
-	if v, ok := expvar.Get(ExpvarName).(*expvar.Map); ok {
-		return wrapMap(v) // published by someone else: share it
-	}
-	c := NewCounters()
-	expvar.Publish(ExpvarName, c.m)
-	return c
-})
-
-// ProcessCounters returns the process's counters, published on expvar as
-// subagent_context_total the first time it is called and shared after that.
-func ProcessCounters() *Counters { return processCounters() }
-
-func wrapMap(m *expvar.Map) *Counters {
-	get := func(name string) *expvar.Int {
-		if v, ok := m.Get(name).(*expvar.Int); ok {
-			return v
-		}
-		v := new(expvar.Int)
-		m.Set(name, v)
-		return v
-	}
-	return &Counters{
-		m:         m,
-		attempted: get(CounterAttempted),
-		persisted: get(CounterPersisted),
-		skipped:   get(CounterSkippedNoIdentity),
-		anomalous: get(CounterAnomalousValue),
-		failed:    get(CounterFailed),
-		unknown:   get(CounterUnknownExecution),
-	}
-}
-
-// Map is the expvar.Map holding the counters, for a host that publishes it
-// under a name of its own.
-func (c *Counters) Map() *expvar.Map { return c.m }
-
-// CounterValues is a point-in-time copy of the counters.
-type CounterValues struct {
-	Attempted         int64 `json:"attempted"`
-	Persisted         int64 `json:"persisted"`
-	SkippedNoIdentity int64 `json:"skipped_no_identity"`
-	AnomalousValue    int64 `json:"anomalous_value"`
-	Failed            int64 `json:"failed"`
-	UnknownExecution  int64 `json:"unknown_execution"`
-}
-
-// Values reads the counters.
-func (c *Counters) Values() CounterValues {
-	return CounterValues{
-		Attempted:         c.attempted.Value(),
-		Persisted:         c.persisted.Value(),
-		SkippedNoIdentity: c.skipped.Value(),
-		AnomalousValue:    c.anomalous.Value(),
-		Failed:            c.failed.Value(),
-		UnknownExecution:  c.unknown.Value(),
-	}
-}
-
-// Recorder is the live path: one frame in, at most one atomic upsert. Record
-// has no error result and never panics into, or blocks, its caller beyond
-// the context's deadline (AC-27): telemetry must never break the product
-// path.
+// Recorder is the live path (docs/CONTRACT.md §3, §6): one frame in, at most
+// one atomic upsert, written without the caller waiting. Record has no
+// error result, never panics into its caller and does no I/O on the
+// caller's goroutine: a frame is normalised, counted and queued, and the
+// recorder's writers store it, many frames per transaction, retrying
+// through outages. Telemetry must never break or slow the product path.
+//
+// A Synchronous store (the memory adapter) is written on the caller's
+// goroutine instead, so a host's unit test reads a row right after Record.
+//
+// Call Close when the host stops (it flushes, then stops the writers);
+// Flush waits for everything recorded so far. All methods are safe for
+// concurrent use, and on a nil *Recorder they do nothing.
 type Recorder struct {
 	store    Store
+	batches  BatchStore // store as a BatchStore, or nil
+	sync     bool       // store is Synchronous
 	counters *Counters
 	log      *slog.Logger
 	now      func() time.Time
-	timeout  time.Duration
 	warns    warnLimiter
-	workers  workerPool
+
+	queueSize, batchSize int
+	retryMin, retryMax   time.Duration
+	ready                <-chan struct{}
+	shards               []*shard
+	seed                 maphash.Seed
+
+	// mu orders Record's queueing against Close: once closed is set under
+	// the write lock, no frame enters a queue.
+	mu        sync.RWMutex
+	closed    bool
+	closeOnce sync.Once
+	stopped   chan struct{} // closed by Close: the writers stop
+	writers   sync.WaitGroup
+}
+
+// Synchronous is implemented by stores that do no I/O and return promptly
+// whatever their context (the memory adapter): the Recorder writes to them
+// on the caller's goroutine.
+type Synchronous interface{ Synchronous() }
+
+// BatchStore is implemented by stores that can write many rows in one
+// transaction (group commit). UpsertBatch writes rows in order, each its own
+// atomic upsert statement (AC-14), all in one transaction. It returns one
+// error per row (nil: committed); a row the database refuses
+// (ErrInvalidRow, ErrConstraint) does not cost the others. When the
+// transaction as a whole fails, err says why and no row is written: with
+// ErrUnavailable the same batch may succeed later.
+type BatchStore interface {
+	UpsertBatch(ctx context.Context, rows []Subagent) (rowErrs []error, err error)
+}
+
+// WriterHint is implemented by stores that know how many concurrent writers
+// suit them (SQLite serialises writers: one; PostgreSQL takes several).
+type WriterHint interface{ Writers() int }
+
+// RecorderOption configures a Recorder.
+type RecorderOption func(*Recorder)
+
+// WithCounters sets the counters (default: a fresh unpublished set; use
+// ProcessCounters() to publish on expvar).
+func WithCounters(c *Counters) RecorderOption { return func(r *Recorder) { r.counters = c } }
+
+// WithLogger sets the logger for WARN lines (default slog.Default()).
+func WithLogger(l *slog.Logger) RecorderOption { return func(r *Recorder) { r.log = l } }
+
+// WithClock sets the clock that stamps a frame recorded without an
+// observation time (default time.Now). The store stamps updated_at.
+func WithClock(now func() time.Time) RecorderOption { return func(r *Recorder) { r.now = now } }
+
+// WithQueue bounds the frames waiting to be written (default
+// DefaultQueueSize). A frame recorded while the queue is full is dropped:
+// counted failed and dropped, and logged.
+func WithQueue(frames int) RecorderOption { return func(r *Recorder) { r.queueSize = frames } }
+
+// WithWriters sets the number of writer goroutines (default: the store's
+// WriterHint, else 1). Frames of one key always go to the same writer, so
+// they are applied in the order they were recorded.
+func WithWriters(n int) RecorderOption { return func(r *Recorder) { r.shards = make([]*shard, n) } }
+
+// WithBatch bounds the frames written in one transaction (default
+// DefaultBatchSize).
+func WithBatch(frames int) RecorderOption { return func(r *Recorder) { r.batchSize = frames } }
+
+// WithRetry sets the backoff between attempts while the database is
+// unavailable: from min, doubling up to max (default 50ms to 2s).
+func WithRetry(min, max time.Duration) RecorderOption {
+	return func(r *Recorder) { r.retryMin, r.retryMax = min, max }
+}
+
+// WithReady holds the writers until ready is closed (frames queue
+// meanwhile): the migration pass's backfill.Runner.Ready, so that the first
+// write finds the table in its end shape.
+func WithReady(ready <-chan struct{}) RecorderOption { return func(r *Recorder) { r.ready = ready } }
+
+// Defaults.
+const (
+	// DefaultQueueSize bounds the frames waiting to be written: at about
+	// 400 bytes a queued frame, 64 MiB at most, and at the reference
+	// host's peak rate (a few hundred frames a second) several minutes of
+	// outage before the first frame is dropped.
+	DefaultQueueSize = 1 << 17
+	// DefaultBatchSize is the most frames one transaction writes.
+	DefaultBatchSize = 256
+)
+
+// NewRecorder returns a Recorder writing to store; its writers start at
+// once.
+func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
+	if store == nil {
+		return nil, errors.New("subagentctx: NewRecorder: store is nil")
+	}
+	r := &Recorder{store: store, queueSize: DefaultQueueSize, batchSize: DefaultBatchSize,
+		retryMin: 50 * time.Millisecond, retryMax: 2 * time.Second, seed: maphash.MakeSeed()}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.counters == nil {
+		r.counters = NewCounters()
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.shards == nil {
+		n := 1
+		if h, ok := store.(WriterHint); ok && h.Writers() > 0 {
+			n = h.Writers()
+		}
+		r.shards = make([]*shard, n)
+	}
+	switch {
+	case len(r.shards) < 1:
+		return nil, fmt.Errorf("subagentctx: NewRecorder: %d writers, want at least 1", len(r.shards))
+	case r.queueSize < len(r.shards):
+		return nil, fmt.Errorf("subagentctx: NewRecorder: a queue of %d frames for %d writers, want at least one frame each", r.queueSize, len(r.shards))
+	case r.batchSize < 1:
+		return nil, fmt.Errorf("subagentctx: NewRecorder: batches of %d frames, want at least 1", r.batchSize)
+	case r.retryMin <= 0 || r.retryMax < r.retryMin:
+		return nil, fmt.Errorf("subagentctx: NewRecorder: retry from %v to %v, want 0 < min <= max", r.retryMin, r.retryMax)
+	}
+	_, r.sync = store.(Synchronous)
+	r.batches, _ = store.(BatchStore)
+	if r.sync {
+		return r, nil
+	}
+	r.stopped = make(chan struct{})
+	for i := range r.shards {
+		r.shards[i] = &shard{queue: make(chan Subagent, r.queueSize/len(r.shards)), progress: make(chan struct{})}
+		r.writers.Add(1)
+		go r.write(r.shards[i])
+	}
+	return r, nil
+}
+
+// Counters returns the recorder's counters (nil on a nil Recorder).
+func (r *Recorder) Counters() *Counters {
+	if r == nil {
+		return nil
+	}
+	return r.counters
+}
+
+// Record normalises f, gates its identity, counts it and queues it for
+// writing, without waiting (docs/CONTRACT.md §3.1, §6). A frame without a
+// session id, task id or tool call id is counted skipped_no_identity and
+// not written (AC-2). A frame that cannot be written is counted failed and
+// logged at WARN with its session and tool call id (rate-limited in an
+// outage). ctx is the caller's; it is not used for the write, which
+// outlives the call.
+func (r *Recorder) Record(ctx context.Context, f Frame) {
+	if r == nil {
+		return
+	}
+	if f.ObservedAt.IsZero() {
+		f.ObservedAt = r.now()
+	}
+	row, v := Normalize(f)
+	r.counters.attempted.Add(1)
+	if v.NoIdentity {
+		r.counters.skipped.Add(1)
+		return
+	}
+	if v.Anomalous {
+		r.counters.anomalous.Add(1)
+	}
+	if v.UnknownExecution {
+		r.counters.unknown.Add(1)
+	}
+	if r.sync {
+		r.resolve(ctx, row, r.upsertRecovering(ctx, row))
+		return
+	}
+	s := r.shards[r.shardOf(row.Key())]
+	r.mu.RLock()
+	if r.closed {
+		r.mu.RUnlock()
+		r.resolve(ctx, row, errors.New("the recorder is closed"))
+		return
+	}
+	select {
+	case s.queue <- row:
+		s.enqueued.Add(1)
+		r.mu.RUnlock()
+	default:
+		r.mu.RUnlock()
+		r.counters.dropped.Add(1)
+		r.resolve(ctx, row, fmt.Errorf("the queue of %d frames is full: frame dropped", r.queueSize))
+	}
+}
+
+// shardOf sends every frame of one key to the same writer, so a key's
+// frames are applied in the order they were recorded.
+func (r *Recorder) shardOf(k RowKey) int {
+	if len(r.shards) == 1 {
+		return 0
+	}
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	h.WriteString(k.TaskSessionID)
+	h.WriteByte(0)
+	h.WriteString(k.AgentExecutionID)
+	h.WriteByte(0)
+	h.WriteString(k.ToolCallID)
+	return int(h.Sum64() % uint64(len(r.shards)))
+}
+
+// resolve counts a frame's outcome: persisted, or failed with a WARN.
+func (r *Recorder) resolve(ctx context.Context, row Subagent, err error) {
+	if err == nil {
+		r.counters.persisted.Add(1)
+		return
+	}
+	r.counters.failed.Add(1)
+	if ok, suppressed := r.warns.allow(r.now()); ok {
+		attrs := []slog.Attr{
+			slog.String("task_session_id", row.TaskSessionID),
+			slog.String("tool_call_id", row.ToolCallID),
+			slog.String("agent_execution_id", row.AgentExecutionID),
+			slog.Any("error", err),
+		}
+		if suppressed > 0 {
+			attrs = append(attrs, slog.Int64("similar_warnings_suppressed", suppressed))
+		}
+		r.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: subagent context write failed", attrs...)
+	}
+}
+
+// upsertRecovering turns a store's panic into an error.
+func (r *Recorder) upsertRecovering(ctx context.Context, row Subagent) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("store panicked: %v", p)
+		}
+	}()
+	return r.store.Upsert(ctx, row)
+}
+
+// batchRecovering writes rows through UpsertBatch, or one Upsert each for a
+// store without it; a store's panic becomes a failure of the whole batch.
+func (r *Recorder) batchRecovering(ctx context.Context, rows []Subagent) (rowErrs []error, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rowErrs, err = nil, fmt.Errorf("store panicked: %v", p)
+		}
+	}()
+	if r.batches != nil {
+		return r.batches.UpsertBatch(ctx, rows)
+	}
+	rowErrs = make([]error, len(rows))
+	for i, row := range rows {
+		if rowErrs[i] = r.store.Upsert(ctx, row); errors.Is(rowErrs[i], ErrUnavailable) {
+			// Keep the frames from here on for the retry; those before it
+			// are written.
+			return rowErrs[:i], rowErrs[i]
+		}
+	}
+	return rowErrs, nil
+}
+
+// shard is one writer's queue: the frames of the keys that hash to it.
+type shard struct {
+	queue    chan Subagent
+	enqueued atomic.Uint64 // frames queued so far
+	resolved atomic.Uint64 // frames written or given up so far, in queue order
+	mu       sync.Mutex
+	progress chan struct{} // closed, and replaced, whenever resolved grows
+}
+
+func (s *shard) advance(n int) {
+	s.resolved.Add(uint64(n))
+	s.mu.Lock()
+	close(s.progress)
+	s.progress = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// write is one writer: it takes the frames of its shard in order, many per
+// transaction, and retries a batch the database could not take while it is
+// unavailable, with backoff, until it is taken or the recorder is closed
+// (the frames are then given up: counted failed). Writes run without a
+// deadline or cancellation: a cancellable context costs go-sqlite3 a
+// watcher goroutine per statement (about 6 µs), and a store bounds its own
+// waits (SQLite's busy timeout, PostgreSQL's connection timeouts).
+func (r *Recorder) write(s *shard) {
+	defer r.writers.Done()
+	defer r.giveUpQueued(s)
+	if r.ready != nil {
+		select {
+		case <-r.ready:
+		case <-r.stopped:
+			return
+		}
+	}
+	ctx := context.Background()
+	batch := make([]Subagent, 0, r.batchSize)
+	for {
+		select {
+		case <-r.stopped: // before taking more: a closed recorder writes nothing new
+			return
+		default:
+		}
+		select {
+		case row := <-s.queue:
+			batch = append(batch[:0], row)
+		case <-r.stopped:
+			return
+		}
+	drain:
+		for len(batch) < r.batchSize {
+			select {
+			case row := <-s.queue:
+				batch = append(batch, row)
+			default:
+				break drain
+			}
+		}
+		for delay := r.retryMin; len(batch) > 0; delay = min(2*delay, r.retryMax) {
+			rowErrs, err := r.batchRecovering(ctx, batch)
+			for i, e := range rowErrs {
+				r.resolve(ctx, batch[i], e)
+			}
+			s.advance(len(rowErrs))
+			batch = batch[len(rowErrs):]
+			switch {
+			case err == nil:
+			case !errors.Is(err, ErrUnavailable):
+				r.giveUp(s, batch, err)
+				batch = batch[:0]
+			default:
+				r.warnOutage(err, len(batch), delay)
+				select {
+				case <-time.After(delay):
+				case <-r.stopped:
+					r.giveUp(s, batch, fmt.Errorf("the recorder closed while the database was unavailable: %w", err))
+					return
+				}
+			}
+		}
+	}
+}
+
+// giveUp counts frames as failed.
+func (r *Recorder) giveUp(s *shard, batch []Subagent, err error) {
+	for _, row := range batch {
+		r.resolve(context.Background(), row, err)
+	}
+	s.advance(len(batch))
+}
+
+// giveUpQueued counts the frames still queued when a writer stops as
+// failed: nothing enters a queue after Close.
+func (r *Recorder) giveUpQueued(s *shard) {
+	var rest []Subagent
+	for {
+		select {
+		case row := <-s.queue:
+			rest = append(rest, row)
+			continue
+		default:
+		}
+		break
+	}
+	r.giveUp(s, rest, errors.New("the recorder closed before the frame was written"))
+}
+
+// warnOutage logs, rate-limited, that the writer keeps frames through an
+// outage.
+func (r *Recorder) warnOutage(err error, frames int, retry time.Duration) {
+	if ok, suppressed := r.warns.allow(r.now()); ok {
+		r.log.LogAttrs(context.Background(), slog.LevelWarn, "subagentctx: database unavailable; frames kept and retried",
+			slog.Int("frames", frames), slog.Duration("retry_in", retry), slog.Int64("similar_warnings_suppressed", suppressed), slog.Any("error", err))
+	}
+}
+
+// Flush returns when every frame recorded before the call has been written
+// or given up, or with ctx's error when ctx ends first.
+func (r *Recorder) Flush(ctx context.Context) error {
+	if r == nil || r.sync {
+		return nil
+	}
+	for _, s := range r.shards {
+		target := s.enqueued.Load()
+		for s.resolved.Load() < target {
+			s.mu.Lock()
+			progress := s.progress
+			s.mu.Unlock()
+			if s.resolved.Load() >= target {
+				break
+			}
+			select {
+			case <-progress:
+			case <-ctx.Done():
+				return fmt.Errorf("subagentctx: flush: %d frames still pending: %w", r.counters.Values().Pending, context.Cause(ctx))
+			}
+		}
+	}
+	return nil
+}
+
+// Close flushes (until ctx ends), then stops the writers: frames still
+// queued are given up and counted failed, and so are frames recorded after
+// Close. It returns ctx's error when ctx ended first; a write then in
+// flight completes on its own and is counted when it does. Close is
+// idempotent.
+func (r *Recorder) Close(ctx context.Context) error {
+	if r == nil || r.sync {
+		return nil
+	}
+	var err error
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+		err = r.Flush(ctx)
+		close(r.stopped)
+		done := make(chan struct{})
+		go func() { r.writers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			// Writers that are not inside a store call stop at once.
+			select {
+			case <-done:
+			case <-time.After(100 * time.Millisecond):
+				err = errors.Join(err, fmt.Errorf("subagentctx: a write was still in flight: %w", context.Cause(ctx)))
+			}
+		}
+	})
+	return err
 }
 
 // warnLimiter keeps an outage from flooding the log: at most warnBurst WARN
@@ -141,203 +494,4 @@ func (w *warnLimiter) allow(now time.Time) (bool, int64) {
 	n := w.suppressed
 	w.suppressed = 0
 	return true, n
-}
-
-// RecorderOption configures a Recorder.
-type RecorderOption func(*Recorder)
-
-// WithCounters sets the counters (default: a fresh unpublished set; use
-// ProcessCounters() to publish on expvar).
-func WithCounters(c *Counters) RecorderOption { return func(r *Recorder) { r.counters = c } }
-
-// WithLogger sets the logger for WARN on failed writes (default slog.Default()).
-func WithLogger(l *slog.Logger) RecorderOption { return func(r *Recorder) { r.log = l } }
-
-// WithClock sets the clock used for frames without an observation time and
-// for updated_at (default time.Now).
-func WithClock(now func() time.Time) RecorderOption { return func(r *Recorder) { r.now = now } }
-
-// WithTimeout bounds how long Record waits for one store write, on top of
-// the caller's context (default 5s; 0 leaves only the caller's context). It
-// does not cancel the write, which the store bounds by its own means
-// (SQLite's busy timeout, PostgreSQL's connection and statement timeouts);
-// a write abandoned at the deadline may still commit later and is counted
-// as failed.
-func WithTimeout(d time.Duration) RecorderOption { return func(r *Recorder) { r.timeout = d } }
-
-// DefaultRecordTimeout bounds one store write unless WithTimeout says otherwise.
-const DefaultRecordTimeout = 5 * time.Second
-
-// NewRecorder returns a Recorder writing to store.
-func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
-	if store == nil {
-		return nil, errors.New("subagentctx: NewRecorder: store is nil")
-	}
-	r := &Recorder{store: store, timeout: DefaultRecordTimeout, workers: workerPool{jobs: make(chan func())}}
-	for _, o := range opts {
-		o(r)
-	}
-	if r.counters == nil {
-		r.counters = NewCounters()
-	}
-	if r.log == nil {
-		r.log = slog.Default()
-	}
-	if r.now == nil {
-		r.now = time.Now
-	}
-	if r.timeout < 0 {
-		return nil, fmt.Errorf("subagentctx: NewRecorder: timeout is %v, want >= 0", r.timeout)
-	}
-	return r, nil
-}
-
-// Counters returns the recorder's counters.
-func (r *Recorder) Counters() *Counters { return r.counters }
-
-// Record normalises f, gates its identity, counts it and writes it. A frame
-// without a session id, task id or tool call id is counted as
-// skipped_no_identity and not written (AC-2). A failed write is counted as
-// failed and logged at WARN with the session id and tool call id (AC-27); in
-// an outage at most 10 such lines a second are logged, the next one saying
-// how many were suppressed.
-func (r *Recorder) Record(ctx context.Context, f Frame) {
-	now := r.now()
-	if f.ObservedAt.IsZero() {
-		f.ObservedAt = now
-	}
-	row, v := Normalize(f)
-	r.counters.attempted.Add(1)
-	if v.NoIdentity {
-		r.counters.skipped.Add(1)
-		return
-	}
-	if v.Anomalous {
-		r.counters.anomalous.Add(1)
-	}
-	if v.UnknownExecution {
-		r.counters.unknown.Add(1)
-	}
-	row.UpdatedAt = CanonicalTime(now)
-	if err := r.write(ctx, row); err != nil {
-		r.counters.failed.Add(1)
-		if ok, suppressed := r.warns.allow(r.now()); ok {
-			attrs := []slog.Attr{
-				slog.String("task_session_id", row.TaskSessionID),
-				slog.String("tool_call_id", row.ToolCallID),
-				slog.String("agent_execution_id", row.AgentExecutionID),
-				slog.Any("error", err),
-			}
-			if suppressed > 0 {
-				attrs = append(attrs, slog.Int64("similar_warnings_suppressed", suppressed))
-			}
-			r.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: subagent context write failed", attrs...)
-		}
-		return
-	}
-	r.counters.persisted.Add(1)
-}
-
-// ContextBounded is implemented by stores that return promptly whatever
-// their context, such as the memory adapter (no I/O). The Recorder calls
-// them directly. Every other store is called on a worker goroutine, with the
-// Recorder's timeout, so that one that ignores its context still cannot
-// block the caller past the deadline.
-type ContextBounded interface{ ContextBounded() }
-
-// write runs the upsert so that a store that panics, or ignores its
-// context, cannot reach the caller. A write abandoned at the deadline may
-// still commit later; it is counted as failed.
-func (r *Recorder) write(ctx context.Context, row Subagent) error {
-	if _, ok := r.store.(ContextBounded); ok {
-		return r.upsertRecovering(ctx, row)
-	}
-	// The Recorder's own timeout bounds the wait here, with a timer, and is
-	// not passed down as a context deadline: a cancellable context costs
-	// every SQLite write a watcher goroutine in the driver (about 6 µs,
-	// BenchmarkUpsert), and SQLite's busy wait ignores it anyway. The
-	// caller's context is passed down as it is.
-	var expired <-chan time.Time
-	if r.timeout > 0 {
-		t := time.NewTimer(r.timeout)
-		defer t.Stop()
-		expired = t.C
-	}
-	done := make(chan error, 1) // buffered: an abandoned write never blocks its worker
-	if err := r.workers.dispatch(ctx, expired, func() { done <- r.upsertRecovering(ctx, row) }); err != nil {
-		return err
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("store did not return before the context ended: %w", context.Cause(ctx))
-	case <-expired:
-		return fmt.Errorf("store did not return within %v", r.timeout)
-	}
-}
-
-// upsertRecovering turns a store's panic into an error.
-func (r *Recorder) upsertRecovering(ctx context.Context, row Subagent) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("store panicked: %v", p)
-		}
-	}()
-	return r.store.Upsert(ctx, row)
-}
-
-// workerPool runs store calls on long-lived goroutines. A goroutine per call
-// would cost about 9 µs a write on SQLite (measured: BenchmarkUpsert in
-// adapters/sqlite), mostly regrowing a fresh goroutine's stack down the
-// database/sql and cgo call path; a worker keeps its grown stack. Workers
-// are started on demand, up to maxWorkers, and exit after idleWorker
-// without work, so an idle Recorder holds no goroutine.
-type workerPool struct {
-	jobs    chan func()
-	running atomic.Int32
-}
-
-const (
-	maxWorkers = 256
-	idleWorker = 10 * time.Second
-)
-
-// dispatch hands fn to an idle worker, or starts one; when maxWorkers are
-// all busy (a store that hangs), it waits for one until ctx is done or the
-// timeout expires.
-func (p *workerPool) dispatch(ctx context.Context, expired <-chan time.Time, fn func()) error {
-	select {
-	case p.jobs <- fn:
-		return nil
-	default:
-	}
-	if p.running.Add(1) <= maxWorkers {
-		go p.work(fn)
-		return nil
-	}
-	p.running.Add(-1)
-	select {
-	case p.jobs <- fn:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("every store worker is busy until the context ended: %w", context.Cause(ctx))
-	case <-expired:
-		return errors.New("every store worker stayed busy past the timeout")
-	}
-}
-
-func (p *workerPool) work(fn func()) {
-	defer p.running.Add(-1)
-	idle := time.NewTimer(idleWorker)
-	defer idle.Stop()
-	for {
-		fn()
-		idle.Reset(idleWorker)
-		select {
-		case fn = <-p.jobs:
-		case <-idle.C:
-			return
-		}
-	}
 }

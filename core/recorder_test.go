@@ -3,11 +3,14 @@ package core_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"expvar"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,15 +29,36 @@ func (storeFunc) ListByTurn(context.Context, string, core.Page) ([]core.Subagent
 	return nil, nil
 }
 
+// batchFunc is a BatchStore.
+type batchFunc struct {
+	storeFunc
+	batch func(rows []core.Subagent) ([]error, error)
+}
+
+func (b batchFunc) UpsertBatch(_ context.Context, rows []core.Subagent) ([]error, error) {
+	return b.batch(rows)
+}
+
 func frame(tool string) core.Frame {
 	return core.Frame{TaskSessionID: "sess", TaskID: "task", ExecutionID: "exec", ToolCallID: tool,
 		Payload: &core.Payload{SubagentType: "explorer"}}
 }
 
+func quiet() core.RecorderOption { return core.WithLogger(slog.New(slog.DiscardHandler)) }
+
 func checkInvariant(t *testing.T, v core.CounterValues) {
 	t.Helper()
-	if v.Attempted != v.SkippedNoIdentity+v.Persisted+v.Failed {
-		t.Errorf("AC-26: attempted %d != skipped %d + persisted %d + failed %d", v.Attempted, v.SkippedNoIdentity, v.Persisted, v.Failed)
+	if v.Attempted != v.SkippedNoIdentity+v.Persisted+v.Failed+v.Pending || v.Pending < 0 {
+		t.Errorf("AC-26: attempted %d != skipped %d + persisted %d + failed %d + pending %d", v.Attempted, v.SkippedNoIdentity, v.Persisted, v.Failed, v.Pending)
+	}
+}
+
+func flush(t *testing.T, rec *core.Recorder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -55,132 +79,342 @@ func TestAC26_CountersOnHappyAndSkippedPaths(t *testing.T) {
 	rec.Record(ctx, neg) // persisted, anomalous once
 	want := core.CounterValues{Attempted: 5, Persisted: 3, SkippedNoIdentity: 2, AnomalousValue: 1, UnknownExecution: 1}
 	if got := rec.Counters().Values(); got != want {
-		t.Errorf("counters = %+v, want %+v", got, want)
+		t.Errorf("counters = %+v, want %+v (the memory store is written synchronously: no flush)", got, want)
 	}
-	checkInvariant(t, rec.Counters().Values())
 }
 
+// TestAC27_FailingStoreNeverReachesTheCaller: a store that errors, panics
+// or hangs never reaches the caller, who never waits for it.
 func TestAC27_FailingStoreNeverReachesTheCaller(t *testing.T) {
-	tests := []struct {
+	release := make(chan struct{})
+	defer close(release)
+	for _, tc := range []struct {
 		name  string
 		store storeFunc
 		want  string
 	}{
 		{"error", func(context.Context, core.Subagent) error { return errors.New("disk full") }, "disk full"},
 		{"panic", func(context.Context, core.Subagent) error { panic("driver bug") }, "driver bug"},
-		{"blocks past the deadline", func(ctx context.Context, _ core.Subagent) error { select {} }, "context"},
-	}
-	for _, tc := range tests {
+		{"hangs", func(context.Context, core.Subagent) error { <-release; return nil }, "still pending"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			rec, err := core.NewRecorder(tc.store, core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-				core.WithTimeout(50*time.Millisecond))
+			var logs syncBuffer
+			rec, err := core.NewRecorder(tc.store, core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			if err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
 			rec.Record(context.Background(), frame("toolu_9"))
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("Record blocked for %v", d)
+			if d := time.Since(start); d > 100*time.Millisecond {
+				t.Errorf("Record waited %v", d)
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			ferr := rec.Flush(ctx)
 			v := rec.Counters().Values()
-			if v.Failed != 1 || v.Persisted != 0 {
-				t.Errorf("counters %+v: want failed 1", v)
-			}
 			checkInvariant(t, v)
-			line := logs.String()
+			if tc.name == "hangs" {
+				if ferr == nil || !strings.Contains(ferr.Error(), tc.want) || v.Pending != 1 {
+					t.Errorf("hanging store: flush %v, counters %+v; want the frame pending", ferr, v)
+				}
+				return
+			}
+			if ferr != nil || v.Failed != 1 || v.Persisted != 0 || v.Pending != 0 {
+				t.Errorf("flush %v, counters %+v: want failed 1", ferr, v)
+			}
 			for _, want := range []string{"level=WARN", "task_session_id=sess", "tool_call_id=toolu_9", tc.want} {
-				if !strings.Contains(line, want) {
-					t.Errorf("log %q lacks %q", line, want)
+				if !strings.Contains(logs.String(), want) {
+					t.Errorf("log %q lacks %q", logs.String(), want)
 				}
 			}
 		})
 	}
 }
 
-func TestRecordHonoursCallerContext(t *testing.T) {
-	block := make(chan struct{})
-	defer close(block)
-	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { <-block; return nil }),
-		core.WithTimeout(0), core.WithLogger(slog.New(slog.DiscardHandler)))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	rec.Record(ctx, frame("x"))
-	if v := rec.Counters().Values(); v.Failed != 1 {
-		t.Errorf("counters %+v: want failed 1", v)
+// TestRecordNeverWaits: against a store that hangs and one that is down,
+// Record returns at once, and when the queue is full the frame is dropped,
+// counted and logged.
+func TestRecordNeverWaits(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 10)
+	var logs syncBuffer
+	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { entered <- struct{}{}; <-release; return nil }),
+		core.WithQueue(4), core.WithWriters(1), core.WithBatch(1), core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	start := time.Now()
+	for i := range 10 {
+		rec.Record(context.Background(), frame(fmt.Sprint("t", i)))
+		if i == 0 {
+			<-entered // the writer holds the first frame in the store
+		}
+		checkInvariant(t, rec.Counters().Values())
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("10 Records against a hanging store took %v", d)
+	}
+	close(release)
+	flush(t, rec)
+	v := rec.Counters().Values()
+	// One frame in the writer's hands, four queued: the other five dropped.
+	if v.Persisted != 5 || v.Failed != 5 || v.Dropped != 5 || v.Pending != 0 {
+		t.Errorf("counters %+v: want 5 persisted, 5 dropped", v)
+	}
+	if !strings.Contains(logs.String(), "queue of 4 frames is full") {
+		t.Errorf("drops not logged: %s", logs.String())
 	}
 }
 
-func TestRecorderFillsObservedAtAndUpdatedAt(t *testing.T) {
+// TestRetryThroughOutage: while the store is unavailable the writer keeps
+// the frames and retries; when it returns, every frame is stored once, in
+// order, and nothing counts failed.
+func TestRetryThroughOutage(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	var mu sync.Mutex
+	var stored []string
+	store := storeFunc(func(_ context.Context, r core.Subagent) error {
+		if down.Load() {
+			return &core.OpError{Op: "upsert", Kind: core.ErrUnavailable, Err: errors.New("connection refused")}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		stored = append(stored, r.ToolCallID)
+		return nil
+	})
+	rec, _ := core.NewRecorder(store, core.WithRetry(time.Millisecond, 5*time.Millisecond), quiet())
+	for i := range 50 {
+		rec.Record(context.Background(), frame(fmt.Sprint("t", i)))
+	}
+	time.Sleep(30 * time.Millisecond)
+	if v := rec.Counters().Values(); v.Failed != 0 || v.Pending != 50 {
+		t.Errorf("during the outage: %+v, want all pending", v)
+	}
+	down.Store(false)
+	flush(t, rec)
+	if v := rec.Counters().Values(); v.Persisted != 50 || v.Failed != 0 {
+		t.Errorf("after the outage: %+v", v)
+	}
+	for i, tool := range stored {
+		if tool != fmt.Sprint("t", i) {
+			t.Fatalf("frame %d stored as %s: order lost", i, tool)
+		}
+	}
+}
+
+// TestGroupCommit: frames reach the store in batches; one refused frame is
+// counted failed without costing the others of its batch.
+func TestGroupCommit(t *testing.T) {
+	var batches atomic.Int64
+	block := make(chan struct{})
+	store := batchFunc{batch: func(rows []core.Subagent) ([]error, error) {
+		if batches.Add(1) == 1 {
+			<-block // hold the first batch so the rest queue up
+		}
+		errs := make([]error, len(rows))
+		for i, r := range rows {
+			if r.ToolCallID == "bad" {
+				errs[i] = &core.OpError{Op: "upsert", Kind: core.ErrConstraint, Err: errors.New("no such session")}
+			}
+		}
+		return errs, nil
+	}}
+	rec, _ := core.NewRecorder(store, core.WithBatch(64), quiet())
+	rec.Record(context.Background(), frame("first"))
+	time.Sleep(10 * time.Millisecond)
+	for i := range 100 {
+		tool := fmt.Sprint("t", i)
+		if i == 50 {
+			tool = "bad"
+		}
+		rec.Record(context.Background(), frame(tool))
+	}
+	close(block)
+	flush(t, rec)
+	if v := rec.Counters().Values(); v.Persisted != 100 || v.Failed != 1 {
+		t.Errorf("counters %+v: want 100 persisted, the bad one failed", v)
+	}
+	if n := batches.Load(); n > 3 {
+		t.Errorf("%d transactions for 101 frames in batches of 64", n)
+	}
+}
+
+// TestOrderPerKey: with several writers, the frames of one key are applied
+// in the order they were recorded.
+func TestOrderPerKey(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string][]int{}
+	store := storeFunc(func(_ context.Context, r core.Subagent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[r.ToolCallID] = append(seen[r.ToolCallID], int(*r.TotalTokens))
+		return nil
+	})
+	rec, _ := core.NewRecorder(store, core.WithWriters(4))
+	for i := 1; i <= 400; i++ {
+		f := frame(fmt.Sprint("k", i%7))
+		f.Payload.TotalTokens = int64(i)
+		rec.Record(context.Background(), f)
+	}
+	flush(t, rec)
+	for k, order := range seen {
+		for i := 1; i < len(order); i++ {
+			if order[i] < order[i-1] {
+				t.Fatalf("key %s applied out of order: %v", k, order)
+			}
+		}
+	}
+}
+
+func TestReadyHoldsWriters(t *testing.T) {
+	var writes atomic.Int64
+	ready := make(chan struct{})
+	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { writes.Add(1); return nil }), core.WithReady(ready))
+	rec.Record(context.Background(), frame("x"))
+	time.Sleep(20 * time.Millisecond)
+	if writes.Load() != 0 || rec.Counters().Values().Pending != 1 {
+		t.Fatalf("wrote before ready")
+	}
+	close(ready)
+	flush(t, rec)
+	if writes.Load() != 1 {
+		t.Errorf("writes after ready: %d", writes.Load())
+	}
+}
+
+func TestCloseGivesUpAndRefuses(t *testing.T) {
+	release := make(chan struct{})
+	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { <-release; return nil }),
+		core.WithWriters(1), core.WithBatch(1), quiet())
+	for i := range 3 {
+		rec.Record(context.Background(), frame(fmt.Sprint("t", i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := rec.Close(ctx); err == nil {
+		t.Error("Close with a write in flight past its deadline: want an error")
+	}
+	rec.Record(context.Background(), frame("late"))
+	v := rec.Counters().Values()
+	checkInvariant(t, v)
+	if v.Failed != 1 || v.Pending != 3 { // the late frame refused; one in the store's hands, two queued
+		t.Errorf("after Close: %+v", v)
+	}
+	close(release) // the write in flight completes; the writer then stops and gives up the queue
+	deadline := time.Now().Add(5 * time.Second)
+	for rec.Counters().Values().Pending > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if v := rec.Counters().Values(); v.Persisted != 1 || v.Failed != 3 || v.Pending != 0 {
+		t.Errorf("after the write in flight completed: %+v", v)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+}
+
+func TestNilRecorderDoesNothing(t *testing.T) {
+	var rec *core.Recorder
+	rec.Record(context.Background(), frame("x"))
+	if rec.Counters() != nil || rec.Flush(context.Background()) != nil || rec.Close(context.Background()) != nil {
+		t.Error("a nil Recorder must do nothing")
+	}
+}
+
+func TestRecorderFillsObservedAt(t *testing.T) {
 	now := time.Date(2026, 9, 1, 12, 0, 0, 987654321, time.UTC)
-	var got core.Subagent
-	rec, _ := core.NewRecorder(storeFunc(func(_ context.Context, r core.Subagent) error { got = r; return nil }),
+	got := make(chan core.Subagent, 1)
+	rec, _ := core.NewRecorder(storeFunc(func(_ context.Context, r core.Subagent) error { got <- r; return nil }),
 		core.WithClock(func() time.Time { return now }))
 	rec.Record(context.Background(), frame("x"))
-	want := now.Truncate(time.Microsecond)
-	if !got.ObservedAt.Equal(want) || !got.UpdatedAt.Equal(want) {
-		t.Errorf("observed_at %v updated_at %v, want %v", got.ObservedAt, got.UpdatedAt, want)
+	if r := <-got; !r.ObservedAt.Equal(now.Truncate(time.Microsecond)) {
+		t.Errorf("observed_at %v, want %v", r.ObservedAt, now.Truncate(time.Microsecond))
 	}
 }
 
-func TestCountersInvariantUnderConcurrency(t *testing.T) {
-	var n sync.Mutex
-	calls := 0
+// TestCountersInvariantAtEveryInstant: while frames are recorded, written
+// and failed concurrently, every snapshot satisfies the invariant, and
+// pending is 0 once drained.
+func TestCountersInvariantAtEveryInstant(t *testing.T) {
+	var calls atomic.Int64
 	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error {
-		n.Lock()
-		defer n.Unlock()
-		calls++
-		if calls%3 == 0 {
+		if calls.Add(1)%3 == 0 {
 			return errors.New("every third write fails")
 		}
 		return nil
-	}), core.WithLogger(slog.New(slog.DiscardHandler)))
+	}), core.WithWriters(2), quiet())
+	stop := make(chan struct{})
+	var checker sync.WaitGroup
+	checker.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				checkInvariant(t, rec.Counters().Values())
+			}
+		}
+	})
 	var wg sync.WaitGroup
 	for i := range 64 {
 		wg.Go(func() {
-			f := frame("t")
-			if i%4 == 0 {
-				f.TaskID = ""
+			for j := range 20 {
+				f := frame(fmt.Sprint("t", i, "-", j))
+				if i%4 == 0 {
+					f.TaskID = ""
+				}
+				rec.Record(context.Background(), f)
 			}
-			rec.Record(context.Background(), f)
 		})
 	}
 	wg.Wait()
+	flush(t, rec)
+	close(stop)
+	checker.Wait()
 	v := rec.Counters().Values()
-	if v.Attempted != 64 || v.SkippedNoIdentity != 16 || v.Failed != 16 || v.Persisted != 32 {
+	if v.Attempted != 1280 || v.SkippedNoIdentity != 320 || v.Failed+v.Persisted != 960 || v.Pending != 0 {
 		t.Errorf("counters %+v", v)
 	}
-	checkInvariant(t, v)
 }
 
 func TestCountersExpvar(t *testing.T) {
-	// Many unpublished sets never collide.
 	for range 3 {
-		core.NewCounters()
+		core.NewCounters() // many unpublished sets never collide
 	}
 	a, b := core.ProcessCounters(), core.ProcessCounters()
 	if a != b {
 		t.Fatal("ProcessCounters must return one shared set")
 	}
-	published, ok := expvar.Get(core.ExpvarName).(*expvar.Map)
-	if !ok || published != a.Map() {
-		t.Fatalf("%s not published as the process counters' map", core.ExpvarName)
+	published := expvar.Get(core.ExpvarName)
+	if published == nil {
+		t.Fatalf("%s not published", core.ExpvarName)
 	}
 	rec, _ := core.NewRecorder(memory.New(), core.WithCounters(a))
 	rec.Record(context.Background(), frame("x"))
-	if !strings.Contains(published.String(), `"persisted": 1`) {
-		t.Errorf("/debug/vars would show %s", published.String())
+	var got map[string]int64
+	if err := json.Unmarshal([]byte(published.String()), &got); err != nil {
+		t.Fatal(err)
 	}
-	for _, k := range []string{"attempted", "persisted", "skipped_no_identity", "anomalous_value", "failed", "unknown_execution"} {
-		if published.Get(k) == nil {
-			t.Errorf("counter %s not in the published map", k)
+	for _, k := range []string{"attempted", "persisted", "skipped_no_identity", "anomalous_value", "failed", "unknown_execution", "pending", "dropped"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("counter %s not in the published map %v", k, got)
 		}
+	}
+	if got["persisted"] < 1 {
+		t.Errorf("/debug/vars would show %v", got)
 	}
 }
 
-func TestNewRecorderRejectsNilStore(t *testing.T) {
+func TestNewRecorderRejectsBadOptions(t *testing.T) {
+	for name, opts := range map[string][]core.RecorderOption{
+		"no writers":  {core.WithWriters(0)},
+		"tiny queue":  {core.WithWriters(4), core.WithQueue(2)},
+		"empty batch": {core.WithBatch(0)},
+		"bad retry":   {core.WithRetry(time.Second, time.Millisecond)},
+	} {
+		if _, err := core.NewRecorder(memory.New(), opts...); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
 	if _, err := core.NewRecorder(nil); err == nil || !strings.Contains(err.Error(), "store is nil") {
-		t.Errorf("err = %v", err)
+		t.Errorf("nil store: %v", err)
 	}
 }
 
@@ -189,10 +423,11 @@ func TestNewRecorderRejectsNilStore(t *testing.T) {
 func TestWarnFloodSummarised(t *testing.T) {
 	var logs bytes.Buffer
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { return errors.New("connection refused") }),
-		core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), core.WithClock(func() time.Time { return now }))
+	rec, _ := core.NewRecorder(memory.New(), core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), core.WithClock(func() time.Time { return now }))
+	bad := frame("x")
+	bad.ExecutionID = "e\x00" // refused by every store: ErrInvalidRow
 	for range 100 {
-		rec.Record(context.Background(), frame("x"))
+		rec.Record(context.Background(), bad)
 	}
 	if v := rec.Counters().Values(); v.Failed != 100 {
 		t.Fatalf("failed = %d, want 100", v.Failed)
@@ -201,8 +436,22 @@ func TestWarnFloodSummarised(t *testing.T) {
 		t.Errorf("%d WARN lines in one second, want 10", n)
 	}
 	now = now.Add(time.Second)
-	rec.Record(context.Background(), frame("x"))
+	rec.Record(context.Background(), bad)
 	if !strings.Contains(logs.String(), "similar_warnings_suppressed=90") {
 		t.Errorf("no summary of the 90 suppressed lines:\n%s", logs.String())
 	}
 }
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -15,8 +15,12 @@ func ptr[T any](v T) *T { return &v }
 // deliberate.
 func TestAC11_TerminalToolStatusesPinned(t *testing.T) {
 	want := []string{"complete", "completed", "success", "error", "failed", "cancelled"}
-	if !slices.Equal(TerminalToolStatuses, want) {
-		t.Fatalf("TerminalToolStatuses = %v, want %v", TerminalToolStatuses, want)
+	if got := TerminalToolStatuses(); !slices.Equal(got, want) {
+		t.Fatalf("TerminalToolStatuses() = %v, want %v", got, want)
+	}
+	TerminalToolStatuses()[0] = "mutated"
+	if !IsTerminalToolStatus("complete") || TerminalToolStatuses()[0] != "complete" {
+		t.Error("a caller mutated the terminal set through the returned slice")
 	}
 	for _, s := range want {
 		if !IsTerminalToolStatus(s) {

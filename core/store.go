@@ -43,7 +43,22 @@ func (s *Subagent) Cursor() Cursor {
 	return Cursor{ObservedAt: s.ObservedAt, ToolCallID: s.ToolCallID, AgentExecutionID: s.AgentExecutionID}
 }
 
-// Less reports whether a sorts before b in AC-13 order.
+// Canonical returns the cursor as every adapter compares it: its time in
+// UTC at microsecond precision. Stored times have no finer digits, so a
+// cursor between two microseconds stands just before the next one: it
+// becomes (that microsecond, "", ""), which sorts before every row there
+// (a row's tool call id is never empty) and after every earlier row.
+func (a Cursor) Canonical() Cursor {
+	t := CeilMicro(a.ObservedAt)
+	if t.Equal(a.ObservedAt) {
+		a.ObservedAt = t
+		return a
+	}
+	return Cursor{ObservedAt: t}
+}
+
+// Less reports whether a sorts before b in AC-13 order, text compared byte
+// by byte.
 func (a Cursor) Less(b Cursor) bool {
 	if !a.ObservedAt.Equal(b.ObservedAt) {
 		return a.ObservedAt.Before(b.ObservedAt)
@@ -78,14 +93,14 @@ var (
 // why. It unwraps to its Kind (when known) and to the driver's error.
 type OpError struct {
 	Op   string // "upsert", "list by session", …
-	Key  Key    // the row's key, for writes
+	Key  RowKey // the row's key, for writes
 	Kind error  // ErrConstraint, ErrUnavailable or nil
 	Err  error  // the underlying error
 }
 
 func (e *OpError) Error() string {
 	where := ""
-	if e.Key != (Key{}) {
+	if e.Key != (RowKey{}) {
 		where = fmt.Sprintf(" (task_session_id=%q agent_execution_id=%q tool_call_id=%q)",
 			e.Key.TaskSessionID, e.Key.AgentExecutionID, e.Key.ToolCallID)
 	}

@@ -1,18 +1,27 @@
-// Package fxmodule wires subagentctx into a go.uber.org/fx application:
+// Package fxmodule wires subagentctx into a go.uber.org/fx application. It
+// only wires the library's plain constructors (everything works without
+// fx) and imports no adapter, so a host links only the database driver it
+// chooses (a PostgreSQL-only host builds with CGO_ENABLED=0):
 //
 //	fx.New(
-//		fx.Supply(fxmodule.Config{Adapter: fxmodule.SQLite, SQLitePath: "kandev.db"}),
-//		fxmodule.Module,
+//		fx.Provide(func() (*sqlstore.Store, error) {
+//			db, err := postgres.OpenDB(dsn) // no connection yet
+//			if err != nil {
+//				return nil, err
+//			}
+//			return postgres.New(db)
+//		}),
+//		fxmodule.SQL,
 //		fx.Invoke(func(rec *core.Recorder) { … }),
 //	)
 //
-// It provides *core.Recorder, core.Store, core.Reader and *core.Counters,
-// built by the library's plain constructors (usable without fx). On start
-// the table is made ready before start returns, so the first Record finds
-// it; the backfill scan then runs in the background and never delays or
-// fails start. On stop a running pass is cancelled and awaited, and
-// connections the module opened are closed (a *gorm.DB the host supplied is
-// left open).
+// SQL provides *core.Recorder, core.Store, core.Reader, *core.Counters and
+// *backfill.Runner from the host's *sqlstore.Store. Start returns at once:
+// the migration pass runs in the background (retried with backoff while it
+// fails), and the recorder queues frames until the table is ready. Stop
+// drains the recorder, stops the pass and closes the store (a handle the
+// host supplied stays open). Memory is the same graph on the memory store,
+// for a host's tests.
 package fxmodule
 
 import (
@@ -20,243 +29,131 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.uber.org/fx"
-	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
-	"github.com/subagentctx/subagentctx/adapters/postgres"
-	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 )
 
-// Adapter selects the store.
-type Adapter string
-
-// Adapters.
-const (
-	// SQLite: embedded SQLite at Config.SQLitePath (the default).
-	SQLite Adapter = "sqlite"
-	// Postgres: PostgreSQL at Config.PostgresDSN.
-	Postgres Adapter = "postgres"
-	// Memory: in memory, for tests; nothing to migrate.
-	Memory Adapter = "memory"
-	// GORM: the host's own *gorm.DB (Config.DB), SQLite or PostgreSQL.
-	GORM Adapter = "gorm"
-)
-
-// DefaultSQLitePath is the database file used when SQLitePath is empty.
-const DefaultSQLitePath = "subagents.db"
-
-// Config selects and configures the store. Supply it with fx.Supply.
+// Config tunes the module; supplying it is optional (fx.Supply).
 type Config struct {
-	Adapter     Adapter  // default SQLite
-	SQLitePath  string   // for SQLite; default DefaultSQLitePath
-	PostgresDSN string   // for Postgres
-	DB          *gorm.DB // for GORM; left open on stop
-	// Tables names the host's tables (default Kandev's).
-	Tables core.HostTables
-	// RecordTimeout bounds one write (default core.DefaultRecordTimeout).
-	RecordTimeout time.Duration
-	// PrepareRetry is the first delay before retrying a failed table step
-	// in the background (doubling up to a minute; default 1s).
-	PrepareRetry time.Duration
+	// QueueSize bounds the frames waiting to be written (default
+	// core.DefaultQueueSize).
+	QueueSize int
+	// RetryMin and RetryMax bound the backoff between attempts of the
+	// migration pass (default 1s and 1 minute).
+	RetryMin, RetryMax time.Duration
 }
 
 // Validate checks the config, naming the field at fault.
 func (c Config) Validate() error {
-	switch c.Adapter {
-	case "", SQLite, Memory:
-	case Postgres:
-		if c.PostgresDSN == "" {
-			return errors.New("fxmodule: Config.PostgresDSN is empty (required by the postgres adapter)")
-		}
-	case GORM:
-		if c.DB == nil {
-			return errors.New("fxmodule: Config.DB is nil (required by the gorm adapter)")
-		}
-		if _, err := attach(c.DB, core.HostTables{}); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("fxmodule: Config.Adapter %q is unknown: want %q, %q, %q or %q", c.Adapter, SQLite, Postgres, Memory, GORM)
-	}
-	if err := c.Tables.Validate(); err != nil {
-		return fmt.Errorf("fxmodule: Config.Tables: %w", err)
-	}
-	if c.RecordTimeout < 0 || c.PrepareRetry < 0 {
-		return errors.New("fxmodule: Config.RecordTimeout and Config.PrepareRetry must not be negative")
+	switch {
+	case c.QueueSize < 0:
+		return fmt.Errorf("fxmodule: Config.QueueSize is %d: want 0 (the default) or more", c.QueueSize)
+	case c.RetryMin < 0 || c.RetryMax < 0:
+		return fmt.Errorf("fxmodule: Config.RetryMin (%v) and Config.RetryMax (%v) must not be negative", c.RetryMin, c.RetryMax)
+	case c.RetryMax > 0 && c.RetryMax < c.RetryMin:
+		return fmt.Errorf("fxmodule: Config.RetryMax (%v) is below Config.RetryMin (%v)", c.RetryMax, c.RetryMin)
 	}
 	return nil
 }
 
-// sqlStore is what both SQL adapters' stores are.
-type sqlStore interface {
-	core.Store
-	core.Reader
-	backfill.Target
-	CloseStatements() error
-}
-
-// attach returns the store for a handle by its GORM dialect, without
-// touching the database.
-func attach(db *gorm.DB, tables core.HostTables) (sqlStore, error) {
-	switch name := db.Dialector.Name(); name {
-	case "sqlite":
-		return sqlite.Attach(db, tables)
-	case "postgres":
-		return postgres.Attach(db, tables)
-	default:
-		return nil, fmt.Errorf("fxmodule: Config.DB uses the %q dialect: want sqlite or postgres", name)
-	}
-}
-
-// Module provides *core.Recorder, core.Store, core.Reader and *core.Counters
-// from a Config.
-var Module = fx.Module("subagentctx",
-	fx.Provide(fx.Private, newBackend),
-	fx.Provide(
-		func(b *backend) core.Store { return b.store },
-		func(b *backend) core.Reader { return b.reader },
-		func() *core.Counters { return core.ProcessCounters() },
-		newRecorder,
-	),
-	fx.Invoke(func(*backend) {}), // the lifecycle runs even if nothing records yet
-)
-
-// backend is the store with its lifecycle.
-type backend struct {
-	store    core.Store
-	reader   core.Reader
-	migrator *backfill.Migrator // nil for memory
-	close    func() error
-	log      *slog.Logger
-	retry    time.Duration
-
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-}
-
-type backendIn struct {
+type params struct {
 	fx.In
-	Config Config
+	Config Config       `optional:"true"`
 	Log    *slog.Logger `optional:"true"`
 	LC     fx.Lifecycle
 }
 
-func newBackend(in backendIn) (*backend, error) {
-	c := in.Config
-	if err := c.Validate(); err != nil {
+func (p params) logger() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.Default()
+}
+
+// SQL wires a *sqlstore.Store that the host provides.
+var SQL = fx.Module("subagentctx",
+	fx.Provide(
+		func(s *sqlstore.Store) core.Store { return s },
+		func(s *sqlstore.Store) core.Reader { return s },
+		newRunner,
+		newSQLRecorder,
+		core.ProcessCounters,
+	),
+	fx.Invoke(func(*core.Recorder) {}), // the lifecycle runs even if nothing records yet
+)
+
+// Memory wires a memory store, for a host's unit tests: the same types as
+// SQL but *backfill.Runner (there is nothing to migrate).
+var Memory = fx.Module("subagentctx",
+	fx.Provide(
+		fx.Private,
+		memory.New,
+	),
+	fx.Provide(
+		func(s *memory.Store) core.Store { return s },
+		func(s *memory.Store) core.Reader { return s },
+		newMemoryRecorder,
+		core.ProcessCounters,
+	),
+)
+
+func newRunner(p params, s *sqlstore.Store) (*backfill.Runner, error) {
+	if err := p.Config.Validate(); err != nil {
 		return nil, err
 	}
-	b := &backend{log: in.Log, retry: c.PrepareRetry, close: func() error { return nil }}
-	if b.log == nil {
-		b.log = slog.Default()
+	var opts []backfill.RunnerOption
+	if p.Config.RetryMin > 0 || p.Config.RetryMax > 0 {
+		opts = append(opts, backfill.WithRetry(p.Config.RetryMin, p.Config.RetryMax))
 	}
-	if b.retry == 0 {
-		b.retry = time.Second
+	return backfill.NewRunner(backfill.New(s, backfill.WithLogger(p.logger())), opts...), nil
+}
+
+func recorderOptions(p params, c *core.Counters) []core.RecorderOption {
+	opts := []core.RecorderOption{core.WithCounters(c), core.WithLogger(p.logger())}
+	if p.Config.QueueSize > 0 {
+		opts = append(opts, core.WithQueue(p.Config.QueueSize))
 	}
-	var db *gorm.DB
-	var err error
-	switch c.Adapter {
-	case Memory:
-		m := memory.New()
-		b.store, b.reader = m, m
-		return b, nil
-	case Postgres:
-		if db, err = postgres.OpenDB(c.PostgresDSN); err != nil {
-			return nil, err
-		}
-	case GORM:
-		db = c.DB
-	default:
-		path := c.SQLitePath
-		if path == "" {
-			path = DefaultSQLitePath
-		}
-		if db, err = sqlite.OpenDB(path); err != nil {
-			return nil, err
-		}
-	}
-	if c.Adapter != GORM {
-		sqlDB, err := db.DB()
-		if err != nil {
-			return nil, err
-		}
-		b.close = sqlDB.Close
-	}
-	s, err := attach(db, c.Tables)
+	return opts
+}
+
+func newSQLRecorder(p params, s *sqlstore.Store, runner *backfill.Runner, c *core.Counters) (*core.Recorder, error) {
+	rec, err := core.NewRecorder(s, append(recorderOptions(p, c), core.WithReady(runner.Ready()))...)
 	if err != nil {
-		_ = b.close()
 		return nil, err
 	}
-	b.store, b.reader = s, s
-	owned := b.close
-	b.close = func() error { return errors.Join(s.CloseStatements(), owned()) }
-	if b.migrator, err = backfill.New(s, backfill.WithLogger(b.log)); err != nil {
-		return nil, err
-	}
-	in.LC.Append(fx.Hook{OnStart: b.start, OnStop: b.stop})
-	return b, nil
-}
-
-// start makes the table ready (the pass's quick steps) before returning,
-// then backfills in the background. A failed step is logged at WARN by the
-// migrator and retried in the background; start itself never fails.
-func (b *backend) start(ctx context.Context) error {
-	bg, cancel := context.WithCancel(context.Background())
-	b.cancel = cancel
-	prepared := !b.migrator.Prepare(ctx).Failed()
-	b.done.Add(1)
-	go func() {
-		defer b.done.Done()
-		delay := b.retry
-		for !prepared {
+	p.LC.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			runner.Start(ctx) // returns at once: the pass runs in the background
+			return nil
+		},
+		// Drain the recorder first, then stop the pass, then release the
+		// store. While the table is not ready nothing can be written: the
+		// queued frames are given up at once (counted failed) rather than
+		// waited for until the stop timeout.
+		OnStop: func(ctx context.Context) error {
+			drain := ctx
 			select {
-			case <-bg.Done():
-				return
-			case <-time.After(delay):
+			case <-runner.Ready():
+			default:
+				var cancel context.CancelFunc
+				drain, cancel = context.WithCancel(ctx)
+				cancel()
 			}
-			prepared = !b.migrator.Prepare(bg).Failed()
-			delay = min(2*delay, time.Minute)
-		}
-		b.migrator.Backfill(bg) // a failure is logged; the next boot retries
-	}()
-	return nil
+			return errors.Join(rec.Close(drain), runner.Stop(ctx), s.Close())
+		},
+	})
+	return rec, nil
 }
 
-// stop cancels a running pass and waits for it, then closes what the module
-// opened.
-func (b *backend) stop(ctx context.Context) error {
-	b.cancel()
-	waited := make(chan struct{})
-	go func() { b.done.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-ctx.Done():
-		return fmt.Errorf("fxmodule: the migration pass did not stop in time: %w", ctx.Err())
+func newMemoryRecorder(p params, s *memory.Store, c *core.Counters) (*core.Recorder, error) {
+	if err := p.Config.Validate(); err != nil {
+		return nil, err
 	}
-	return b.close()
-}
-
-type recorderIn struct {
-	fx.In
-	Config   Config
-	Store    core.Store
-	Counters *core.Counters
-	Log      *slog.Logger `optional:"true"`
-}
-
-func newRecorder(in recorderIn) (*core.Recorder, error) {
-	opts := []core.RecorderOption{core.WithCounters(in.Counters)}
-	if in.Log != nil {
-		opts = append(opts, core.WithLogger(in.Log))
-	}
-	if in.Config.RecordTimeout > 0 {
-		opts = append(opts, core.WithTimeout(in.Config.RecordTimeout))
-	}
-	return core.NewRecorder(in.Store, opts...)
+	return core.NewRecorder(s, recorderOptions(p, c)...)
 }

@@ -1,17 +1,22 @@
 package fxmodule_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"expvar"
-	"path/filepath"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/adapters/postgres"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
@@ -33,45 +38,22 @@ func newHost(rec *core.Recorder, store core.Store, reader core.Reader) *host {
 	return &host{rec: rec, store: store, reader: reader}
 }
 
-// configs returns one Config per adapter; the SQL ones come with
-// Kandev-shaped host tables and their session.
-func configs(t *testing.T) map[string]fxmodule.Config {
-	t.Helper()
-	ctx := context.Background()
-	out := map[string]fxmodule.Config{"memory": {Adapter: fxmodule.Memory}}
-	path := filepath.Join(t.TempDir(), "host.db")
-	db, err := sqlite.OpenDB(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kandevtest.CreateTables(ctx, db, core.HostTables{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := kandevtest.InsertSession(ctx, db, core.HostTables{}, "fx-sess", "fx-task"); err != nil {
-		t.Fatal(err)
-	}
-	out["sqlite"] = fxmodule.Config{SQLitePath: path} // Adapter defaults to SQLite
-	e := testenv.SQLite(t)
-	kandevtest.InsertSession(ctx, e.DB, e.Tables, "fx-sess", "fx-task")
-	out["gorm"] = fxmodule.Config{Adapter: fxmodule.GORM, DB: e.DB}
-	if pgtest.Available() {
-		dsn := pgtest.NewDatabase(t)
-		pg := pgtest.Open(t, dsn)
-		kandevtest.CreateTables(ctx, pg, core.HostTables{})
-		kandevtest.InsertSession(ctx, pg, core.HostTables{}, "fx-sess", "fx-task")
-		out["postgres"] = fxmodule.Config{Adapter: fxmodule.Postgres, PostgresDSN: dsn}
-	}
-	return out
+func supply(s *sqlstore.Store) fx.Option {
+	return fx.Provide(func() *sqlstore.Store { return s })
 }
 
-// TestSwapAdaptersByConfig: the same host code on every adapter.
-func TestSwapAdaptersByConfig(t *testing.T) {
-	if !pgtest.Available() {
-		t.Run("postgres", func(t *testing.T) { pgtest.AdminDSN(t) }) // skips, or fails under CI=true
+// TestSameHostCodeOnEveryStore: the host's code is unchanged from the
+// memory module to the SQL module on every dialect.
+func TestSameHostCodeOnEveryStore(t *testing.T) {
+	options := map[string]fx.Option{"memory": fxmodule.Memory}
+	for _, d := range testenv.Drivers() {
+		e := d.Env(t)
+		kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "fx-sess", "fx-task")
+		options[d.Name] = fx.Options(supply(e.Store), fxmodule.SQL)
 	}
-	for name, cfg := range configs(t) {
+	for name, module := range options {
 		t.Run(name, func(t *testing.T) {
-			opts := []fx.Option{fx.Supply(cfg), fxmodule.Module, fx.Provide(newHost), fx.NopLogger}
+			opts := []fx.Option{module, fx.Provide(newHost), fx.NopLogger}
 			if err := fx.ValidateApp(opts...); err != nil {
 				t.Fatalf("ValidateApp: %v", err)
 			}
@@ -84,6 +66,9 @@ func TestSwapAdaptersByConfig(t *testing.T) {
 			for i := range frames {
 				frames[i].TaskSessionID = "fx-sess"
 				h.rec.Record(ctx, frames[i])
+			}
+			if err := h.rec.Flush(ctx); err != nil {
+				t.Fatal(err)
 			}
 			v := h.rec.Counters().Values()
 			if v.Failed != before.Failed || v.Persisted-before.Persisted != int64(len(frames)-1) || v.SkippedNoIdentity-before.SkippedNoIdentity != 1 {
@@ -107,75 +92,80 @@ func TestSwapAdaptersByConfig(t *testing.T) {
 
 func TestCountersPublishedOnceAcrossApps(t *testing.T) {
 	for range 2 {
-		app := fxtest.New(t, fx.Supply(fxmodule.Config{Adapter: fxmodule.Memory}), fxmodule.Module, fx.NopLogger,
+		app := fxtest.New(t, fxmodule.Memory, fx.NopLogger,
 			fx.Invoke(func(rec *core.Recorder) {
 				rec.Record(context.Background(), core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "c"})
 			}))
 		app.RequireStart().RequireStop()
 	}
-	m, ok := expvar.Get(core.ExpvarName).(*expvar.Map)
-	if !ok || m.Get(core.CounterPersisted) == nil || !strings.Contains(m.String(), `"attempted"`) {
-		t.Fatalf("/debug/vars has no %s map: %v", core.ExpvarName, expvar.Get(core.ExpvarName))
-	}
-	if m != core.ProcessCounters().Map() {
-		t.Error("the published map is not the counters the recorders use")
+	var got map[string]int64
+	if err := json.Unmarshal([]byte(expvar.Get(core.ExpvarName).String()), &got); err != nil || got[core.CounterPersisted] < 2 {
+		t.Fatalf("/debug/vars %s: %v (%v)", core.ExpvarName, got, err)
 	}
 }
 
 func TestBadConfigNamesTheField(t *testing.T) {
 	for want, cfg := range map[string]fxmodule.Config{
-		"Config.Adapter":     {Adapter: "mysql"},
-		"Config.PostgresDSN": {Adapter: fxmodule.Postgres},
-		"Config.DB":          {Adapter: fxmodule.GORM},
-		"Config.Tables":      {Tables: core.HostTables{Sessions: "drop table;"}},
+		"Config.QueueSize": {QueueSize: -1},
+		"Config.RetryMax":  {RetryMin: time.Second, RetryMax: time.Millisecond},
 	} {
-		app := fx.New(fx.Supply(cfg), fxmodule.Module, fx.NopLogger, fx.Invoke(func(*core.Recorder) {}))
+		app := fx.New(fx.Supply(cfg), fxmodule.Memory, fx.NopLogger, fx.Invoke(func(*core.Recorder) {}))
 		if err := app.Err(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v", want, err)
 		}
 	}
 }
 
-// TestFailedStepNeverFailsStart: on PostgreSQL without the host's sessions
-// table, creating the table fails; start still succeeds, writes count as
-// failed, and once the table can be created (in the background) recording
-// works without a restart.
-func TestFailedStepNeverFailsStart(t *testing.T) {
+// TestStartNeverWaits: on a PostgreSQL database without the host's tables
+// the pass fails; start still returns at once, frames queue (the recorder
+// waits for the table), and once the host's tables exist the pass
+// completes in the background and every queued frame is written, without a
+// restart.
+func TestStartNeverWaits(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	db := pgtest.Open(t, dsn)
+	s, err := postgres.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rec *core.Recorder
-	app := fxtest.New(t, fx.Supply(fxmodule.Config{Adapter: fxmodule.Postgres, PostgresDSN: dsn, PrepareRetry: 20 * time.Millisecond}),
-		fxmodule.Module, fx.NopLogger, fx.Populate(&rec))
+	var runner *backfill.Runner
+	app := fxtest.New(t, supply(s), fx.Supply(fxmodule.Config{RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond}),
+		fx.Supply(slog.New(slog.DiscardHandler)), fxmodule.SQL, fx.NopLogger, fx.Populate(&rec, &runner))
+	start := time.Now()
 	app.RequireStart()
 	defer app.RequireStop()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("start took %v", d)
+	}
 	before := rec.Counters().Values()
 	frame := core.Frame{TaskSessionID: "late", TaskID: "t", ToolCallID: "c", ObservedAt: t0}
 	rec.Record(context.Background(), frame)
-	if v := rec.Counters().Values(); v.Failed != before.Failed+1 {
-		t.Fatalf("write before the table exists: %+v", v)
+	if v := rec.Counters().Values(); v.Pending != before.Pending+1 || v.Failed != before.Failed {
+		t.Fatalf("a frame before the table exists must wait: %+v", v)
 	}
-	if err := kandevtest.CreateTables(context.Background(), db, core.HostTables{}); err != nil {
+	if err := kandevtest.CreateTables(context.Background(), db, sqlstore.Tables{}); err != nil {
 		t.Fatal(err)
 	}
-	kandevtest.InsertSession(context.Background(), db, core.HostTables{}, "late", "t")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		rec.Record(context.Background(), frame)
-		v := rec.Counters().Values()
-		if v.Persisted > before.Persisted {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("recording never resumed: %+v", v)
-		}
-		time.Sleep(50 * time.Millisecond)
+	kandevtest.InsertSession(context.Background(), db, sqlstore.Tables{}, "late", "t")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := runner.Wait(ctx); err != nil {
+		t.Fatalf("the pass never completed: %v\n%s", err, runner.Report())
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := rec.Counters().Values(); v.Persisted != before.Persisted+1 {
+		t.Errorf("the queued frame was not written: %+v", v)
 	}
 }
 
-// TestBackfillRunsAfterStart: the history is backfilled in the background
-// and the keys appear; the host's own *gorm.DB stays open after stop.
-func TestBackfillRunsAfterStartAndHostDBStaysOpen(t *testing.T) {
-	e := testenv.SQLite(t)
+// TestBackfillInTheBackground: the history is backfilled after start, the
+// runner says when, the keys appear; the host's handle stays open after
+// stop; a pass cancelled by stop logs no WARN.
+func TestBackfillInTheBackground(t *testing.T) {
+	e := testenv.SQLite().Env(t)
 	ids, msgs := kandevtest.History("fx-", 3, 200, t0)
 	for _, id := range ids {
 		kandevtest.InsertSession(context.Background(), e.DB, e.Tables, id, id+"-task")
@@ -183,30 +173,47 @@ func TestBackfillRunsAfterStartAndHostDBStaysOpen(t *testing.T) {
 	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
 		t.Fatal(err)
 	}
+	var logs syncBuffer
 	var reader core.Reader
-	app := fxtest.New(t, fx.Supply(fxmodule.Config{Adapter: fxmodule.GORM, DB: e.DB}), fxmodule.Module, fx.NopLogger, fx.Populate(&reader))
+	var runner *backfill.Runner
+	app := fxtest.New(t, supply(e.Store), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger, fx.Populate(&reader, &runner))
 	app.RequireStart()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		a, err := reader.Activation(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.State == core.Activated {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backfill never activated the store: %+v", a)
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	report, err := runner.Wait(ctx)
+	if err != nil || report.Failed() || report.Step(backfill.StepBackfill).RowsInserted == 0 {
+		t.Fatalf("backfill: %v\n%s", err, report)
 	}
-	st, err := reader.Stats(context.Background(), core.StatsQuery{})
-	if err != nil || st.Backfill == 0 {
-		t.Errorf("stats after backfill: %+v %v", st, err)
+	if a, err := reader.Activation(ctx); err != nil || a.State != core.Activated {
+		t.Errorf("after the pass: %+v %v", a, err)
 	}
 	app.RequireStop()
 	sqlDB, _ := e.DB.DB()
 	if err := sqlDB.Ping(); err != nil {
-		t.Errorf("the host's *gorm.DB was closed on stop: %v", err)
+		t.Errorf("the host's handle was closed on stop: %v", err)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("warnings: %s", logs.String())
 	}
 }
+
+func TestSQLModuleWithoutStoreNamesIt(t *testing.T) {
+	err := fx.New(fxmodule.SQL, fx.NopLogger, fx.Invoke(func(*core.Recorder) {})).Err()
+	if err == nil || !strings.Contains(err.Error(), "*sqlstore.Store") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -13,7 +13,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 )
 
 // The columns and types are Kandev's (apps/backend/internal/task/repository/
@@ -64,12 +64,12 @@ const (
 const TurnsTable = "task_session_turns"
 
 // CreateTables creates the host tables, if absent, under the given names.
-func CreateTables(ctx context.Context, db *gorm.DB, tables core.HostTables) error {
+func CreateTables(ctx context.Context, db *gorm.DB, tables sqlstore.Tables) error {
 	if err := tables.Validate(); err != nil {
 		return err
 	}
 	t := tables.WithDefaults()
-	q := core.QuoteIdentifier
+	q := func(name string) string { return `"` + name + `"` }
 	for _, stmt := range []string{
 		fmt.Sprintf(sessionsDDL, q(t.Sessions)),
 		fmt.Sprintf(turnsDDL, q(TurnsTable), q(t.Sessions)),
@@ -78,26 +78,26 @@ func CreateTables(ctx context.Context, db *gorm.DB, tables core.HostTables) erro
 		`CREATE INDEX IF NOT EXISTS idx_messages_session_id ON ` + q(t.Messages) + `(task_session_id)`,
 	} {
 		if err := db.WithContext(ctx).Exec(stmt).Error; err != nil {
-			return fmt.Errorf("hostschema: %w", err)
+			return fmt.Errorf("kandevtest: %w", err)
 		}
 	}
 	return nil
 }
 
 // InsertSession inserts a host session (ignored when it exists).
-func InsertSession(ctx context.Context, db *gorm.DB, tables core.HostTables, id, taskID string) error {
+func InsertSession(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, id, taskID string) error {
 	now := time.Now().UTC()
-	err := db.WithContext(ctx).Exec(`INSERT INTO `+core.QuoteIdentifier(tables.WithDefaults().Sessions)+
+	err := db.WithContext(ctx).Exec(`INSERT INTO `+`"`+tables.WithDefaults().Sessions+`"`+
 		` (id, task_id, started_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, taskID, now, now).Error
 	if err != nil {
-		return fmt.Errorf("hostschema: insert session %s: %w", id, err)
+		return fmt.Errorf("kandevtest: insert session %s: %w", id, err)
 	}
 	return nil
 }
 
 // DeleteSession deletes a host session; foreign keys cascade to its rows.
-func DeleteSession(ctx context.Context, db *gorm.DB, tables core.HostTables, id string) error {
-	return db.WithContext(ctx).Exec(`DELETE FROM `+core.QuoteIdentifier(tables.WithDefaults().Sessions)+` WHERE id = ?`, id).Error
+func DeleteSession(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, id string) error {
+	return db.WithContext(ctx).Exec(`DELETE FROM `+`"`+tables.WithDefaults().Sessions+`"`+` WHERE id = ?`, id).Error
 }
 
 // Message is one host message row. Metadata is stored as given (any text,
@@ -111,9 +111,9 @@ type Message struct {
 }
 
 // InsertMessages inserts messages in one statement per batch of 500.
-func InsertMessages(ctx context.Context, db *gorm.DB, tables core.HostTables, msgs []Message) error {
+func InsertMessages(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, msgs []Message) error {
 	const batch = 500
-	table := core.QuoteIdentifier(tables.WithDefaults().Messages)
+	table := `"` + tables.WithDefaults().Messages + `"`
 	for start := 0; start < len(msgs); start += batch {
 		end := min(start+batch, len(msgs))
 		sql := `INSERT INTO ` + table + ` (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at) VALUES `
@@ -130,7 +130,7 @@ func InsertMessages(ctx context.Context, db *gorm.DB, tables core.HostTables, ms
 			args = append(args, m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.Content, m.Metadata, m.CreatedAt.UTC(), updated.UTC())
 		}
 		if err := db.WithContext(ctx).Exec(sql, args...).Error; err != nil {
-			return fmt.Errorf("hostschema: insert messages: %w", err)
+			return fmt.Errorf("kandevtest: insert messages: %w", err)
 		}
 	}
 	return nil

@@ -1,10 +1,17 @@
 // Package memory is an in-memory core.Store with the same semantics as the
-// SQL adapters: it applies core.Merge directly. Use it in unit tests of a host
-// application; it keeps nothing across restarts.
+// SQL adapters: it applies core.Merge directly. Use it in a host's unit
+// tests; it keeps nothing across restarts.
+//
+// Where it differs from the SQL stores, the difference is declared in
+// Features (and tested by the conformance suite): it has no host sessions
+// table, so any session id is accepted, and no meta table or messages, so
+// it is never activated.
 package memory
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -17,47 +24,64 @@ import (
 // Store is a concurrency-safe in-memory core.Store.
 type Store struct {
 	mu   sync.RWMutex
-	rows map[core.Key]core.Subagent
+	rows map[core.RowKey]*core.Subagent
+	ids  map[[2]string]core.RowKey // (session, id) → key: the SQL primary key
 	now  func() time.Time
 }
 
-var _ core.Store = (*Store)(nil)
+var (
+	_ core.Store  = (*Store)(nil)
+	_ core.Reader = (*Store)(nil)
+)
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{rows: make(map[core.Key]core.Subagent), now: time.Now}
+	return &Store{rows: make(map[core.RowKey]*core.Subagent), ids: make(map[[2]string]core.RowKey), now: time.Now}
 }
 
-// ContextBounded marks the store as one that returns promptly whatever its
-// context (it does no I/O), so the Recorder calls it directly.
-func (s *Store) ContextBounded() {}
+// Synchronous marks the store as one that returns promptly whatever its
+// context (it does no I/O): the Recorder writes to it on the caller's
+// goroutine, so a host's unit test reads a row right after Record.
+func (s *Store) Synchronous() {}
 
-// Upsert merges row into the stored row with the same key, atomically.
+// Upsert merges row into the stored row with the same key, atomically. An
+// id already held by another key of the same session is refused with
+// core.ErrConstraint, as the SQL stores' primary key refuses it.
 func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	if err := ctx.Err(); err != nil {
 		return &core.OpError{Op: "upsert", Key: row.Key(), Err: err}
 	}
-	if err := row.Validate(); err != nil {
-		return &core.OpError{Op: "upsert", Key: row.Key(), Err: err}
+	// One heap copy of the row, validated, detached from the caller's
+	// pointers and canonicalised in place, then stored or merged into the
+	// stored row under the lock: the record path allocates once here.
+	r := new(core.Subagent)
+	*r = row
+	r.UpdatedAt = s.now()
+	if err := r.Validate(); err != nil {
+		return &core.OpError{Op: "upsert", Key: r.Key(), Err: err}
 	}
-	row = row.Clone()
-	row.ObservedAt = core.CanonicalTime(row.ObservedAt)
-	if row.SettledAt != nil {
-		t := core.CanonicalTime(*row.SettledAt)
-		row.SettledAt = &t
-	}
-	row.UpdatedAt = core.CanonicalTime(s.now())
+	r.Detach()
+	r.Canonicalize()
+	key := r.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := row.Key()
 	if stored, ok := s.rows[key]; ok {
-		s.rows[key] = core.Merge(&stored, row)
+		core.MergeInto(stored, r)
 		return nil
 	}
-	if row.ID == "" {
-		row.ID = uuid.NewString()
+	if r.ID == "" {
+		r.ID = uuid.NewString()
 	}
-	s.rows[key] = core.Merge(nil, row)
+	id := [2]string{r.TaskSessionID, r.ID}
+	if holder, taken := s.ids[id]; taken {
+		return &core.OpError{Op: "upsert", Key: key, Kind: core.ErrConstraint,
+			Err: fmt.Errorf("id %q is already the id of tool call %q (execution %q) in this session", r.ID, holder.ToolCallID, holder.AgentExecutionID)}
+	}
+	if r.Source == "" {
+		r.Source = core.SourceLive
+	}
+	s.ids[id] = key
+	s.rows[key] = r
 	return nil
 }
 
@@ -71,7 +95,7 @@ func (s *Store) ListByTurn(ctx context.Context, turnID string, page core.Page) (
 	return s.list(ctx, "list by turn", page, func(r *core.Subagent) bool { return r.TurnID != nil && *r.TurnID == turnID })
 }
 
-// DeleteSession removes a session's rows, as the SQL adapters' foreign-key
+// DeleteSession removes a session's rows, as the SQL stores' foreign-key
 // cascade does when the host deletes the session (AC-16).
 func (s *Store) DeleteSession(ctx context.Context, taskSessionID string) error {
 	if err := ctx.Err(); err != nil {
@@ -79,9 +103,10 @@ func (s *Store) DeleteSession(ctx context.Context, taskSessionID string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.rows {
+	for k, r := range s.rows {
 		if k.TaskSessionID == taskSessionID {
 			delete(s.rows, k)
+			delete(s.ids, [2]string{taskSessionID, r.ID})
 		}
 	}
 	return nil
@@ -94,10 +119,15 @@ func (s *Store) list(ctx context.Context, op string, page core.Page, match func(
 	if err := page.Validate(); err != nil {
 		return nil, &core.OpError{Op: op, Err: err}
 	}
+	var after *core.Cursor
+	if page.After != nil {
+		c := page.After.Canonical()
+		after = &c
+	}
 	s.mu.RLock()
 	out := make([]core.Subagent, 0)
 	for _, r := range s.rows {
-		if match(&r) && (page.After == nil || page.After.Less(r.Cursor())) {
+		if match(r) && (after == nil || after.Less(r.Cursor())) {
 			out = append(out, r.Clone())
 		}
 	}
@@ -117,3 +147,6 @@ func (s *Store) list(ctx context.Context, op string, page core.Page, match func(
 	}
 	return out, nil
 }
+
+// errNotActivated explains the memory store's read side.
+var errNotActivated = errors.New("the memory store has no meta table and no host messages: it is never activated")

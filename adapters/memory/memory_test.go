@@ -8,8 +8,9 @@ import (
 	"github.com/subagentctx/subagentctx/core/storetest"
 )
 
+// TestConformance runs the store suite with the memory store's declared
+// differences: no session foreign key, never activated.
 func TestConformance(t *testing.T) {
-	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		s := memory.New()
 		return storetest.Harness{

@@ -2,30 +2,30 @@ package memory
 
 import (
 	"context"
-	"errors"
-	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
 )
 
-var _ core.Reader = (*Store)(nil)
-
 // Activation reports an unactivated store: the memory adapter has no meta
-// table, so no absence in it means anything.
+// table, so no absence in it means anything (docs/CONTRACT.md §5.1).
 func (s *Store) Activation(ctx context.Context) (core.Activation, error) {
 	return core.NewActivation(nil), ctx.Err()
 }
 
-// Health does not run on the memory adapter, which has no capture_since
-// and no host messages; the report says so.
+// Health does not run on the memory adapter; the report says why.
 func (s *Store) Health(ctx context.Context) (core.Health, error) {
-	return core.Health{Reason: "not activated: the memory store has no " + core.KeyCaptureSince + " and no host messages"}, ctx.Err()
+	a, err := s.Activation(ctx)
+	h, _, _ := core.HealthPrecondition(a)
+	h.Reason += " (" + errNotActivated.Error() + ")"
+	return h, err
 }
 
-// Stats computes the same statistics as the SQL adapters, over the rows in
-// memory; every session's coverage is unknown (the store is not activated).
+// Stats computes the same statistics as the SQL stores, over the rows in
+// memory, in the not_activated state: every session's coverage is unknown
+// and distinct executions are not reported.
 func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error) {
 	if err := q.Validate(); err != nil {
 		return core.Stats{}, &core.OpError{Op: "stats", Err: err}
@@ -34,10 +34,9 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 	if err != nil {
 		return core.Stats{}, err
 	}
-	st := core.Stats{Query: q, Activation: a, ExecutionIdentities: a.ExecutionSince.Present}
+	st := core.Stats{Query: q, Activation: a, FanOutPerTurn: []core.FanOut{}}
 	perTurn := map[string]int64{}
-	executions := map[string]bool{}
-	first := map[string]time.Time{}
+	first := map[string]*time.Time{}
 	s.mu.RLock()
 	for _, r := range s.rows {
 		if (q.TaskSessionID != "" && r.TaskSessionID != q.TaskSessionID) || (q.TaskID != "" && r.TaskID != q.TaskID) {
@@ -56,25 +55,18 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 		}
 		if r.AgentExecutionID == core.UnknownExecution {
 			st.UnknownExecutionRows++
-		} else {
-			executions[r.AgentExecutionID] = true
 		}
-		if !add(&st.TotalTokens, r.TotalTokens) || !add(&st.ToolUseCount, r.ToolUseCount) || !add(&st.DurationMs, r.DurationMs) {
-			s.mu.RUnlock()
-			return core.Stats{}, &core.OpError{Op: "stats", Err: errors.New("a metric's sum does not fit in 64 bits")}
-		}
-		if f, ok := first[r.TaskSessionID]; !ok || r.ObservedAt.Before(f) {
-			first[r.TaskSessionID] = r.ObservedAt
+		st.TotalTokens.Add(r.Source, r.TotalTokens)
+		st.ToolUseCount.Add(r.Source, r.ToolUseCount)
+		st.DurationMs.Add(r.Source, r.DurationMs)
+		if f := first[r.TaskSessionID]; f == nil || r.ObservedAt.Before(*f) {
+			t := r.ObservedAt
+			first[r.TaskSessionID] = &t
 		}
 	}
 	s.mu.RUnlock()
-	st.DistinctExecutions = int64(len(executions))
-	for _, m := range []*core.Metric{&st.TotalTokens, &st.ToolUseCount, &st.DurationMs} {
-		m.Unreported = st.Subagents - m.Reported
-		if m.Reported > 0 {
-			avg := float64(m.Sum) / float64(m.Reported)
-			m.Average = &avg
-		}
+	for _, m := range st.Metrics() {
+		m.Stats.Finish()
 	}
 	hist := map[int64]int64{}
 	for _, n := range perTurn {
@@ -86,42 +78,20 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 	slices.SortFunc(st.FanOutPerTurn, func(a, b core.FanOut) int { return int(a.Subagents - b.Subagents) })
 	if q.TaskSessionID != "" {
 		if _, ok := first[q.TaskSessionID]; !ok {
-			first[q.TaskSessionID] = time.Time{}
+			first[q.TaskSessionID] = nil
 		}
 	}
 	ids := make([]string, 0, len(first))
 	for id := range first {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
+	slices.SortFunc(ids, strings.Compare)
 	for _, id := range ids {
-		var t *time.Time
-		if f := first[id]; !f.IsZero() {
-			t = &f
-		}
-		c := core.CoverageOf(a, id, t)
-		if c.Coverage == core.Known {
-			st.KnownSessions++
-		} else {
-			st.UnknownSessions++
-		}
+		c := core.CoverageOf(a, id, first[id])
+		st.UnknownSessions++ // never activated: coverage is unknown
 		if q != (core.StatsQuery{}) {
 			st.Sessions = append(st.Sessions, c)
 		}
 	}
 	return st, nil
-}
-
-// add counts a reported value; false when the sum overflows 64 bits (the
-// SQL adapters fail the same way).
-func add(m *core.Metric, v *int64) bool {
-	if v == nil {
-		return true
-	}
-	m.Reported++
-	if *v > math.MaxInt64-m.Sum {
-		return false
-	}
-	m.Sum += *v
-	return true
 }

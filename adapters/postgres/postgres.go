@@ -1,27 +1,27 @@
 // Package postgres keeps task_session_subagents in PostgreSQL through GORM
-// and gorm.io/driver/postgres (pgx).
+// and gorm.io/driver/postgres (pgx, pure Go: no cgo). Its constructors
+// return the shared *sqlstore.Store with PostgreSQL's Dialect.
 package postgres
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	gormpostgres "gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/internal/sqlstore"
 )
-
-// Store is a core.Store (and core.Reader) on PostgreSQL.
-type Store = sqlstore.Store
 
 // OpenDB returns a *gorm.DB for dsn without connecting yet (the first query
 // connects; a server that is down is an error of that query, not of
@@ -37,138 +37,242 @@ func OpenDB(dsn string) (*gorm.DB, error) {
 	return db, nil
 }
 
-// Open connects with dsn and opens the store. The host's sessions table
-// must exist. Close releases the connections.
-func Open(ctx context.Context, dsn string, tables core.HostTables) (*Store, error) {
-	if err := tables.Validate(); err != nil { // before any connection or file
-		return nil, fmt.Errorf("subagentctx: postgres: %w", err)
+// Open connects with dsn and opens the store, creating
+// task_session_subagents if absent. The host's sessions table must exist
+// (sqlstore.ErrNoSessionsTable). Close releases the connections.
+func Open(ctx context.Context, dsn string, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	if err := sqlstore.CheckOptions(opts...); err != nil {
+		return nil, err // refused before any connection
 	}
 	db, err := OpenDB(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return sqlstore.OpenOwned(ctx, db, Dialect{}, tables)
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	s, err := sqlstore.New(db, Dialect{}, opts...)
+	if err == nil {
+		err = s.EnsureSchema(ctx)
+	}
+	if err != nil {
+		return nil, errors.Join(redactErr(err, dsn), sqlDB.Close())
+	}
+	s.Own(sqlDB.Close)
+	return s, nil
 }
 
-// New opens the store on a *gorm.DB the host already has; Close leaves that
-// handle open.
-func New(ctx context.Context, db *gorm.DB, tables core.HostTables) (*Store, error) {
-	return sqlstore.Open(ctx, db, Dialect{}, tables)
+// New returns the store on a *gorm.DB the host already has, without
+// touching the database; Close leaves the handle open. Create the table
+// with EnsureSchema or the migration pass (package backfill).
+func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	return sqlstore.New(db, Dialect{}, opts...)
 }
 
-// Attach returns the store on db without touching the database: no table is
-// created and the sessions table is not checked. For read-only use (the
-// operator's command line) and for hosts that run the migration pass
-// (backfill.Migrator) themselves, whose first step creates the table.
-func Attach(db *gorm.DB, tables core.HostTables) (*Store, error) {
-	return sqlstore.New(db, Dialect{}, tables)
+// NewSQL is New for a host that holds a *sql.DB (sqlx, database/sql with
+// pgx's stdlib driver): the store uses the host's pool and opens no
+// connection of its own.
+func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	if db == nil {
+		return nil, errors.New("subagentctx: postgres.NewSQL: *sql.DB is nil")
+	}
+	g, err := gorm.Open(gormpostgres.New(gormpostgres.Config{Conn: db}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
+	if err != nil {
+		return nil, fmt.Errorf("subagentctx: postgres: wrap the host's *sql.DB: %w", err)
+	}
+	return New(g, opts...)
 }
 
 // Dialect is PostgreSQL's sqlstore.Dialect.
 type Dialect struct{}
 
+var _ sqlstore.Dialect = Dialect{}
+
 // Name implements sqlstore.Dialect.
 func (Dialect) Name() string { return "postgres" }
 
-// createTable is SPEC §2's table. Metrics are BIGINT (the upstream 32-bit
-// INTEGER was a defect). Timestamps are TIMESTAMPTZ: absolute instants, so
-// neither writing nor comparing depends on the session's TimeZone.
-const createTable = `CREATE TABLE IF NOT EXISTS task_session_subagents (
-	id                  TEXT PRIMARY KEY,
-	task_session_id     TEXT NOT NULL,
-	task_id             TEXT NOT NULL,
-	turn_id             TEXT,
-	agent_execution_id  TEXT NOT NULL DEFAULT 'unknown',
-	tool_call_id        TEXT NOT NULL,
-	parent_tool_call_id TEXT,
-	subagent_type       TEXT,
-	description         TEXT,
-	agent_id            TEXT,
-	child_session_id    TEXT,
-	model               TEXT,
-	agent_status        TEXT,
-	tool_status         TEXT,
-	is_async            INTEGER NOT NULL DEFAULT 0,
-	total_tokens        BIGINT,
-	tool_use_count      BIGINT,
-	duration_ms         BIGINT,
-	source              TEXT NOT NULL DEFAULT 'live',
-	observed_at         TIMESTAMPTZ NOT NULL,
-	settled_at          TIMESTAMPTZ,
-	updated_at          TIMESTAMPTZ NOT NULL,
-	CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
-	CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE
-)`
+// ColumnType implements sqlstore.Dialect. Metrics are BIGINT (the upstream
+// 32-bit INTEGER was a defect, docs/CONTRACT.md §9.1); timestamps are
+// TIMESTAMPTZ: instants, so neither writing nor comparing depends on the
+// session's TimeZone.
+func (Dialect) ColumnType(t core.Type) string {
+	switch t {
+	case core.Int64:
+		return "BIGINT"
+	case core.Bool:
+		return "INTEGER"
+	case core.Time:
+		return "TIMESTAMPTZ"
+	}
+	return "TEXT"
+}
 
-const (
-	tableExists = `SELECT to_regclass(?) IS NOT NULL`
-
-	// createJSONFunction defines subagentctx_jsonb_object(text): the text
-	// parsed once as a jsonb object, or {} for NULL, '', invalid JSON, a
-	// non-object, or a document jsonb cannot hold (a \u0000 escape).
-	// PostgreSQL 15 has no non-raising JSON test, so the cast runs in an
-	// exception block; it is only reached for messages whose text contains
-	// subagent_task. PARALLEL UNSAFE: an exception block opens a
-	// subtransaction, which a parallel worker cannot ("cannot start
-	// subtransactions during a parallel operation" on any table big enough
-	// for a parallel scan). Created once, never replaced (a concurrent CREATE
-	// OR REPLACE can fail with "tuple concurrently updated").
-	createJSONFunction = `DO $do$ BEGIN
-IF to_regprocedure('subagentctx_jsonb_object(text)') IS NULL THEN
-CREATE FUNCTION subagentctx_jsonb_object(doc text) RETURNS jsonb
+// metadataFunction is the one function this library creates: the
+// metadata text parsed once as a jsonb object, or {} when it is NULL,
+// longer than jsonb.MaxBytes, not JSON jsonb accepts, not an object, or
+// nested jsonb.MaxDepth levels deep (docs/CONTRACT.md §4.2). PostgreSQL 15
+// has no non-raising JSON test, so the cast runs in an exception block. It
+// is PARALLEL UNSAFE: an exception block opens a subtransaction, which a
+// parallel worker cannot ("cannot start subtransactions during a parallel
+// operation" on any table big enough for a parallel scan). Created once,
+// never replaced (a concurrent CREATE OR REPLACE can fail with "tuple
+// concurrently updated"); a new body gets a new name.
+const metadataFunction = `DO $do$ BEGIN
+IF to_regprocedure('subagentctx_metadata_v1(text)') IS NULL THEN
+CREATE FUNCTION subagentctx_metadata_v1(doc text) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE AS $f$
 DECLARE j jsonb;
 BEGIN
-	IF doc IS NULL OR doc = '' THEN RETURN '{}'::jsonb; END IF;
+	IF doc IS NULL OR octet_length(doc) > 16777216 THEN RETURN '{}'::jsonb; END IF;
 	j := doc::jsonb;
-	IF jsonb_typeof(j) = 'object' THEN RETURN j; END IF;
-	RETURN '{}'::jsonb;
+	IF jsonb_typeof(j) <> 'object' OR j @? 'strict $.**{1000}' THEN RETURN '{}'::jsonb; END IF;
+	RETURN j;
 EXCEPTION WHEN others THEN
 	RETURN '{}'::jsonb;
 END $f$;
 END IF;
 END $do$`
-)
 
-// CreateStatements implements sqlstore.Dialect.
-func (Dialect) CreateStatements(t core.HostTables) []string {
-	return []string{
-		fmt.Sprintf(createTable, core.QuoteIdentifier(t.Sessions)),
-		createJSONFunction,
-	}
-}
+// SchemaExtras implements sqlstore.Dialect.
+func (Dialect) SchemaExtras() []string { return []string{metadataFunction} }
 
-// TableExists implements sqlstore.Dialect.
+// TableExists implements sqlstore.Dialect: a table visible on the
+// search_path.
 func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
 	var ok bool
-	err := db.WithContext(ctx).Raw(tableExists, core.QuoteIdentifier(name)).Scan(&ok).Error
+	err := db.WithContext(ctx).Raw(`SELECT to_regclass(?) IS NOT NULL`, `"`+name+`"`).Scan(&ok).Error
 	return ok, err
 }
 
 // Instant implements sqlstore.Dialect. EXTRACT(EPOCH …) is exact (numeric)
-// and independent of the session time zone for both TIMESTAMPTZ (an
-// instant) and TIMESTAMP (read as UTC, as a Go host's driver writes it).
+// and independent of the session time zone for TIMESTAMPTZ.
 func (Dialect) Instant(x string) string { return "(EXTRACT(EPOCH FROM " + x + ") * 1000000)::bigint" }
 
-// HostTime implements sqlstore.Dialect: a TIMESTAMP column holds UTC wall
-// time (what a Go driver writes for a UTC time.Time) and becomes an instant
-// with AT TIME ZONE 'UTC', never through the session's TimeZone; a
-// TIMESTAMPTZ column is an instant already.
-func (Dialect) HostTime(ctx context.Context, db *gorm.DB, table, column string) (func(string) string, error) {
-	var typ string
-	err := db.WithContext(ctx).Raw(`SELECT data_type FROM (`+columnTypes+`) c WHERE c.column_name = ?`, core.QuoteIdentifier(table), column).Scan(&typ).Error
-	switch {
-	case err != nil:
-		return nil, err
-	case typ == "timestamp without time zone":
-		return func(x string) string { return "(" + x + " AT TIME ZONE 'UTC')" }, nil
-	case typ == "timestamp with time zone":
-		return func(x string) string { return x }, nil
-	case typ == "":
-		return nil, fmt.Errorf("column %s.%s does not exist", table, column)
-	}
-	return nil, fmt.Errorf("column %s.%s has type %s: want timestamp or timestamptz", table, column, typ)
+// The microsecond bounds of a readable host instant: after Go's zero time,
+// before year 10000 (docs/CONTRACT.md §4.2).
+var (
+	minInstant = time.Time{}.UnixMicro() + 1
+	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
+)
+
+// HostInstant implements sqlstore.Dialect: Unix microseconds, for either
+// column type. EXTRACT(EPOCH …) reads a TIMESTAMPTZ as its instant and a
+// TIMESTAMP as UTC wall time (what a Go host's driver writes for a UTC
+// time.Time), never through the session's TimeZone. Infinite values and
+// years outside 1-9999 are NULL.
+func (Dialect) HostInstant(x string) string {
+	e := "(EXTRACT(EPOCH FROM " + x + ") * 1000000)"
+	return fmt.Sprintf("CASE WHEN isfinite(%s) THEN CASE WHEN %s BETWEEN %d AND %d THEN %s::bigint END END", x, e, minInstant, maxInstant, e)
 }
+
+// HostInstantArg implements sqlstore.Dialect: host instants are
+// microseconds, so the bound is t rounded up to the next one.
+func (Dialect) HostInstantArg(t time.Time) any { return core.CeilMicro(t).UnixMicro() }
+
+// ParseHostInstant implements sqlstore.Dialect.
+func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		t := time.UnixMicro(x).UTC()
+		return &t, nil
+	}
+	return nil, fmt.Errorf("host instant %v is a %T, want an integer", v, v)
+}
+
+// Bytewise implements sqlstore.Dialect: the C collation compares bytes,
+// whatever the database's own (an ICU locale orders linguistically).
+func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }
+
+// subagentMessages reads the messages with jsonb, whose rules the Go
+// reference (backfill.Recover) follows exactly. Only messages whose text
+// can spell the kind (literally, or through a \u escape) are parsed, once
+// each (the OFFSET 0 fence keeps the planner from evaluating the function
+// once per reference).
+const subagentMessages = `SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
+		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
+			AND octet_length(e.message_id) <= %[2]d AND octet_length(e.task_session_id) <= %[2]d AND octet_length(e.task_id) <= %[2]d
+			AND octet_length(e.tool_call_id) <= %[2]d AND COALESCE(octet_length(e.turn_id), 0) <= %[2]d
+			AND COALESCE(octet_length(e.parent_tool_call_id), 0) <= %[2]d THEN 1 ELSE 0 END AS recoverable,
+		e.created, e.turn_id, e.parent_tool_call_id, e.subagent_type, e.description, e.agent_id, e.child_session_id, e.model,
+		e.agent_status, e.tool_status, e.is_async, e.total_tokens, e.tool_use_count, e.duration_ms,
+		%[19]s AS observed_at,
+		CASE WHEN e.tool_status IN (%[3]s) THEN %[20]s END AS settled_at
+	FROM (SELECT d.message_id, d.task_session_id, d.task_id, d.turn_id, d.created, d.updated,
+			%[4]s AS tool_call_id, %[5]s AS parent_tool_call_id, %[6]s AS tool_status, %[7]s AS agent_status,
+			%[8]s AS subagent_type, %[9]s AS description, %[10]s AS agent_id, %[11]s AS child_session_id, %[12]s AS model,
+			%[13]s AS is_async, %[14]s AS total_tokens, %[15]s AS tool_use_count, %[16]s AS duration_ms
+		FROM (SELECT m.id::text AS message_id, m.task_session_id::text AS task_session_id, m.task_id::text AS task_id,
+				NULLIF(m.turn_id::text, '') AS turn_id, %[17]s AS created, %[18]s AS updated,
+				subagentctx_metadata_v1(m.metadata::text) AS doc
+			FROM %[1]s m
+			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0
+			OFFSET 0) d
+		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e`
+
+// SubagentMessages implements sqlstore.Dialect.
+func (d Dialect) SubagentMessages(t sqlstore.Tables) string {
+	terminal := core.TerminalToolStatuses()
+	for i, s := range terminal {
+		terminal[i] = "'" + s + "'"
+	}
+	task := func(key string) []string { return []string{"normalized", "subagent_task", key} }
+	return fmt.Sprintf(subagentMessages, `"`+t.Messages+`"`, core.MaxIDBytes, strings.Join(terminal, ", "),
+		jsonText("tool_call_id"), jsonText("parent_tool_call_id"), jsonText("status"), jsonText(task("status")...),
+		jsonText(task("subagent_type")...), jsonText(task("description")...), jsonText(task("agent_id")...),
+		jsonText(task("child_session_id")...), jsonText(task("model")...), jsonBool(task("is_async")...),
+		jsonInt(1, task("total_tokens")...), jsonInt(0, task("tool_use_count")...), jsonInt(1, task("duration_ms")...),
+		d.HostInstant("m.created_at"), d.HostInstant("m.updated_at"), fromMicros("e.created"), fromMicros("e.updated"))
+}
+
+// fromMicros is the TIMESTAMPTZ of a Unix time in microseconds. A bigint
+// times an interval goes through a double, which cannot hold every
+// microsecond of years 1-9999 (9999-12-31T23:59:59.999999 would round to
+// the year 10000): whole seconds and the remainder are added apart, each
+// exact.
+func fromMicros(us string) string {
+	return "TIMESTAMPTZ 'epoch' + (" + us + " / 1000000) * INTERVAL '1 second' + (" + us + " % 1000000) * INTERVAL '1 microsecond'"
+}
+
+func jsonPath(path []string) string { return "'{" + strings.Join(path, ",") + "}'" }
+
+// jsonText: a JSON string's value (” ⇒ NULL); any other value is NULL.
+func jsonText(path ...string) string {
+	p := jsonPath(path)
+	return "CASE WHEN jsonb_typeof(d.doc #> " + p + ") = 'string' THEN NULLIF(d.doc #>> " + p + ", '') END"
+}
+
+// jsonInt: a JSON number whose value is an integer within 64 bits and at
+// least min (1e3 and 2.0 count; 1.5 and 2^63 do not). Nested CASEs fix the
+// order of evaluation: the cast runs only on a number.
+func jsonInt(min int64, path ...string) string {
+	p := jsonPath(path)
+	v := "(d.doc #>> " + p + ")::numeric"
+	return fmt.Sprintf("CASE WHEN jsonb_typeof(d.doc #> %s) = 'number' THEN CASE WHEN %s = trunc(%s) AND %s BETWEEN %d AND 9223372036854775807 THEN %s::bigint END END",
+		p, v, v, v, min, v)
+}
+
+// jsonBool: 1 for true or a number equal to 1, else 0.
+func jsonBool(path ...string) string {
+	p := jsonPath(path)
+	t := "jsonb_typeof(d.doc #> " + p + ")"
+	return "CASE " + t + " WHEN 'boolean' THEN CASE WHEN (d.doc #>> " + p + ") = 'true' THEN 1 ELSE 0 END" +
+		" WHEN 'number' THEN CASE WHEN (d.doc #>> " + p + ")::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END"
+}
+
+// StagesBackfill implements sqlstore.Dialect: PostgreSQL inserts from a
+// writable CTE, so the backfill is one statement.
+func (Dialect) StagesBackfill() bool { return false }
+
+// WithConn implements sqlstore.Dialect: nothing to prepare.
+func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) error) error {
+	return fn(db.WithContext(ctx))
+}
+
+// Writers implements sqlstore.Dialect: PostgreSQL writes rows of different keys in parallel.
+func (Dialect) Writers() int { return 4 }
 
 // Classify implements sqlstore.Dialect: SQLSTATE class 23 is a constraint
 // violation; class 08, admin shutdown (57P01-57P03), and connection-level
@@ -211,37 +315,6 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// MessageDocument implements sqlstore.Dialect.
-func (Dialect) MessageDocument(col string) string {
-	return "CASE WHEN strpos(" + col + ", 'subagent_task') > 0 THEN subagentctx_jsonb_object(" + col + ") ELSE '{}'::jsonb END"
-}
-
-func jsonPath(path []string) string { return "'{" + strings.Join(path, ",") + "}'" }
-
-// JSONText implements sqlstore.Dialect.
-func (Dialect) JSONText(doc string, path ...string) string {
-	p := jsonPath(path)
-	return "CASE WHEN jsonb_typeof(" + doc + " #> " + p + ") = 'string' THEN NULLIF(" + doc + " #>> " + p + ", '') END"
-}
-
-// JSONInt implements sqlstore.Dialect: a JSON number with an integral
-// value in range (1e3 and 2.0 count; 1.5 and 2^63 do not). Nested CASEs fix
-// the order of evaluation: the cast runs only on a number.
-func (Dialect) JSONInt(doc string, min int64, path ...string) string {
-	p := jsonPath(path)
-	v := "(" + doc + " #>> " + p + ")::numeric"
-	return fmt.Sprintf("CASE WHEN jsonb_typeof(%s #> %s) = 'number' THEN CASE WHEN %s = trunc(%s) AND %s BETWEEN %d AND 9223372036854775807 THEN %s::bigint END END",
-		doc, p, v, v, v, min, v)
-}
-
-// JSONBool implements sqlstore.Dialect: true, or a number equal to 1.
-func (Dialect) JSONBool(doc string, path ...string) string {
-	p := jsonPath(path)
-	t := "jsonb_typeof(" + doc + " #> " + p + ")"
-	return "CASE " + t + " WHEN 'boolean' THEN CASE WHEN (" + doc + " #>> " + p + ") = 'true' THEN 1 ELSE 0 END" +
-		" WHEN 'number' THEN CASE WHEN (" + doc + " #>> " + p + ")::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END"
-}
-
 // columnTypes reads a table's column types from pg_catalog (a query on
 // information_schema's views costs milliseconds, at every boot).
 const columnTypes = `SELECT a.attname AS column_name, format_type(a.atttypid, NULL) AS data_type FROM pg_attribute a
@@ -250,14 +323,13 @@ const columnTypes = `SELECT a.attname AS column_name, format_type(a.atttypid, NU
 // Shape implements sqlstore.Dialect from pg_catalog.
 func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
 	var shape sqlstore.Shape
-	ok, err := Dialect{}.TableExists(ctx, db, core.Table)
+	ok, err := Dialect{}.TableExists(ctx, db, sqlstore.Table)
 	if err != nil || !ok {
 		return shape, err
 	}
 	shape.Exists = true
-	type column struct{ ColumnName, DataType string }
-	var cols []column
-	if err := db.WithContext(ctx).Raw(columnTypes, core.Table).Scan(&cols).Error; err != nil {
+	var cols []struct{ ColumnName, DataType string }
+	if err := db.WithContext(ctx).Raw(columnTypes, sqlstore.Table).Scan(&cols).Error; err != nil {
 		return shape, err
 	}
 	shape.Wide = true
@@ -271,25 +343,51 @@ func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
 			shape.Wide = shape.Wide && c.DataType == "timestamp with time zone"
 		}
 	}
-	var idx []sqlstore.CatalogIndex
-	err = db.WithContext(ctx).Raw(catalogIndexes).Scan(&idx).Error
-	return sqlstore.ShapeFrom(shape, idx), err
+	idx, err := indexes(ctx, db)
+	var catalog []sqlstore.CatalogIndex
+	for _, i := range idx {
+		catalog = append(catalog, i.CatalogIndex)
+	}
+	return sqlstore.ShapeFrom(shape, catalog), err
 }
 
-// catalogIndexes lists the table's indexes (unique constraints included,
-// the primary key excluded) with their columns in key order.
-const catalogIndexes = `SELECT c.relname AS name, i.indisunique AS "unique",
-	(SELECT string_agg(a.attname, ',' ORDER BY k.ord) FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
-	 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) AS columns
-	FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-	WHERE i.indrelid = 'task_session_subagents'::regclass AND NOT i.indisprimary`
+// catalogIndex is an index of the table, and the constraint it backs.
+type catalogIndex struct {
+	sqlstore.CatalogIndex
+	Constraint string // the constraint's name, "" for a plain index
+}
 
-// Upgrade implements sqlstore.Dialect in place: add the column with its
-// DEFAULT (every row gets 'unknown'), drop the legacy key, add the
-// three-column key, widen metrics to BIGINT and timestamps to TIMESTAMPTZ
-// (TIMESTAMP values are UTC wall time), create the indexes. PostgreSQL DDL is
-// transactional: all of it commits or none.
-func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, _ core.HostTables, hook func(string) error) error {
+// indexes lists the table's indexes with their columns in key order.
+func indexes(ctx context.Context, db *gorm.DB) ([]catalogIndex, error) {
+	var out []struct {
+		Name, Columns, Constraint string
+		Unique, Primary           bool
+	}
+	err := db.WithContext(ctx).Raw(`SELECT c.relname AS name, i.indisunique AS "unique", i.indisprimary AS "primary", x.columns,
+		COALESCE((SELECT k.conname FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u')), '') AS "constraint"
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) x
+		WHERE i.indrelid = to_regclass('task_session_subagents')`).Scan(&out).Error
+	idx := make([]catalogIndex, len(out))
+	for n, i := range out {
+		idx[n] = catalogIndex{CatalogIndex: sqlstore.CatalogIndex{Name: i.Name, Unique: i.Unique, Primary: i.Primary, Columns: i.Columns}, Constraint: i.Constraint}
+	}
+	return idx, err
+}
+
+// UpgradeStages implements sqlstore.Dialect.
+func (Dialect) UpgradeStages() []string {
+	return []string{"add column", "drop legacy key", "add key", "primary key", "widen metrics", "timestamps to timestamptz", "create indexes", "before commit"}
+}
+
+// Upgrade implements sqlstore.Dialect in place: add the execution column
+// with its DEFAULT (every row gets 'unknown'), drop the first draft's key,
+// add the three-column key, move the primary key to (task_session_id, id),
+// widen metrics to BIGINT and timestamps to TIMESTAMPTZ (TIMESTAMP values
+// are UTC wall time), create the indexes. PostgreSQL DDL is transactional:
+// all of it commits or none.
+func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables, hook func(string) error) error {
 	db := tx.WithContext(ctx)
 	exec := func(stage, sql string) error {
 		if err := db.Exec(sql).Error; err != nil {
@@ -300,42 +398,45 @@ func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, _ core.HostTables, ho
 	if err := exec("add column", `ALTER TABLE task_session_subagents ADD COLUMN IF NOT EXISTS agent_execution_id TEXT NOT NULL DEFAULT 'unknown'`); err != nil {
 		return err
 	}
-	var idx []struct {
-		Name       string
-		Unique     bool
-		Columns    string
-		Constraint bool
-	}
-	if err := db.Raw(`SELECT c.relname AS name, i.indisunique AS "unique", x.columns,
-		EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.contype = 'u') AS "constraint"
-		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
-			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) x
-		WHERE i.indrelid = 'task_session_subagents'::regclass AND NOT i.indisprimary`).Scan(&idx).Error; err != nil {
+	idx, err := indexes(ctx, db)
+	if err != nil {
 		return err
 	}
-	hasKey := false
+	hasKey, hasPrimary, oldPrimary := false, false, ""
 	for _, i := range idx {
 		switch {
-		case i.Unique && i.Columns == sqlstore.LegacyKeyColumns && i.Constraint:
-			if err := exec("drop legacy key", `ALTER TABLE task_session_subagents DROP CONSTRAINT `+core.QuoteIdentifier(i.Name)); err != nil {
-				return err
-			}
-		case i.Unique && i.Columns == sqlstore.LegacyKeyColumns:
-			if err := exec("drop legacy key", `DROP INDEX `+core.QuoteIdentifier(i.Name)); err != nil {
-				return err
-			}
-		case i.Unique && i.Columns == sqlstore.KeyColumns:
+		case i.Unique && sqlstore.IsLegacyKey(i.Columns) && i.Constraint != "":
+			err = exec("drop legacy key", `ALTER TABLE task_session_subagents DROP CONSTRAINT "`+i.Constraint+`"`)
+		case i.Unique && sqlstore.IsLegacyKey(i.Columns):
+			err = exec("drop legacy key", `DROP INDEX "`+i.Name+`"`)
+		case i.Unique && i.Columns == strings.Join(core.KeyColumns, ","):
 			hasKey = true
+		case i.Primary:
+			hasPrimary = true
+			if i.Columns != strings.Join(sqlstore.PrimaryKeyColumns, ",") {
+				oldPrimary = i.Constraint
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if !hasKey {
-		if err := exec("add key", `ALTER TABLE task_session_subagents ADD CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id)`); err != nil {
+		if err := exec("add key", `ALTER TABLE task_session_subagents ADD CONSTRAINT `+sqlstore.KeyConstraint+` UNIQUE (`+strings.Join(core.KeyColumns, ", ")+`)`); err != nil {
+			return err
+		}
+	}
+	if !hasPrimary || oldPrimary != "" {
+		alter := `ALTER TABLE task_session_subagents `
+		if oldPrimary != "" {
+			alter += `DROP CONSTRAINT "` + oldPrimary + `", `
+		}
+		if err := exec("primary key", alter+`ADD PRIMARY KEY (`+strings.Join(sqlstore.PrimaryKeyColumns, ", ")+`)`); err != nil {
 			return err
 		}
 	}
 	var types []struct{ ColumnName, DataType string }
-	if err := db.Raw(columnTypes, core.Table).Scan(&types).Error; err != nil {
+	if err := db.Raw(columnTypes, sqlstore.Table).Scan(&types).Error; err != nil {
 		return err
 	}
 	for _, c := range types {
@@ -351,17 +452,10 @@ func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, _ core.HostTables, ho
 			}
 		}
 	}
-	for _, q := range sqlstore.IndexStatements {
+	for _, q := range sqlstore.CreateIndexes() {
 		if err := exec("create indexes", q); err != nil {
 			return err
 		}
 	}
 	return hook("before commit")
 }
-
-// Fence implements sqlstore.Dialect: PostgreSQL never pulls up a subquery
-// that has an OFFSET.
-func (Dialect) Fence() string { return "OFFSET 0" }
-
-// WritableCTE implements sqlstore.Dialect.
-func (Dialect) WritableCTE() bool { return true }

@@ -2,20 +2,19 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/subagentctx/subagentctx/adapters/postgres"
-	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/core/storetest"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
-	"github.com/subagentctx/subagentctx/internal/sqlstore"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 // TestMain runs the package with a non-UTC local zone; every connection also
@@ -25,141 +24,24 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var tables = core.HostTables{}
-
-// open returns a fresh database with Kandev-shaped host tables and the
-// store in it.
-func open(t *testing.T) (*postgres.Store, *gorm.DB) {
-	t.Helper()
-	e := testenv.Postgres(t)
-	return e.Store.(*postgres.Store), e.DB
-}
-
-func TestConformance(t *testing.T) {
-	e := testenv.Postgres(t)
-	var tz string
-	e.DB.Raw(`SHOW TimeZone`).Scan(&tz)
-	if tz != pgtest.SessionTimeZone {
-		t.Fatalf("session time zone is %q, want %q", tz, pgtest.SessionTimeZone)
-	}
-	h := e.Harness()
-	storetest.Run(t, func(*testing.T) storetest.Harness { return h })
-}
-
-// TestSchemaFromCatalog reads the table back from information_schema and
-// pg_catalog and checks SPEC §2 property by property.
-func TestSchemaFromCatalog(t *testing.T) {
-	_, db := open(t)
-	if _, err := postgres.New(context.Background(), db, tables); err != nil { // twice: a no-op
-		t.Fatal(err)
-	}
-	type col struct {
-		ColumnName    string
-		DataType      string
-		IsNullable    string
-		ColumnDefault *string
-	}
-	var cols []col
-	db.Raw(`SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'task_session_subagents'`).Scan(&cols)
-	want := map[string]struct {
-		typ      string
-		nullable bool
-		dflt     string
-	}{
-		"id": {"text", false, ""}, "task_session_id": {"text", false, ""}, "task_id": {"text", false, ""},
-		"turn_id": {"text", true, ""}, "agent_execution_id": {"text", false, "'unknown'::text"}, "tool_call_id": {"text", false, ""},
-		"parent_tool_call_id": {"text", true, ""}, "subagent_type": {"text", true, ""}, "description": {"text", true, ""},
-		"agent_id": {"text", true, ""}, "child_session_id": {"text", true, ""}, "model": {"text", true, ""},
-		"agent_status": {"text", true, ""}, "tool_status": {"text", true, ""}, "is_async": {"integer", false, "0"},
-		"total_tokens": {"bigint", true, ""}, "tool_use_count": {"bigint", true, ""}, "duration_ms": {"bigint", true, ""},
-		"source": {"text", false, "'live'::text"}, "observed_at": {"timestamp with time zone", false, ""},
-		"settled_at": {"timestamp with time zone", true, ""}, "updated_at": {"timestamp with time zone", false, ""},
-	}
-	if len(cols) != len(want) {
-		t.Errorf("table has %d columns, want %d", len(cols), len(want))
-	}
-	for _, c := range cols {
-		w, ok := want[c.ColumnName]
-		if !ok {
-			t.Errorf("unexpected column %s", c.ColumnName)
-			continue
-		}
-		dflt := ""
-		if c.ColumnDefault != nil {
-			dflt = *c.ColumnDefault
-		}
-		if c.DataType != w.typ || (c.IsNullable == "YES") != w.nullable || dflt != w.dflt {
-			t.Errorf("column %s: %s nullable=%s default %q; want %s %v %q", c.ColumnName, c.DataType, c.IsNullable, dflt, w.typ, w.nullable, w.dflt)
-		}
-	}
-	var pk, unique string
-	db.Raw(`SELECT string_agg(a.attname, ',' ORDER BY k.ord) FROM pg_constraint c
-		CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)
-		JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
-		WHERE c.conrelid = 'task_session_subagents'::regclass AND c.contype = 'p'`).Scan(&pk)
-	db.Raw(`SELECT string_agg(a.attname, ',' ORDER BY k.ord) FROM pg_constraint c
-		CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)
-		JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
-		WHERE c.conrelid = 'task_session_subagents'::regclass AND c.contype = 'u'`).Scan(&unique)
-	if pk != "id" || unique != "task_session_id,agent_execution_id,tool_call_id" {
-		t.Errorf("primary key %q, unique %q", pk, unique)
-	}
-	type fk struct {
-		Ref, DelType string
-		N            int
-	}
-	var fks []fk
-	db.Raw(`SELECT confrelid::regclass::text AS ref, confdeltype::text AS del_type, count(*) OVER () AS n FROM pg_constraint
-		WHERE conrelid = 'task_session_subagents'::regclass AND contype = 'f'`).Scan(&fks)
-	if len(fks) != 1 || fks[0].Ref != "task_sessions" || fks[0].DelType != "c" {
-		t.Errorf("foreign keys = %+v, want one to task_sessions ON DELETE CASCADE", fks)
-	}
-	for name, column := range map[string]string{"idx_subagents_session_id": "task_session_id", "idx_subagents_task_id": "task_id", "idx_subagents_turn_id": "turn_id"} {
-		var def string
-		db.Raw(`SELECT indexdef FROM pg_indexes WHERE tablename = 'task_session_subagents' AND indexname = ?`, name).Scan(&def)
-		if !strings.HasSuffix(def, "("+column+")") {
-			t.Errorf("index %s: %q", name, def)
-		}
-	}
-	var metaCols []col
-	db.Raw(`SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = 'kandev_meta' ORDER BY ordinal_position`).Scan(&metaCols)
-	if len(metaCols) != 2 || metaCols[1].IsNullable != "NO" || metaCols[1].ColumnDefault == nil || *metaCols[1].ColumnDefault != "''::text" {
-		t.Errorf("meta table = %+v", metaCols)
+// TestSQL runs the dialect suite on PostgreSQL, and again on a database
+// whose collation is ICU's.
+func TestSQL(t *testing.T) {
+	for _, d := range []*sqltest.Driver{testenv.Postgres(), testenv.PostgresICU()} {
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			e := d.Env(t)
+			var tz string
+			e.DB.Raw(`SHOW TimeZone`).Scan(&tz)
+			if tz != pgtest.SessionTimeZone {
+				t.Fatalf("session time zone is %q, want %q", tz, pgtest.SessionTimeZone)
+			}
+			sqltest.Exercise(t, d)
+		})
 	}
 }
 
-func TestMissingSessionsTableNamed(t *testing.T) {
-	db := pgtest.Open(t, pgtest.NewDatabase(t))
-	_, err := postgres.New(context.Background(), db, core.HostTables{Sessions: "host_sessions"})
-	if !errors.Is(err, sqlstore.ErrNoSessionsTable) || !strings.Contains(err.Error(), `"host_sessions"`) {
-		t.Errorf("err = %v", err)
-	}
-}
-
-func TestConstraintErrorDistinguishable(t *testing.T) {
-	s, _ := open(t)
-	row, _ := core.Normalize(core.Frame{TaskSessionID: "no-such-session", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now()})
-	err := s.Upsert(context.Background(), row)
-	var op *core.OpError
-	if !errors.Is(err, core.ErrConstraint) || errors.Is(err, core.ErrUnavailable) || !errors.As(err, &op) || op.Op != "upsert" ||
-		!strings.Contains(err.Error(), "no-such-session") {
-		t.Errorf("err = %v", err)
-	}
-}
-
-func TestUnavailableErrorDistinguishable(t *testing.T) {
-	pgtest.AdminDSN(t)
-	// A loopback port nothing listens on.
-	_, err := postgres.Open(context.Background(), "postgres://u:secret-pw@127.0.0.1:1/db?sslmode=disable&connect_timeout=2", tables)
-	if err == nil || !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrConstraint) {
-		t.Errorf("err = %v, want ErrUnavailable", err)
-	}
-	if err != nil && strings.Contains(err.Error(), "secret-pw") {
-		t.Errorf("error leaks the password: %v", err)
-	}
-}
+func FuzzMerge(f *testing.F) { sqltest.FuzzMerge(f, testenv.Postgres()) }
 
 func TestRedact(t *testing.T) {
 	for dsn, want := range map[string]string{
@@ -172,5 +54,50 @@ func TestRedact(t *testing.T) {
 		if got := postgres.Redact(dsn); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", dsn, got, want)
 		}
+	}
+}
+
+// TestBackfillUnderParallelPlans: with parallel plans made free, the
+// planner scans the messages with parallel workers; the backfill and the
+// health check must still work (the metadata function opens a
+// subtransaction, which a parallel worker cannot).
+func TestBackfillUnderParallelPlans(t *testing.T) {
+	e := testenv.Postgres().Env(t)
+	var msgs []kandevtest.Message
+	t0 := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+	for i := range 3000 {
+		meta := kandevtest.Metadata{Normalized: kandevtest.Normalized{Kind: "message"}}
+		if i%100 == 7 {
+			meta = kandevtest.Subagent(fmt.Sprint("tc-", i), "completed", &kandevtest.ClaudeCompleted)
+		}
+		m := meta.JSON()
+		msgs = append(msgs, kandevtest.Message{ID: fmt.Sprint("m", i), TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-1",
+			Metadata: &m, CreatedAt: t0.Add(time.Duration(i) * time.Second)})
+	}
+	if err := kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s", "task-s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.OpenDB(e.DSN + "&parallel_setup_cost=0&parallel_tuple_cost=0&min_parallel_table_scan_size=0&max_parallel_workers_per_gather=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sqlDB, _ := db.DB(); sqlDB.Close() }()
+	var plan []string
+	db.Raw(`EXPLAIN SELECT count(*) FROM task_session_messages WHERE strpos(metadata, 'x') > 0`).Scan(&plan)
+	if !strings.Contains(strings.Join(plan, "\n"), "Parallel") {
+		t.Fatalf("the test does not get a parallel plan:\n%s", strings.Join(plan, "\n"))
+	}
+	s, err := postgres.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background()); r.Failed() || r.Step(backfill.StepBackfill).RowsInserted != 30 {
+		t.Fatalf("pass under parallel plans:\n%s", r)
+	}
+	if h, err := s.Health(context.Background()); err != nil || !h.Ran {
+		t.Errorf("health under parallel plans: %+v %v", h, err)
 	}
 }

@@ -1,31 +1,33 @@
 // Package sqlite is the embedded default: task_session_subagents in a SQLite
 // database through GORM and gorm.io/driver/sqlite (mattn/go-sqlite3, cgo).
+// Its constructors return the shared *sqlstore.Store with SQLite's Dialect.
 package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 	gormsqlite "gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/internal/sqlstore"
 )
 
-// Store is a core.Store (and core.Reader) on SQLite.
-type Store = sqlstore.Store
-
 // Pragmas are set in the DSN so that every pooled connection has them: WAL,
-// a busy timeout instead of immediate "database is locked", foreign keys on
-// (SQLite's default is off, which would silently disable AC-16's cascade),
-// and BEGIN IMMEDIATE for transactions so a writer never has to upgrade a
-// read lock.
+// a busy timeout instead of an immediate "database is locked", foreign keys
+// on (SQLite's default is off, which would silently disable AC-16's
+// cascade), and BEGIN IMMEDIATE for transactions so a writer never has to
+// upgrade a read lock.
 const Pragmas = "_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL"
 
 // DSN returns the go-sqlite3 DSN for a database file with Pragmas.
@@ -52,94 +54,108 @@ func OpenDB(path string) (*gorm.DB, error) {
 	return db, nil
 }
 
+// OpenReadOnly opens an existing SQLite file for reading only: the
+// connection refuses every write (mode=ro, query_only), for an operator's
+// read commands and the web view.
+func OpenReadOnly(path string) (*gorm.DB, error) {
+	if path == "" {
+		return nil, errors.New("subagentctx: sqlite: database path is empty")
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro&_query_only=1&_busy_timeout=10000"
+	db, err := gorm.Open(gormsqlite.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+	if err != nil {
+		return nil, fmt.Errorf("subagentctx: sqlite: open %s read-only: %w", path, err)
+	}
+	return db, nil
+}
+
 // Open opens (creating if needed) the SQLite file at path and the store in
-// it. The host's sessions table must exist. Close releases the connections.
-func Open(ctx context.Context, path string, tables core.HostTables) (*Store, error) {
-	if err := tables.Validate(); err != nil { // before any connection or file
-		return nil, fmt.Errorf("subagentctx: sqlite: %w", err)
+// it, creating task_session_subagents if absent. The host's sessions table
+// must exist (sqlstore.ErrNoSessionsTable). Close releases the connections.
+func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	if err := sqlstore.CheckOptions(opts...); err != nil {
+		return nil, err // refused before any file is created
 	}
 	db, err := OpenDB(path)
 	if err != nil {
 		return nil, err
 	}
-	return sqlstore.OpenOwned(ctx, db, Dialect{}, tables)
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	s, err := sqlstore.New(db, Dialect{}, opts...)
+	if err == nil {
+		err = s.EnsureSchema(ctx)
+	}
+	if err != nil {
+		return nil, errors.Join(err, sqlDB.Close())
+	}
+	s.Own(sqlDB.Close)
+	return s, nil
 }
 
-// New opens the store on a *gorm.DB the host already has; Close leaves that
-// handle open. The handle should have foreign keys on (see Pragmas) or the
-// session cascade (AC-16) will not happen.
-func New(ctx context.Context, db *gorm.DB, tables core.HostTables) (*Store, error) {
-	return sqlstore.Open(ctx, db, Dialect{}, tables)
+// New returns the store on a *gorm.DB the host already has, without
+// touching the database; Close leaves the handle open. Create the table
+// with EnsureSchema or the migration pass (package backfill).
+func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	return sqlstore.New(db, Dialect{}, opts...)
 }
 
-// Attach returns the store on db without touching the database: no table is
-// created and the sessions table is not checked. For read-only use (the
-// operator's command line) and for hosts that run the migration pass
-// (backfill.Migrator) themselves, whose first step creates the table.
-func Attach(db *gorm.DB, tables core.HostTables) (*Store, error) {
-	return sqlstore.New(db, Dialect{}, tables)
+// NewSQL is New for a host that holds a *sql.DB opened with go-sqlite3
+// (sqlx, database/sql): the store uses the host's pool and opens no
+// connection of its own.
+func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	if db == nil {
+		return nil, errors.New("subagentctx: sqlite.NewSQL: *sql.DB is nil")
+	}
+	g, err := gorm.Open(gormsqlite.New(gormsqlite.Config{Conn: db}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
+	if err != nil {
+		return nil, fmt.Errorf("subagentctx: sqlite: wrap the host's *sql.DB: %w", err)
+	}
+	return New(g, opts...)
 }
 
 // Dialect is SQLite's sqlstore.Dialect.
 type Dialect struct{}
 
+var _ sqlstore.Dialect = Dialect{}
+
 // Name implements sqlstore.Dialect.
 func (Dialect) Name() string { return "sqlite" }
 
-// createTable is SPEC §2's table. SQLite's INTEGER is 64-bit; TIMESTAMP
-// columns hold go-sqlite3's UTC text form, compared through Instant.
-const createTable = `CREATE TABLE IF NOT EXISTS task_session_subagents (
-	id                  TEXT PRIMARY KEY,
-	task_session_id     TEXT NOT NULL,
-	task_id             TEXT NOT NULL,
-	turn_id             TEXT,
-	agent_execution_id  TEXT NOT NULL DEFAULT 'unknown',
-	tool_call_id        TEXT NOT NULL,
-	parent_tool_call_id TEXT,
-	subagent_type       TEXT,
-	description         TEXT,
-	agent_id            TEXT,
-	child_session_id    TEXT,
-	model               TEXT,
-	agent_status        TEXT,
-	tool_status         TEXT,
-	is_async            INTEGER NOT NULL DEFAULT 0,
-	total_tokens        INTEGER,
-	tool_use_count      INTEGER,
-	duration_ms         INTEGER,
-	source              TEXT NOT NULL DEFAULT 'live',
-	observed_at         TIMESTAMP NOT NULL,
-	settled_at          TIMESTAMP,
-	updated_at          TIMESTAMP NOT NULL,
-	UNIQUE (task_session_id, agent_execution_id, tool_call_id),
-	FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE
-)`
-
-// CreateStatements implements sqlstore.Dialect.
-func (Dialect) CreateStatements(t core.HostTables) []string {
-	return []string{
-		fmt.Sprintf(createTable, core.QuoteIdentifier(t.Sessions)),
+// ColumnType implements sqlstore.Dialect. SQLite's INTEGER is 64-bit;
+// TIMESTAMP columns hold go-sqlite3's UTC text form, compared through
+// Instant.
+func (Dialect) ColumnType(t core.Type) string {
+	switch t {
+	case core.Int64, core.Bool:
+		return "INTEGER"
+	case core.Time:
+		return "TIMESTAMP"
 	}
+	return "TEXT"
 }
+
+// SchemaExtras implements sqlstore.Dialect: SQLite's helpers are Go
+// functions registered on each connection (WithConn), not schema objects.
+func (Dialect) SchemaExtras() []string { return nil }
 
 // TableExists implements sqlstore.Dialect.
 func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
-	schema, table := "main", name
-	if i := strings.IndexByte(name, '.'); i >= 0 {
-		schema, table = name[:i], name[i+1:]
-	}
 	var n int64
-	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM `+core.QuoteIdentifier(schema)+`.sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n).Error
+	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n).Error
 	return n > 0, err
 }
 
-// Instant is the timestamp's Unix time in microseconds, computed from any
+// Instant implements sqlstore.Dialect: the Unix time in microseconds of any
 // text form SQLite's date functions accept ("YYYY-MM-DD HH:MM:SS[.f…][±HH:MM|Z]",
-// with a space or T): go-sqlite3's own form and other writers' alike. The
-// whole seconds go through unixepoch() with the fraction removed (SQLite's
-// date functions round fractions to milliseconds, which could carry into the
-// next second); the fraction's first six digits are added exactly. No string
-// comparison and no julianday (AC-24e).
+// with a space or T). The whole seconds go through unixepoch() with the
+// fraction removed (SQLite's date functions round fractions to
+// milliseconds, which could carry into the next second); the fraction's
+// first six digits are added exactly. No string comparison and no
+// julianday (AC-24e). This table's times are always written canonical, so
+// six digits are all there are.
 func (Dialect) Instant(x string) string {
 	frac := "substr(" + x + ", 21)"
 	digits := "substr(" + frac + ", 1, length(" + frac + ") - length(ltrim(" + frac + ", '0123456789')))"
@@ -147,11 +163,181 @@ func (Dialect) Instant(x string) string {
 	return "(unixepoch(" + whole + ") * 1000000 + CASE WHEN substr(" + x + ", 20, 1) = '.' THEN CAST(substr(" + digits + " || '000000', 1, 6) AS INTEGER) ELSE 0 END)"
 }
 
-// HostTime implements sqlstore.Dialect: SQLite copies the host's text
-// verbatim; Instant reads any of its forms.
-func (Dialect) HostTime(context.Context, *gorm.DB, string, string) (func(string) string, error) {
-	return func(x string) string { return x }, nil
+// instantLayout is a host instant as text that orders as the instant, at
+// nanosecond precision: fixed width, UTC, years 0001-9999.
+const instantLayout = "2006-01-02T15:04:05.000000000Z"
+
+// HostInstant implements sqlstore.Dialect through the registered function
+// subagentctx_instant, which reads the host's text with
+// backfill.ParseHostTime.
+func (Dialect) HostInstant(x string) string { return "subagentctx_instant(CAST(" + x + " AS TEXT))" }
+
+// HostInstantArg implements sqlstore.Dialect.
+func (Dialect) HostInstantArg(t time.Time) any { return t.UTC().Format(instantLayout) }
+
+// ParseHostInstant implements sqlstore.Dialect.
+func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		t, err := time.Parse(instantLayout, x)
+		if err != nil {
+			return nil, fmt.Errorf("host instant %q: %w", x, err)
+		}
+		return &t, nil
+	}
+	return nil, fmt.Errorf("host instant %v is a %T, want text", v, v)
 }
+
+// Bytewise implements sqlstore.Dialect: SQLite's default collation, BINARY,
+// compares bytes.
+func (Dialect) Bytewise(x string) string { return x }
+
+// subagentMessages reads every candidate message through the registered
+// function subagentctx_message, which runs backfill.Recover: SQLite's own
+// JSON functions read duplicate keys, surrogates and numbers differently
+// from PostgreSQL (docs/CONTRACT.md §9.6). Only messages whose text can
+// spell the kind (literally, or through a \u escape) reach the function.
+const subagentMessages = `SELECT CAST(v.id AS TEXT) AS message_id, CAST(v.task_session_id AS TEXT) AS task_session_id,
+		CAST(v.task_id AS TEXT) AS task_id, json_extract(v.x, '$.tool_call_id') AS tool_call_id,
+		json_extract(v.x, '$.recoverable') AS recoverable, json_extract(v.x, '$.created') AS created,
+		NULLIF(CAST(v.turn_id AS TEXT), '') AS turn_id, json_extract(v.x, '$.parent_tool_call_id') AS parent_tool_call_id,
+		json_extract(v.x, '$.subagent_type') AS subagent_type, json_extract(v.x, '$.description') AS description,
+		json_extract(v.x, '$.agent_id') AS agent_id, json_extract(v.x, '$.child_session_id') AS child_session_id,
+		json_extract(v.x, '$.model') AS model, json_extract(v.x, '$.agent_status') AS agent_status,
+		json_extract(v.x, '$.tool_status') AS tool_status, json_extract(v.x, '$.is_async') AS is_async,
+		json_extract(v.x, '$.total_tokens') AS total_tokens, json_extract(v.x, '$.tool_use_count') AS tool_use_count,
+		json_extract(v.x, '$.duration_ms') AS duration_ms, json_extract(v.x, '$.observed_at') AS observed_at,
+		json_extract(v.x, '$.settled_at') AS settled_at
+	FROM (SELECT m.id, m.task_session_id, m.task_id, m.turn_id,
+			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT), CAST(m.turn_id AS TEXT),
+				CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
+		FROM %s m
+		WHERE instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0
+		LIMIT -1 OFFSET 0) v
+	WHERE v.x IS NOT NULL`
+
+// SubagentMessages implements sqlstore.Dialect.
+func (Dialect) SubagentMessages(t sqlstore.Tables) string {
+	return fmt.Sprintf(subagentMessages, `"`+t.Messages+`"`)
+}
+
+// StagesBackfill implements sqlstore.Dialect: SQLite has no writable CTE.
+func (Dialect) StagesBackfill() bool { return true }
+
+// WithConn implements sqlstore.Dialect: fn runs on one connection of db on
+// which subagentctx_message and subagentctx_instant are registered.
+func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) error) error {
+	return db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
+		conn, ok := tx.Statement.ConnPool.(*sql.Conn)
+		if !ok {
+			return fmt.Errorf("subagentctx: sqlite: want a connection, got %T", tx.Statement.ConnPool)
+		}
+		if err := conn.Raw(register); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+func register(driverConn any) error {
+	c, ok := driverConn.(*sqlite3.SQLiteConn)
+	if !ok {
+		return fmt.Errorf("subagentctx: sqlite: the handle's driver is %T, want mattn/go-sqlite3", driverConn)
+	}
+	if err := c.RegisterFunc("subagentctx_message", message, true); err != nil {
+		return err
+	}
+	return c.RegisterFunc("subagentctx_instant", instant, true)
+}
+
+// recovered is a message's reading as subagentctx_message returns it.
+type recovered struct {
+	ToolCallID       *string `json:"tool_call_id"`
+	Recoverable      int     `json:"recoverable"`
+	Created          *string `json:"created"`
+	ParentToolCallID *string `json:"parent_tool_call_id"`
+	SubagentType     *string `json:"subagent_type"`
+	Description      *string `json:"description"`
+	AgentID          *string `json:"agent_id"`
+	ChildSessionID   *string `json:"child_session_id"`
+	Model            *string `json:"model"`
+	AgentStatus      *string `json:"agent_status"`
+	ToolStatus       *string `json:"tool_status"`
+	IsAsync          int     `json:"is_async"`
+	TotalTokens      *int64  `json:"total_tokens"`
+	ToolUseCount     *int64  `json:"tool_use_count"`
+	DurationMs       *int64  `json:"duration_ms"`
+	ObservedAt       *string `json:"observed_at"`
+	SettledAt        *string `json:"settled_at"`
+}
+
+// storedLayout is how go-sqlite3 writes a time.Time: what this table's
+// TIMESTAMP columns hold.
+const storedLayout = "2006-01-02 15:04:05.999999999-07:00"
+
+// message is subagentctx_message: backfill.Recover on one message, as JSON
+// (NULL when it is not a subagent message). Its text is valid UTF-8: every
+// string comes from a document jsonb.Parse accepted.
+func message(id, session, task, turn, metadata, created, updated any) (any, error) {
+	str := func(v any) *string {
+		if s, ok := v.(string); ok {
+			return &s
+		}
+		return nil
+	}
+	hostTime := func(v any) *time.Time {
+		if s, ok := v.(string); ok {
+			if t, ok := backfill.ParseHostTime(s); ok {
+				return &t
+			}
+		}
+		return nil
+	}
+	r := backfill.Recover(backfill.Message{ID: str(id), TaskSessionID: str(session), TaskID: str(task), TurnID: str(turn),
+		Metadata: str(metadata), CreatedAt: hostTime(created), UpdatedAt: hostTime(updated)})
+	if !r.Subagent {
+		return nil, nil
+	}
+	row := r.Row
+	out := recovered{ParentToolCallID: row.ParentToolCallID, SubagentType: row.SubagentType, Description: row.Description,
+		AgentID: row.AgentID, ChildSessionID: row.ChildSessionID, Model: row.Model, AgentStatus: row.AgentStatus,
+		ToolStatus: row.ToolStatus, TotalTokens: row.TotalTokens, ToolUseCount: row.ToolUseCount, DurationMs: row.DurationMs}
+	if row.ToolCallID != "" {
+		out.ToolCallID = &row.ToolCallID
+	}
+	if r.Recoverable {
+		out.Recoverable = 1
+	}
+	if row.IsAsync {
+		out.IsAsync = 1
+	}
+	if r.Created != nil {
+		c, o := r.Created.UTC().Format(instantLayout), row.ObservedAt.Format(storedLayout)
+		out.Created, out.ObservedAt = &c, &o
+	}
+	if row.SettledAt != nil {
+		s := row.SettledAt.Format(storedLayout)
+		out.SettledAt = &s
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+// instant is subagentctx_instant: a host timestamp as instantLayout text,
+// or NULL when backfill.ParseHostTime cannot read it.
+func instant(v any) any {
+	if s, ok := v.(string); ok {
+		if t, ok := backfill.ParseHostTime(s); ok {
+			return t.UTC().Format(instantLayout)
+		}
+	}
+	return nil
+}
+
+// Writers implements sqlstore.Dialect: SQLite serialises writers: more would only wait on its lock.
+func (Dialect) Writers() int { return 1 }
 
 // Classify implements sqlstore.Dialect.
 func (Dialect) Classify(err error) error {
@@ -168,48 +354,10 @@ func (Dialect) Classify(err error) error {
 	return nil
 }
 
-// MessageDocument implements sqlstore.Dialect. json_valid() guards every
-// json_extract(), which would otherwise raise on malformed text. A document
-// holding the escape \u0000 is treated as malformed, as PostgreSQL must
-// (its jsonb cannot hold NUL), so both dialects read the same rows.
-func (Dialect) MessageDocument(col string) string {
-	return "CASE WHEN instr(" + col + ", 'subagent_task') > 0 AND instr(" + col + ", '\\u0000') = 0 AND json_valid(" + col +
-		") AND json_type(" + col + ") = 'object' THEN " + col + " ELSE '{}' END"
-}
-
-func jsonPath(path []string) string { return "'$." + sqlstore.JSONPath(path...) + "'" }
-
-// JSONText implements sqlstore.Dialect.
-func (Dialect) JSONText(doc string, path ...string) string {
-	p := jsonPath(path)
-	return "CASE WHEN json_type(" + doc + ", " + p + ") = 'text' THEN NULLIF(json_extract(" + doc + ", " + p + "), '') END"
-}
-
-// JSONInt implements sqlstore.Dialect: a JSON number with an integral
-// value in range (1e3 and 2.0 count; 1.5 and 2^63 do not), as on
-// PostgreSQL. json_type() says 'integer' for an integer literal beyond 64
-// bits too, which json_extract() then returns as a REAL: both must agree. A
-// real literal counts below 9e18, where a double still holds every integer
-// exactly enough to compare.
-func (Dialect) JSONInt(doc string, min int64, path ...string) string {
-	p := jsonPath(path)
-	v := "json_extract(" + doc + ", " + p + ")"
-	return fmt.Sprintf("CASE json_type(%s, %s) WHEN 'integer' THEN CASE WHEN typeof(%s) = 'integer' AND %s >= %d THEN %s END"+
-		" WHEN 'real' THEN CASE WHEN %s = CAST(%s AS INTEGER) AND %s >= %d AND %s < 9.0e18 THEN CAST(%s AS INTEGER) END END",
-		doc, p, v, v, min, v, v, v, v, min, v, v)
-}
-
-// JSONBool implements sqlstore.Dialect: true, or a number equal to 1.
-func (Dialect) JSONBool(doc string, path ...string) string {
-	p := jsonPath(path)
-	t := "json_type(" + doc + ", " + p + ")"
-	return "CASE WHEN " + t + " = 'true' OR (" + t + " IN ('integer', 'real') AND json_extract(" + doc + ", " + p + ") = 1) THEN 1 ELSE 0 END"
-}
-
 // Shape implements sqlstore.Dialect from sqlite_master and the pragmas.
 func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
 	var shape sqlstore.Shape
-	ok, err := Dialect{}.TableExists(ctx, db, core.Table)
+	ok, err := Dialect{}.TableExists(ctx, db, sqlstore.Table)
 	if err != nil || !ok {
 		return shape, err
 	}
@@ -220,72 +368,68 @@ func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
 	}
 	shape.HasExecutionColumn = n > 0
 	var idx []sqlstore.CatalogIndex
-	err = db.WithContext(ctx).Raw(`SELECT il.name AS name, il."unique" AS "unique",
+	err = db.WithContext(ctx).Raw(`SELECT il.name AS name, il."unique" AS "unique", il.origin = 'pk' AS "primary",
 		(SELECT group_concat(name, ',' ORDER BY seqno) FROM pragma_index_info(il.name)) AS columns
 		FROM pragma_index_list('task_session_subagents') il`).Scan(&idx).Error
 	return sqlstore.ShapeFrom(shape, idx), err
 }
 
-// Upgrade implements sqlstore.Dialect. SQLite cannot drop a UNIQUE
-// constraint, so the table is rebuilt: create the end shape under a temporary
-// name, copy every row (the new column takes its DEFAULT 'unknown'), drop the
-// old table, rename, and re-create its indexes (except the legacy unique
-// one) and the three required ones. SQLite DDL is transactional: all of it
+// upgradeTable is the temporary name of the rebuilt table.
+const upgradeTable = "task_session_subagents_upgrade"
+
+// UpgradeStages implements sqlstore.Dialect.
+func (Dialect) UpgradeStages() []string {
+	return []string{"create new table", "copy rows", "drop old table", "rename", "before commit"}
+}
+
+// Upgrade implements sqlstore.Dialect. SQLite can neither drop a UNIQUE
+// constraint nor change a primary key, so the table is rebuilt: create the
+// end shape under a temporary name, copy every row (a missing
+// agent_execution_id takes its DEFAULT 'unknown'), drop the old table,
+// rename, and re-create its indexes (except the first draft's unique one)
+// and the three required ones. SQLite DDL is transactional: all of it
 // commits or none.
-func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, t core.HostTables, hook func(string) error) error {
+func (d Dialect) Upgrade(ctx context.Context, tx *gorm.DB, t sqlstore.Tables, hook func(string) error) error {
 	db := tx.WithContext(ctx)
 	var cols []string
 	if err := db.Raw(`SELECT name FROM pragma_table_info('task_session_subagents') ORDER BY cid`).Scan(&cols).Error; err != nil {
 		return err
 	}
-	var indexSQL []string
-	if err := db.Raw(`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'task_session_subagents' AND sql IS NOT NULL`).Scan(&indexSQL).Error; err != nil {
+	var indexes []struct{ Name, SQL, Columns string }
+	if err := db.Raw(`SELECT m.name, m.sql, (SELECT group_concat(name, ',' ORDER BY seqno) FROM pragma_index_info(m.name)) AS columns
+		FROM sqlite_master m WHERE m.type = 'index' AND m.tbl_name = 'task_session_subagents' AND m.sql IS NOT NULL`).Scan(&indexes).Error; err != nil {
 		return err
 	}
-	const tmp = "task_session_subagents_upgrade"
-	create := strings.Replace(fmt.Sprintf(createTable, core.QuoteIdentifier(t.Sessions)), "task_session_subagents", tmp, 1)
 	list := strings.Join(cols, ", ")
 	steps := []struct{ stage, sql string }{
-		{"create new table", "DROP TABLE IF EXISTS " + tmp},
-		{"create new table", create},
-		{"copy rows", "INSERT INTO " + tmp + " (" + list + ") SELECT " + list + " FROM task_session_subagents"},
-		{"drop old table", "DROP TABLE task_session_subagents"},
-		{"rename", "ALTER TABLE " + tmp + " RENAME TO task_session_subagents"},
+		{"create new table", "DROP TABLE IF EXISTS " + upgradeTable},
+		{"create new table", sqlstore.CreateTable(d, upgradeTable, t)},
+		{"copy rows", "INSERT INTO " + upgradeTable + " (" + list + ") SELECT " + list + " FROM " + sqlstore.Table},
+		{"drop old table", "DROP TABLE " + sqlstore.Table},
+		{"rename", "ALTER TABLE " + upgradeTable + " RENAME TO " + sqlstore.Table},
 	}
-	for _, st := range steps {
+	for i, st := range steps {
 		if err := db.Exec(st.sql).Error; err != nil {
 			return fmt.Errorf("%s: %w", st.stage, err)
 		}
-		if err := hook(st.stage); err != nil {
-			return err
+		if i > 0 { // the first two statements are one stage
+			if err := hook(st.stage); err != nil {
+				return err
+			}
 		}
 	}
-	for _, q := range indexSQL {
-		if isLegacyUniqueIndex(q) {
+	for _, x := range indexes {
+		if sqlstore.IsLegacyKey(x.Columns) {
 			continue
 		}
-		if err := db.Exec(q).Error; err != nil {
-			return fmt.Errorf("re-create index: %w", err)
+		if err := db.Exec(x.SQL).Error; err != nil {
+			return fmt.Errorf("re-create index %s: %w", x.Name, err)
 		}
 	}
-	for _, q := range sqlstore.IndexStatements {
+	for _, q := range sqlstore.CreateIndexes() {
 		if err := db.Exec(q).Error; err != nil {
 			return fmt.Errorf("create index: %w", err)
 		}
 	}
 	return hook("before commit")
 }
-
-// isLegacyUniqueIndex recognises CREATE UNIQUE INDEX … (task_session_id,
-// tool_call_id), the legacy key when it was declared as an index.
-func isLegacyUniqueIndex(sql string) bool {
-	norm := strings.Join(strings.Fields(strings.ToLower(sql)), "")
-	return strings.HasPrefix(norm, "createuniqueindex") && strings.HasSuffix(norm, "(task_session_id,tool_call_id)")
-}
-
-// Fence implements sqlstore.Dialect: SQLite never flattens a subquery that
-// has an OFFSET.
-func (Dialect) Fence() string { return "LIMIT -1 OFFSET 0" }
-
-// WritableCTE implements sqlstore.Dialect.
-func (Dialect) WritableCTE() bool { return false }

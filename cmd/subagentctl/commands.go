@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,54 +12,80 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 )
 
-func cmdMigrate(ctx context.Context, e *env, args []string) error {
-	fs, err := commandFlags("migrate", args, func(*flag.FlagSet) {})
-	if err != nil {
-		return err
-	}
-	if err := noArgs("migrate", fs); err != nil {
-		return err
-	}
+func cmdMigrate(ctx context.Context, e *env, o *opts) error {
 	s, err := e.open(ctx, migrating)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	r, err := migrate(ctx, e, s)
-	if err != nil {
-		return err
+	r := e.migrate(ctx, s)
+	if o.json {
+		if err := writeJSON(e.stdout, r); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(e.stdout, e.dsn.redact(r.String()))
 	}
-	fmt.Fprint(e.stdout, e.dsn.redact(r.String()))
 	if r.Failed() {
 		return exitError{exitFail}
 	}
 	return nil
 }
 
-// migrate runs a pass; its WARN lines go to stderr (redacted), and on a
+// migrate runs a pass; its warnings go to stderr (redacted), and on a
 // terminal a ticker shows it is alive.
-func migrate(ctx context.Context, e *env, s store) (backfill.Report, error) {
-	log := slog.New(slog.NewTextHandler(redactingWriter{e}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := backfill.New(s, backfill.WithLogger(log))
-	if err != nil {
-		return backfill.Report{}, err
-	}
+func (e *env) migrate(ctx context.Context, s *sqlstore.Store) backfill.Report {
 	stop := e.ticker(func(elapsed time.Duration) string {
 		return fmt.Sprintf("migrating… %s", elapsed.Truncate(time.Second))
 	})
 	defer stop()
-	return m.Run(ctx), nil
+	return backfill.New(s, backfill.WithLogger(e.logger())).Run(ctx)
 }
 
-type redactingWriter struct{ e *env }
+// logger writes the library's warnings to stderr in the command's own
+// format, redacted.
+func (e *env) logger() *slog.Logger {
+	return slog.New(&warnings{e: e})
+}
 
-func (w redactingWriter) Write(p []byte) (int, error) {
-	_, err := io.WriteString(w.e.stderr, w.e.dsn.redact(string(p)))
-	return len(p), err
+// warnings is a slog.Handler for WARN and above: "subagentctl: warning:
+// message key=value …".
+type warnings struct {
+	e     *env
+	attrs []slog.Attr
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("subagentctl: warning: " + strings.TrimPrefix(r.Message, "subagentctx: "))
+	add := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range w.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	_, err := io.WriteString(w.e.stderr, w.e.dsn.redact(b.String())+"\n")
+	return err
+}
+
+func (w *warnings) WithAttrs(as []slog.Attr) slog.Handler {
+	return &warnings{e: w.e, attrs: append(append([]slog.Attr(nil), w.attrs...), as...)}
+}
+
+func (w *warnings) WithGroup(string) slog.Handler { return w }
+
+// warnf prints a warning in the one format.
+func (e *env) warnf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "subagentctl: warning: %s\n", e.dsn.redact(fmt.Sprintf(format, args...)))
 }
 
 // ticker prints a status line on stderr every second while work runs, when
@@ -87,16 +112,15 @@ func (e *env) ticker(status func(elapsed time.Duration) string) func() {
 	return func() { close(done); <-finished }
 }
 
-func cmdRecord(ctx context.Context, e *env, args []string) error {
-	fs, err := commandFlags("record", args, func(*flag.FlagSet) {})
-	if err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usagef("record: one input at most, got %d", fs.NArg())
-	}
+// recordReport is record's result.
+type recordReport struct {
+	core.CounterValues
+	BadLines int `json:"bad_lines"`
+}
+
+func cmdRecord(ctx context.Context, e *env, o *opts) error {
 	in := e.stdin
-	if name := fs.Arg(0); name != "" && name != "-" {
+	if name := firstOr(o.pos, "-"); name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return err
@@ -109,40 +133,55 @@ func cmdRecord(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	log := slog.New(slog.NewTextHandler(redactingWriter{e}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rec, err := core.NewRecorder(s, core.WithLogger(log))
+	rec, err := core.NewRecorder(s, core.WithLogger(e.logger()))
 	if err != nil {
 		return err
 	}
-	bad, err := recordLines(ctx, e, in, rec)
-	v := rec.Counters().Values()
-	fmt.Fprintf(e.stdout, "attempted %d  persisted %d  skipped_no_identity %d  failed %d  anomalous_value %d  unknown_execution %d\n",
-		v.Attempted, v.Persisted, v.SkippedNoIdentity, v.Failed, v.AnomalousValue, v.UnknownExecution)
-	if err != nil {
+	var lines atomic.Int64
+	stop := e.ticker(func(elapsed time.Duration) string {
+		n := lines.Load()
+		return fmt.Sprintf("recorded %d lines (%.0f/s), %d frames pending", n, float64(n)/elapsed.Seconds(), rec.Counters().Values().Pending)
+	})
+	bad, readErr := e.recordLines(ctx, in, rec, &lines)
+	// Drain before reporting: the counters are final.
+	closeErr := rec.Close(context.WithoutCancel(ctx))
+	stop()
+	out := recordReport{CounterValues: rec.Counters().Values(), BadLines: bad}
+	if o.json {
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+	} else {
+		v := out.CounterValues
+		fmt.Fprintf(e.stdout, "attempted %d  persisted %d  skipped_no_identity %d  failed %d  anomalous_value %d  unknown_execution %d  dropped %d  bad_lines %d\n",
+			v.Attempted, v.Persisted, v.SkippedNoIdentity, v.Failed, v.AnomalousValue, v.UnknownExecution, v.Dropped, bad)
+	}
+	if err := errors.Join(readErr, closeErr); err != nil {
 		return err
 	}
-	if bad > 0 || v.Failed > 0 {
+	if bad > 0 || out.Failed > 0 {
 		return exitError{exitFail}
 	}
 	return nil
 }
 
+func firstOr(xs []string, def string) string {
+	if len(xs) > 0 {
+		return xs[0]
+	}
+	return def
+}
+
 // recordLines records each line in order; a bad line is reported with its
 // number and skipped.
-func recordLines(ctx context.Context, e *env, in io.Reader, rec *core.Recorder) (bad int, err error) {
-	var lines atomic.Int64
-	stop := e.ticker(func(elapsed time.Duration) string {
-		n := lines.Load()
-		return fmt.Sprintf("recorded %d lines (%.0f/s)", n, float64(n)/elapsed.Seconds())
-	})
-	defer stop()
+func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder, lines *atomic.Int64) (bad int, err error) {
 	r := bufio.NewReader(in)
 	for n := 1; ; n++ {
 		line, readErr := r.ReadBytes('\n')
 		if len(strings.TrimSpace(string(line))) > 0 {
 			f, err := core.DecodeFrame(line)
 			if err != nil {
-				fmt.Fprintf(e.stderr, "line %d: %v (skipped)\n", n, err)
+				e.warnf("line %d: %v (skipped)", n, err)
 				bad++
 			} else {
 				rec.Record(ctx, f)
@@ -161,27 +200,14 @@ func recordLines(ctx context.Context, e *env, in io.Reader, rec *core.Recorder) 
 	}
 }
 
-func cmdList(ctx context.Context, e *env, args []string) error {
-	var session, turn string
-	var limit int
-	var asJSON *bool
-	fs, err := commandFlags("list", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&session, "session", "", "")
-		fs.StringVar(&turn, "turn", "", "")
-		fs.IntVar(&limit, "limit", 0, "")
-		asJSON = jsonFlag(fs)
-	})
-	if err != nil {
-		return err
-	}
-	if err := noArgs("list", fs); err != nil {
-		return err
-	}
-	if (session == "") == (turn == "") {
+func cmdList(ctx context.Context, e *env, o *opts) error {
+	switch {
+	case (o.session == "") == (o.turn == ""):
 		return usagef("list: give exactly one of --session ID and --turn ID")
-	}
-	if limit < 0 {
-		return usagef("list: --limit %d is negative", limit)
+	case o.limit < 0:
+		return usagef("list: --limit %d is negative", o.limit)
+	case o.json && o.tree:
+		return usagef("list: give --json or --tree, not both")
 	}
 	s, err := e.open(ctx, readOnly)
 	if err != nil {
@@ -189,35 +215,26 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 	}
 	defer s.Close()
 	var rows []core.Subagent
-	if session != "" {
-		rows, err = s.ListBySession(ctx, session, core.Page{Limit: limit})
+	if o.session != "" {
+		rows, err = s.ListBySession(ctx, o.session, core.Page{Limit: o.limit})
 	} else {
-		rows, err = s.ListByTurn(ctx, turn, core.Page{Limit: limit})
+		rows, err = s.ListByTurn(ctx, o.turn, core.Page{Limit: o.limit})
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case o.json:
+		return writeJSON(e.stdout, rows)
+	case o.tree:
+		printTree(e.stdout, rows)
+	default:
+		printRows(e.stdout, rows)
 	}
-	if *asJSON {
-		return writeJSON(e.stdout, rowsJSON(rows))
-	}
-	printRows(e.stdout, rows)
 	return nil
 }
 
-func cmdStats(ctx context.Context, e *env, args []string) error {
-	var q core.StatsQuery
-	var asJSON *bool
-	fs, err := commandFlags("stats", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&q.TaskSessionID, "session", "", "")
-		fs.StringVar(&q.TaskID, "task", "", "")
-		asJSON = jsonFlag(fs)
-	})
-	if err != nil {
-		return err
-	}
-	if err := noArgs("stats", fs); err != nil {
-		return err
-	}
+func cmdStats(ctx context.Context, e *env, o *opts) error {
+	q := core.StatsQuery{TaskSessionID: o.session, TaskID: o.task}
 	if err := q.Validate(); err != nil {
 		return usagef("stats: give --session or --task, not both")
 	}
@@ -230,22 +247,14 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.json {
 		return writeJSON(e.stdout, st)
 	}
 	printStats(e.stdout, st)
 	return nil
 }
 
-func cmdActivation(ctx context.Context, e *env, args []string) error {
-	var asJSON *bool
-	fs, err := commandFlags("activation", args, func(fs *flag.FlagSet) { asJSON = jsonFlag(fs) })
-	if err != nil {
-		return err
-	}
-	if err := noArgs("activation", fs); err != nil {
-		return err
-	}
+func cmdActivation(ctx context.Context, e *env, o *opts) error {
 	s, err := e.open(ctx, readOnly)
 	if err != nil {
 		return err
@@ -255,7 +264,7 @@ func cmdActivation(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.json {
 		return writeJSON(e.stdout, a)
 	}
 	printActivation(e.stdout, a)
@@ -269,21 +278,13 @@ const (
 	healthNotActivated = 3
 )
 
-func cmdHealth(ctx context.Context, e *env, args []string) error {
-	var asJSON *bool
-	fs, err := commandFlags("health", args, func(fs *flag.FlagSet) { asJSON = jsonFlag(fs) })
+func cmdHealth(ctx context.Context, e *env, o *opts) error {
+	h, err := e.health(ctx)
 	if err != nil {
-		return err
-	}
-	if err := noArgs("health", fs); err != nil {
-		return err
-	}
-	h, a, err := health(ctx, e)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "subagentctl: %s\n", e.dsn.redact(err.Error()))
+		fmt.Fprintf(e.stderr, "subagentctl: error: %s\n", e.dsn.redact(err.Error()))
 		return exitError{healthError}
 	}
-	if *asJSON {
+	if o.json {
 		if err := writeJSON(e.stdout, h); err != nil {
 			return err
 		}
@@ -291,7 +292,7 @@ func cmdHealth(ctx context.Context, e *env, args []string) error {
 		printHealth(e.stdout, h)
 	}
 	switch {
-	case !h.Ran && !a.CaptureSince.Present:
+	case !h.Ran && (h.State == core.NotActivated || h.State == core.NoBoundary):
 		return exitError{healthNotActivated}
 	case !h.Ran:
 		return exitError{healthError}
@@ -301,16 +302,11 @@ func cmdHealth(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func health(ctx context.Context, e *env) (core.Health, core.Activation, error) {
+func (e *env) health(ctx context.Context) (core.Health, error) {
 	s, err := e.open(ctx, readOnly)
 	if err != nil {
-		return core.Health{}, core.Activation{}, err
+		return core.Health{}, err
 	}
 	defer s.Close()
-	a, err := s.Activation(ctx)
-	if err != nil {
-		return core.Health{}, a, err
-	}
-	h, err := s.Health(ctx)
-	return h, a, err
+	return s.Health(ctx)
 }

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -16,37 +17,37 @@ import (
 // temporary directory: a Kandev-shaped host with message history, the
 // migration pass with its backfill, a realistic live frame stream, then the
 // rows, statistics, activation and health.
-func cmdDemo(ctx context.Context, e *env, args []string) error {
-	fs, err := commandFlags("demo", args, func(*flag.FlagSet) {})
-	if err != nil {
-		return err
-	}
-	if err := noArgs("demo", fs); err != nil {
-		return err
-	}
+func cmdDemo(ctx context.Context, e *env, _ *opts) error {
 	dir, err := os.MkdirTemp("", "subagentctl-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	e.dsn = dsn{value: filepath.Join(dir, "kandev.db")}
-	e.tables = core.HostTables{}
+	e.tables = sqlstore.Tables{}.WithDefaults()
 	out := e.stdout
 	section := func(title string) { fmt.Fprintf(out, "\n== %s\n", title) }
 
 	// The host: its tables and a history of 6 sessions before this library
 	// was installed.
+	db, err := sqlite.OpenDB(e.dsn.value)
+	if err != nil {
+		return err
+	}
+	if err := kandevtest.CreateTables(ctx, db, e.tables); err != nil {
+		return err
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		sqlDB.Close()
+	}
 	s, err := e.open(ctx, migrating)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	db := s.DB()
+	db = s.DB()
 	history := time.Now().UTC().Add(-72 * time.Hour)
 	ids, msgs := kandevtest.History("", 6, 120, history)
-	if err := kandevtest.CreateTables(ctx, db, e.tables); err != nil {
-		return err
-	}
 	for _, id := range ids {
 		if err := kandevtest.InsertSession(ctx, db, e.tables, id, id+"-task"); err != nil {
 			return err
@@ -58,16 +59,12 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(out, "host database %s: %d sessions, %d messages of history (some subagent, some malformed)\n", e.dsn.value, len(ids), len(msgs))
 
 	section("migration pass (at boot)")
-	r, err := migrate(ctx, e, s)
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(out, r)
+	fmt.Fprint(out, e.migrate(ctx, s))
 
 	// Live: a session after activation; the host writes its messages and
 	// hands every subagent frame to the Recorder.
 	section("live frames")
-	rec, err := core.NewRecorder(s)
+	rec, err := core.NewRecorder(s, core.WithLogger(e.logger()))
 	if err != nil {
 		return err
 	}
@@ -94,6 +91,9 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	for _, f := range frames {
 		rec.Record(ctx, f)
 	}
+	if err := rec.Close(ctx); err != nil { // drain: every frame written
+		return err
+	}
 	v := rec.Counters().Values()
 	fmt.Fprintf(out, "%d frames (out of order, duplicated, nested, async, 8-way fan-out, a tool call id reused by a second execution, one without identity)\n", len(frames))
 	fmt.Fprintf(out, "counters: attempted %d = persisted %d + skipped_no_identity %d + failed %d; anomalous_value %d, unknown_execution %d\n",
@@ -104,7 +104,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	printRows(out, rows)
+	printTree(out, rows)
 
 	section("statistics")
 	for _, q := range []core.StatsQuery{{TaskSessionID: sess}, {TaskSessionID: ids[0]}, {}} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -11,14 +12,13 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
-	"github.com/subagentctx/subagentctx/backfill"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 )
 
 // dsn is a parsed --db value.
 type dsn struct {
 	postgres bool
-	value    string // the SQLite path or the PostgreSQL URL
+	value    string // the SQLite path or the PostgreSQL DSN
 }
 
 func parseDSN(raw string) (dsn, error) {
@@ -30,18 +30,10 @@ func parseDSN(raw string) (dsn, error) {
 			return dsn{value: p}, nil
 		}
 		return dsn{}, errors.New("--db sqlite: has no path")
-	case strings.HasSuffix(raw, ".db"), strings.HasSuffix(raw, ".sqlite"):
+	case strings.HasSuffix(raw, ".db"), strings.HasSuffix(raw, ".sqlite"), strings.HasSuffix(raw, ".sqlite3"):
 		return dsn{value: raw}, nil
 	}
-	return dsn{}, fmt.Errorf("--db %q is neither SQLite (sqlite:PATH, *.db, *.sqlite) nor PostgreSQL (postgres://, postgresql://)", postgres.Redact(raw))
-}
-
-// String is the DSN as it may be shown: without its password.
-func (d dsn) String() string {
-	if d.postgres {
-		return postgres.Redact(d.value)
-	}
-	return "sqlite:" + d.value
+	return dsn{}, fmt.Errorf("--db %q is neither SQLite (sqlite:PATH, *.db, *.sqlite, *.sqlite3) nor PostgreSQL (postgres://, postgresql://)", postgres.Redact(raw))
 }
 
 // redact removes the DSN's password from any text about to be printed.
@@ -52,38 +44,41 @@ func (d dsn) redact(s string) string {
 	return postgres.RedactText(s, d.value)
 }
 
-// store is what both SQL adapters' stores are.
-type store interface {
-	core.Store
-	core.Reader
-	backfill.Target
-	Close() error
-}
-
 // mode says how a command opens the database.
 type mode int
 
 const (
-	// readOnly: attach to an existing database; create nothing.
+	// readOnly: the database must exist; nothing is written (the session
+	// refuses writes).
 	readOnly mode = iota
-	// migrating: attach; the migration pass creates what is missing.
+	// migrating: the database must exist; the migration pass creates what
+	// is missing of the library's own tables.
 	migrating
-	// writing: create the table if absent (the recorder needs it).
+	// writing: the database must exist with the host's tables; the
+	// library's table is created if absent.
 	writing
 )
 
-func (e *env) open(ctx context.Context, m mode) (store, error) {
+// open opens the store as the mode says. It never creates a SQLite file:
+// a path that does not exist is refused with its name.
+func (e *env) open(ctx context.Context, m mode) (*sqlstore.Store, error) {
+	opt := sqlstore.WithTables(e.tables)
 	var db *gorm.DB
 	var err error
-	if e.dsn.postgres {
+	switch {
+	case e.dsn.postgres && m == readOnly:
+		db, err = postgres.OpenDB(readOnlyDSN(e.dsn.value))
+	case e.dsn.postgres:
 		db, err = postgres.OpenDB(e.dsn.value)
-	} else {
-		if m == readOnly {
-			if _, statErr := os.Stat(e.dsn.value); statErr != nil {
-				return nil, fmt.Errorf("no SQLite database at %s", e.dsn.value)
-			}
+	default:
+		if _, statErr := os.Stat(e.dsn.value); statErr != nil {
+			return nil, fmt.Errorf("no SQLite database at %s", e.dsn.value)
 		}
-		db, err = sqlite.OpenDB(e.dsn.value)
+		if m == readOnly {
+			db, err = sqlite.OpenReadOnly(e.dsn.value)
+		} else {
+			db, err = sqlite.OpenDB(e.dsn.value)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -92,28 +87,33 @@ func (e *env) open(ctx context.Context, m mode) (store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s store
-	switch {
-	case e.dsn.postgres && m == writing:
-		s, err = postgres.New(ctx, db, e.tables)
-	case e.dsn.postgres:
-		s, err = postgres.Attach(db, e.tables)
-	case m == writing:
-		s, err = sqlite.New(ctx, db, e.tables)
-	default:
-		s, err = sqlite.Attach(db, e.tables)
+	var s *sqlstore.Store
+	if e.dsn.postgres {
+		s, err = postgres.New(db, opt)
+	} else {
+		s, err = sqlite.New(db, opt)
+	}
+	if err == nil && m == writing {
+		err = s.EnsureSchema(ctx)
 	}
 	if err != nil {
-		sqlDB.Close()
-		return nil, err
+		return nil, errors.Join(err, sqlDB.Close())
 	}
-	return closer{store: s, close: sqlDB.Close}, nil
+	s.Own(sqlDB.Close)
+	return s, nil
 }
 
-// closer closes the connections this command opened.
-type closer struct {
-	store
-	close func() error
+// readOnlyDSN asks PostgreSQL for read-only transactions on every
+// connection: a read command can never change the database.
+func readOnlyDSN(d string) string {
+	if u, err := url.Parse(d); err == nil && u.Scheme != "" {
+		// Appended as text: re-encoding the query would escape other
+		// parameters' values (a time zone's "/"), which pgx passes on as is.
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += "default_transaction_read_only=on"
+		return u.String()
+	}
+	return d + " default_transaction_read_only=on"
 }
-
-func (c closer) Close() error { return errors.Join(c.store.Close(), c.close()) }

@@ -1,6 +1,6 @@
 // Command subagentctl is the operator's command line for subagentctx:
-// migrate, feed, inspect and health-check a store, or see the library work
-// in one command:
+// migrate, feed, inspect, health-check and view a store, or see the library
+// work in one command:
 //
 //	go run ./cmd/subagentctl demo
 //
@@ -15,34 +15,45 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
+	"syscall"
 
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 )
 
 const usage = `usage: subagentctl [--db DSN] [--sessions-table NAME] [--messages-table NAME] [--meta-table NAME] COMMAND [ARGS]
 
-DSN is sqlite:PATH, a path ending in .db or .sqlite, or a postgres:// or
-postgresql:// URL; default $SUBAGENTCTL_DB, else ./subagents.db. Host table
-names default to Kandev's (task_sessions, task_session_messages, kandev_meta).
+DSN is sqlite:PATH, a path ending in .db, .sqlite or .sqlite3, or a
+postgres:// or postgresql:// URL; default $SUBAGENTCTL_DB, else
+./subagents.db. Host table names default to Kandev's (task_sessions,
+task_session_messages, kandev_meta). Global flags may also follow the
+command. Every command that reports takes --json (snake_case keys).
 
 commands:
-  migrate                                run the migration pass; exit 1 when a step failed
-  record [FILE|-]                        record frames from JSON lines (default stdin); exit 1 if a line was bad
-  list (--session ID | --turn ID) [--limit N] [--json]
-                                         rows in observed_at, tool_call_id, agent_execution_id order
+  migrate [--json]                       run the migration pass; exit 1 when a step failed
+  record [--json] [FILE|-]               record frames from JSON lines (default stdin), drain, print the counters;
+                                         exit 1 if a line was bad or a frame failed
+  list (--session ID | --turn ID) [--limit N] [--json | --tree]
+                                         rows in observed_at, tool_call_id, agent_execution_id order, or as a tree
   stats [--session ID | --task ID] [--json]
                                          coverage-aware statistics
   activation [--json]                    the activation state and keys
   health [--json]                        exit 0 healthy, 1 shortfall, 3 not activated, 2 error
   demo                                   a self-contained demo in a temporary directory (no flags, no network)
+  version                                the version (also --version)
+  help [COMMAND]                         this text
+
+exit status: 0 success, 1 a failure the command reports, 2 a usage or
+other error (health: 3 not activated). Errors and warnings go to stderr as
+"subagentctl: error: …" and "subagentctl: warning: …".
 `
 
 // Exit codes.
 const (
 	exitOK    = 0
 	exitFail  = 1 // a step failed, a line was bad, a shortfall was found
-	exitUsage = 2 // also: health's "any error"
+	exitUsage = 2 // also: any other error
 )
 
 // usageError is a bad command line: reported in one line with the usage,
@@ -59,7 +70,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -69,95 +80,227 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	db             string // --db as given (or its default)
 	dsn            dsn
-	tables         core.HostTables
+	tables         sqlstore.Tables
 	// progress is true when stderr is a terminal: long work shows it is
 	// alive there, and stays quiet otherwise.
 	progress bool
 }
 
-var commands = map[string]func(ctx context.Context, e *env, args []string) error{
-	"migrate":    cmdMigrate,
-	"record":     cmdRecord,
-	"list":       cmdList,
-	"stats":      cmdStats,
-	"activation": cmdActivation,
-	"health":     cmdHealth,
-	"demo":       cmdDemo,
+// command is one command: its flags (besides the global ones) and its body.
+type command struct {
+	flags func(fs *flag.FlagSet, o *opts)
+	// args says how many positional arguments it takes.
+	args func(pos []string) error
+	run  func(ctx context.Context, e *env, o *opts) error
+	// noDB commands do not read --db.
+	noDB bool
+}
+
+// opts holds every command's parsed flags.
+type opts struct {
+	json, tree    bool
+	session, turn string
+	task          string
+	limit         int
+	pos           []string
+}
+
+var commands map[string]command
+
+func init() {
+	none := func(name string) func([]string) error {
+		return func(pos []string) error {
+			if len(pos) > 0 {
+				return usagef("%s: unexpected argument %q", name, strings.Join(pos, " "))
+			}
+			return nil
+		}
+	}
+	jsonOnly := func(fs *flag.FlagSet, o *opts) { fs.BoolVar(&o.json, "json", false, "") }
+	commands = map[string]command{
+		"migrate": {flags: jsonOnly, args: none("migrate"), run: cmdMigrate},
+		"record": {flags: jsonOnly, run: cmdRecord,
+			args: func(pos []string) error {
+				if len(pos) > 1 {
+					return usagef("record: one input at most, got %d", len(pos))
+				}
+				return nil
+			}},
+		"list": {flags: func(fs *flag.FlagSet, o *opts) {
+			jsonOnly(fs, o)
+			fs.BoolVar(&o.tree, "tree", false, "")
+			fs.StringVar(&o.session, "session", "", "")
+			fs.StringVar(&o.turn, "turn", "", "")
+			fs.IntVar(&o.limit, "limit", 0, "")
+		}, args: none("list"), run: cmdList},
+		"stats": {flags: func(fs *flag.FlagSet, o *opts) {
+			jsonOnly(fs, o)
+			fs.StringVar(&o.session, "session", "", "")
+			fs.StringVar(&o.task, "task", "", "")
+		}, args: none("stats"), run: cmdStats},
+		"activation": {flags: jsonOnly, args: none("activation"), run: cmdActivation},
+		"health":     {flags: jsonOnly, args: none("health"), run: cmdHealth},
+		"demo":       {flags: func(*flag.FlagSet, *opts) {}, args: none("demo"), run: cmdDemo, noDB: true},
+		"version":    {flags: func(*flag.FlagSet, *opts) {}, args: none("version"), run: cmdVersion, noDB: true},
+		"help": {flags: func(*flag.FlagSet, *opts) {}, noDB: true, run: cmdHelp, args: func(pos []string) error {
+			if len(pos) > 1 {
+				return usagef("help: one command at most")
+			}
+			return nil
+		}},
+	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, progress: isTerminal(stderr)}
-	err := parseGlobal(e, args, func(cmd string, rest []string) error {
-		fn, ok := commands[cmd]
-		if !ok {
-			return usagef("unknown command %q", cmd)
-		}
-		return fn(ctx, e, rest)
-	})
+	err := e.dispatch(ctx, args)
 	var ue usageError
 	var ee exitError
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "subagentctl: %s\n\n%s", ue.msg, usage)
-		return exitUsage
-	case errors.As(err, &ee):
-		return ee.code
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "subagentctl: error: %s\n\n%s", e.dsn.redact(ue.msg), usage)
+		return exitUsage
+	case errors.As(err, &ee):
+		return ee.code
 	}
-	fmt.Fprintf(stderr, "subagentctl: %s\n", e.dsn.redact(err.Error()))
-	return exitFail
+	fmt.Fprintf(stderr, "subagentctl: error: %s\n", e.dsn.redact(err.Error()))
+	return exitUsage
 }
 
-func parseGlobal(e *env, args []string, dispatch func(string, []string) error) error {
-	fs := flag.NewFlagSet("subagentctl", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	db := fs.String("db", "", "")
-	fs.StringVar(&e.tables.Sessions, "sessions-table", "", "")
-	fs.StringVar(&e.tables.Messages, "messages-table", "", "")
-	fs.StringVar(&e.tables.Meta, "meta-table", "", "")
+// dispatch parses the global flags, which may stand before or after the
+// command, then the command's own flags and arguments, in any order.
+func (e *env) dispatch(ctx context.Context, args []string) error {
+	var version bool
+	global := func(fs *flag.FlagSet) {
+		fs.StringVar(&e.db, "db", e.db, "")
+		fs.StringVar(&e.tables.Sessions, "sessions-table", e.tables.Sessions, "")
+		fs.StringVar(&e.tables.Messages, "messages-table", e.tables.Messages, "")
+		fs.StringVar(&e.tables.Meta, "meta-table", e.tables.Meta, "")
+		fs.BoolVar(&version, "version", version, "")
+	}
+	fs := newFlags("subagentctl")
+	global(fs)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
+		return flagError(err)
+	}
+	if version {
+		return cmdVersion(ctx, e, nil)
 	}
 	if fs.NArg() == 0 {
 		return usagef("no command given")
 	}
-	if err := e.tables.Validate(); err != nil {
-		return usageError{err.Error()}
+	name := fs.Arg(0)
+	cmd, ok := commands[name]
+	if !ok {
+		return usagef("unknown command %q (see subagentctl help)", name)
 	}
-	raw := *db
-	if raw == "" {
-		raw = os.Getenv("SUBAGENTCTL_DB")
-	}
-	if raw == "" {
-		raw = "./subagents.db"
-	}
+	o := &opts{}
+	cfs := newFlags(name)
+	global(cfs)
+	cmd.flags(cfs, o)
 	var err error
-	if e.dsn, err = parseDSN(raw); err != nil {
-		return usageError{err.Error()}
+	if o.pos, err = parseInterspersed(cfs, fs.Args()[1:]); err != nil {
+		return flagError(err, name)
 	}
-	return dispatch(fs.Arg(0), fs.Args()[1:])
+	if version {
+		return cmdVersion(ctx, e, nil)
+	}
+	if err := cmd.args(o.pos); err != nil {
+		return err
+	}
+	if !cmd.noDB {
+		if err := e.tables.Validate(); err != nil {
+			return usageError{err.Error()}
+		}
+		if e.db == "" {
+			e.db = os.Getenv("SUBAGENTCTL_DB")
+		}
+		if e.db == "" {
+			e.db = "./subagents.db"
+		}
+		if e.dsn, err = parseDSN(e.db); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+	return cmd.run(ctx, e, o)
 }
 
-// commandFlags parses a command's own flags; a bad one is a usage error.
-func commandFlags(name string, args []string, define func(fs *flag.FlagSet)) (*flag.FlagSet, error) {
+func newFlags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	define(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	return fs
+}
+
+// parseInterspersed parses flags wherever they stand among the positional
+// arguments, which it returns in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		return nil, usagef("%s: %v", name, err)
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, args[0]), args[1:]
 	}
-	return fs, nil
+}
+
+func flagError(err error, command ...string) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	if len(command) > 0 {
+		return usagef("%s: %v", command[0], err)
+	}
+	return usageError{err.Error()}
+}
+
+func cmdVersion(_ context.Context, e *env, _ *opts) error {
+	v, revision := "(devel)", ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				revision = " " + s.Value[:12]
+			}
+		}
+	}
+	fmt.Fprintf(e.stdout, "subagentctl %s%s\n", v, revision)
+	return nil
+}
+
+// cmdHelp prints the usage, or one command's entry of it.
+func cmdHelp(_ context.Context, e *env, o *opts) error {
+	if len(o.pos) == 0 {
+		fmt.Fprint(e.stdout, usage)
+		return nil
+	}
+	name := o.pos[0]
+	if _, ok := commands[name]; !ok {
+		return usagef("help: unknown command %q", name)
+	}
+	printing := false
+	for _, line := range strings.Split(usage, "\n") {
+		entry := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
+		if entry {
+			printing = strings.HasPrefix(line, "  "+name+" ") || line == "  "+name
+		}
+		if printing && (entry || strings.HasPrefix(line, "   ")) {
+			fmt.Fprintln(e.stdout, strings.TrimSpace(line))
+		}
+	}
+	return nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -167,13 +310,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func jsonFlag(fs *flag.FlagSet) *bool { return fs.Bool("json", false, "") }
-
-func noArgs(name string, fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", name, strings.Join(fs.Args(), " "))
-	}
-	return nil
 }

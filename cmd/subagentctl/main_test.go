@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -70,17 +71,9 @@ func jsonFrame(session, tool, exec, status string, at time.Time, task string) st
 		session, exec, tool, status, at.Format(time.RFC3339Nano), task)
 }
 
-// dbArg is how the test names an environment's database on the command line.
-func dbArg(e *testenv.Env) string {
-	if e.Dialect == "sqlite" {
-		return "sqlite:" + e.DSN
-	}
-	return e.DSN
-}
-
-func TestCommandsOnBothDialects(t *testing.T) {
-	testenv.Each(t, func(t *testing.T, e *testenv.Env) {
-		db := "--db=" + dbArg(e)
+func TestCommandsOnEveryDialect(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		db := "--db=" + e.DSN
 		ctx := context.Background()
 		kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1")
 
@@ -115,8 +108,11 @@ func TestCommandsOnBothDialects(t *testing.T) {
 		if !strings.Contains(r.stderr, "line 3:") || !strings.Contains(r.stderr, "line 4:") || strings.Contains(r.stderr, "line 5") {
 			t.Errorf("bad lines not reported by number:\n%s", r.stderr)
 		}
-		if !strings.Contains(r.stdout, "attempted 4  persisted 3  skipped_no_identity 1  failed 0") {
+		if !strings.Contains(r.stdout, "attempted 4  persisted 3  skipped_no_identity 1  failed 0") || !strings.Contains(r.stdout, "bad_lines 2") {
 			t.Errorf("record counters: %s", r.stdout)
+		}
+		if !strings.Contains(r.stderr, "subagentctl: warning: line 3: ") || strings.Count(r.stderr, "subagentctl: warning: line") != 2 {
+			t.Errorf("bad lines must be warnings naming the line:\n%s", r.stderr)
 		}
 
 		r = cli(t, "", db, "list", "--session", "s1", "--json").want(t, 0)
@@ -128,7 +124,7 @@ func TestCommandsOnBothDialects(t *testing.T) {
 			rows[1]["total_tokens"] != nil || rows[1]["is_async"] != true || rows[1]["agent_execution_id"] != "unknown" {
 			t.Errorf("list --json rows: %v", rows)
 		}
-		if obs, _ := rows[0]["observed_at"].(string); obs != now.Add(time.Second).Truncate(time.Microsecond).Format("2006-01-02T15:04:05.000000Z07:00") {
+		if obs, _ := rows[0]["observed_at"].(string); obs != now.Add(time.Second).Truncate(time.Microsecond).Format(time.RFC3339Nano) {
 			t.Errorf("observed_at %q: want RFC 3339 UTC with microseconds", obs)
 		}
 		for _, col := range []string{"id", "task_session_id", "task_id", "turn_id", "agent_execution_id", "tool_call_id", "parent_tool_call_id",
@@ -148,7 +144,7 @@ func TestCommandsOnBothDialects(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 			t.Fatal(err)
 		}
-		if st.Subagents != 2 || st.TotalTokens.Reported != 1 || st.TotalTokens.Unreported != 1 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
+		if st.Subagents != 2 || st.TotalTokens.All.Reported != 1 || st.TotalTokens.All.Unreported != 1 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
 			t.Errorf("stats --json: %+v", st) // all of s1's activity is after activation: known
 		}
 		r = cli(t, "", db, "activation", "--json").want(t, 0)
@@ -204,7 +200,7 @@ func TestUsageErrorsTouchNoDatabase(t *testing.T) {
 }
 
 func TestPasswordsNeverPrinted(t *testing.T) {
-	e := testenv.Postgres(t)
+	e := testenv.Postgres().Env(t)
 	// The test server trusts loopback, so any password is accepted: the
 	// commands succeed and must still never print it.
 	dsn := strings.Replace(e.DSN, "postgres@", "postgres:S3cretPw@", 1)
@@ -226,7 +222,8 @@ func TestPasswordsNeverPrinted(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	r := cli(t, "", "demo").want(t, 0)
-	for _, want := range []string{"migration pass", "backfill", "14 rows", "state: activated", "health: healthy", "collisions     1"} {
+	for _, want := range []string{"migration pass", "backfill", "14 rows", "state: activated", "health: healthy", "collisions     1",
+		"└─ toolu_20_child"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
@@ -241,7 +238,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Skip("script(1) not installed: no pseudo-terminal to test with")
 	}
-	e := testenv.SQLite(t)
+	e := testenv.SQLite().Env(t)
 	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
 	input := filepath.Join(t.TempDir(), "frames.jsonl")
 	var b strings.Builder
@@ -252,14 +249,114 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	}
 	os.WriteFile(input, []byte(b.String()), 0o600)
 	// Quiet when stderr is not a terminal.
-	r := cli(t, "", "--db", "sqlite:"+e.DSN, "record", input).want(t, 0)
+	r := cli(t, "", "--db", e.DSN, "record", input).want(t, 0)
 	if r.stderr != "" {
 		t.Errorf("progress printed to a non-terminal: %q", r.stderr)
 	}
 	// Throttle the writer so the run lasts past the first tick.
 	e.Exec(t, `CREATE TRIGGER slow AFTER UPDATE ON task_session_subagents BEGIN SELECT length(hex(zeroblob(400000))); END`)
-	out, _ := exec.Command(script, "-qec", binary+" --db sqlite:"+e.DSN+" record "+input, "/dev/null").CombinedOutput()
+	out, _ := exec.Command(script, "-qec", binary+" --db "+e.DSN+" record "+input, "/dev/null").CombinedOutput()
 	if !strings.Contains(string(out), "recorded ") || !strings.Contains(string(out), "/s)") {
 		t.Errorf("no progress on a terminal:\n%s", out)
 	}
+}
+
+// TestConventions: --version and help; global flags after the command;
+// one error prefix; .sqlite3 paths; a read command never creates a file.
+func TestConventions(t *testing.T) {
+	r := cli(t, "", "--version").want(t, 0)
+	if !strings.HasPrefix(r.stdout, "subagentctl ") {
+		t.Errorf("--version: %q", r.stdout)
+	}
+	if v := cli(t, "", "version").want(t, 0); v.stdout != r.stdout {
+		t.Errorf("version command %q differs from --version %q", v.stdout, r.stdout)
+	}
+	if r := cli(t, "", "help").want(t, 0); !strings.Contains(r.stdout, "usage: subagentctl") {
+		t.Errorf("help: %s", r.stdout)
+	}
+	if r := cli(t, "", "help", "list").want(t, 0); !strings.HasPrefix(r.stdout, "list (--session ID | --turn ID)") {
+		t.Errorf("help list: %q", r.stdout)
+	}
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.sqlite3")
+	r = cli(t, "", "health", "--db", missing, "--json")
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "subagentctl: error: no SQLite database at "+missing) {
+		t.Errorf("flags after the command, a .sqlite3 path that does not exist: exit %d %q", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"migrate"}, {"record"}, {"list", "--session", "s"}, {"stats"}} {
+		if r := cli(t, "", append(args, "--db", missing)...); r.code == 0 || !strings.HasPrefix(r.stderr, "subagentctl: error: ") {
+			t.Errorf("%v on a missing file: exit %d %q", args, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Error("a command created the database file")
+	}
+}
+
+// TestMigrateWithoutHostTables: migrate on a database without the host's
+// sessions table creates nothing and says why, naming the table; the
+// report does not promise a retry (a one-shot command retries nothing).
+func TestMigrateWithoutHostTables(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		e.Exec(t, `DROP TABLE task_session_subagents`)
+		e.Exec(t, `DROP TABLE task_session_messages`)
+		e.Exec(t, `DROP TABLE task_session_turns`)
+		e.Exec(t, `DROP TABLE task_sessions`)
+		r := cli(t, "", "migrate", "--db", e.DSN, "--json").want(t, 1)
+		var report struct {
+			Steps []struct{ Step, Status, Detail string }
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &report); err != nil || len(report.Steps) == 0 ||
+			report.Steps[0].Status != "failed" || !strings.Contains(report.Steps[0].Detail, `"task_sessions"`) {
+			t.Errorf("migrate --json: %v %s", err, r.stdout)
+		}
+		if strings.Contains(r.stdout+r.stderr, "next pass") || !strings.HasPrefix(r.stderr, "subagentctl: warning: ") {
+			t.Errorf("stderr: %q", r.stderr)
+		}
+		if ok, _ := e.Store.Dialect().TableExists(context.Background(), e.DB, "task_session_subagents"); ok {
+			t.Error("migrate created the library's table beside no host tables")
+		}
+	})
+}
+
+// TestJSONEverywhere: every reporting command's --json is one object (or
+// array) whose keys are all snake_case.
+func TestJSONEverywhere(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
+	frameLine := jsonFrame("s1", "toolu_01", "e", "completed", time.Now(), `{"total_tokens":5}`)
+	for _, args := range [][]string{{"migrate"}, {"record"}, {"list", "--session", "s1"}, {"stats"}, {"stats", "--session", "s1"}, {"activation"}, {"health"}} {
+		r := cli(t, frameLine, append(append([]string{"--db", e.DSN}, args...), "--json")...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d %s", args, r.code, r.stderr)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+			t.Fatalf("%v --json: %v\n%s", args, err, r.stdout)
+		}
+		if bad := nonSnake(v, ""); bad != "" {
+			t.Errorf("%v --json has the key %q", args, bad)
+		}
+	}
+}
+
+func nonSnake(v any, path string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			if k != strings.ToLower(k) || strings.ContainsAny(k, " -") {
+				return path + k
+			}
+			if bad := nonSnake(child, path+k+"."); bad != "" {
+				return bad
+			}
+		}
+	case []any:
+		for _, child := range x {
+			if bad := nonSnake(child, path); bad != "" {
+				return bad
+			}
+		}
+	}
+	return ""
 }

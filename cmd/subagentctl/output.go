@@ -9,54 +9,11 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/fanout"
 )
 
 // timeLayout is RFC 3339, UTC, with microseconds.
 const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
-
-// rowJSON is a row with the SPEC's column names: NULL as null, metrics as
-// integers, is_async as a boolean, timestamps as RFC 3339 UTC microseconds.
-type rowJSON struct {
-	ID               string  `json:"id"`
-	TaskSessionID    string  `json:"task_session_id"`
-	TaskID           string  `json:"task_id"`
-	TurnID           *string `json:"turn_id"`
-	AgentExecutionID string  `json:"agent_execution_id"`
-	ToolCallID       string  `json:"tool_call_id"`
-	ParentToolCallID *string `json:"parent_tool_call_id"`
-	SubagentType     *string `json:"subagent_type"`
-	Description      *string `json:"description"`
-	AgentID          *string `json:"agent_id"`
-	ChildSessionID   *string `json:"child_session_id"`
-	Model            *string `json:"model"`
-	AgentStatus      *string `json:"agent_status"`
-	ToolStatus       *string `json:"tool_status"`
-	IsAsync          bool    `json:"is_async"`
-	TotalTokens      *int64  `json:"total_tokens"`
-	ToolUseCount     *int64  `json:"tool_use_count"`
-	DurationMs       *int64  `json:"duration_ms"`
-	Source           string  `json:"source"`
-	ObservedAt       string  `json:"observed_at"`
-	SettledAt        *string `json:"settled_at"`
-	UpdatedAt        string  `json:"updated_at"`
-}
-
-func rowsJSON(rows []core.Subagent) []rowJSON {
-	out := make([]rowJSON, len(rows))
-	for i, r := range rows {
-		out[i] = rowJSON{ID: r.ID, TaskSessionID: r.TaskSessionID, TaskID: r.TaskID, TurnID: r.TurnID,
-			AgentExecutionID: r.AgentExecutionID, ToolCallID: r.ToolCallID, ParentToolCallID: r.ParentToolCallID,
-			SubagentType: r.SubagentType, Description: r.Description, AgentID: r.AgentID, ChildSessionID: r.ChildSessionID,
-			Model: r.Model, AgentStatus: r.AgentStatus, ToolStatus: r.ToolStatus, IsAsync: r.IsAsync,
-			TotalTokens: r.TotalTokens, ToolUseCount: r.ToolUseCount, DurationMs: r.DurationMs, Source: string(r.Source),
-			ObservedAt: r.ObservedAt.UTC().Format(timeLayout), UpdatedAt: r.UpdatedAt.UTC().Format(timeLayout)}
-		if r.SettledAt != nil {
-			s := r.SettledAt.UTC().Format(timeLayout)
-			out[i].SettledAt = &s
-		}
-	}
-	return out
-}
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -90,12 +47,57 @@ func printRows(w io.Writer, rows []core.Subagent) {
 	fmt.Fprintf(w, "%d rows (\"-\" is NULL: not reported, never 0)\n", len(rows))
 }
 
-func printMetric(w io.Writer, name string, m core.Metric) {
-	if m.Average == nil {
-		fmt.Fprintf(w, "  %-15s reported by 0, not reported by %d: unknown (not 0)\n", name, m.Unreported)
-		return
+// printTree prints the rows' nesting: per turn, each subagent with the
+// subagents it launched indented under it.
+func printTree(w io.Writer, rows []core.Subagent) {
+	for _, turn := range fanout.Build(rows) {
+		label := "turn " + turn.TurnID
+		if turn.TurnID == "" {
+			label = "no turn"
+		}
+		fmt.Fprintf(w, "%s (%d subagents)\n", label, turn.Count)
+		var walk func(nodes []*fanout.Node, prefix string)
+		walk = func(nodes []*fanout.Node, prefix string) {
+			for i, n := range nodes {
+				branch, next := "├─ ", "│  "
+				if i == len(nodes)-1 {
+					branch, next = "└─ ", "   "
+				}
+				fmt.Fprintf(w, "%s%s%s\n", prefix, branch, describe(n.Row))
+				walk(n.Children, prefix+next)
+			}
+		}
+		walk(turn.Roots, "")
 	}
-	fmt.Fprintf(w, "  %-15s sum %d, average %.1f over %d reported; %d not reported\n", name, m.Sum, *m.Average, m.Reported, m.Unreported)
+	fmt.Fprintf(w, "%d rows (\"-\" is NULL: not reported, never 0)\n", len(rows))
+}
+
+func describe(r core.Subagent) string {
+	parts := []string{r.ToolCallID, str(r.SubagentType), "tool_status=" + str(r.ToolStatus)}
+	if r.AgentExecutionID != core.UnknownExecution {
+		parts = append(parts, "execution="+r.AgentExecutionID)
+	}
+	if r.IsAsync {
+		parts = append(parts, "async")
+	}
+	if r.SettledAt == nil {
+		parts = append(parts, "open")
+	}
+	parts = append(parts, "tokens="+num(r.TotalTokens), "tool_uses="+num(r.ToolUseCount), "duration_ms="+num(r.DurationMs))
+	if r.Description != nil {
+		parts = append(parts, fmt.Sprintf("%q", *r.Description))
+	}
+	return strings.Join(parts, "  ")
+}
+
+func printMetric(w io.Writer, name string, m core.MetricStats) {
+	line := func(part string, x core.Metric) string {
+		if x.Average == nil {
+			return fmt.Sprintf("%s: reported by 0, not reported by %d", part, x.Unreported)
+		}
+		return fmt.Sprintf("%s: sum %s, average %.1f over %d reported, %d not reported", part, x.Sum, *x.Average, x.Reported, x.Unreported)
+	}
+	fmt.Fprintf(w, "  %-15s %s\n  %-15s %s; %s\n", name, line("all", m.All), "", line("live", m.Live), line("backfill", m.Backfill))
 }
 
 func printStats(w io.Writer, st core.Stats) {
@@ -107,7 +109,7 @@ func printStats(w io.Writer, st core.Stats) {
 		scope = "task " + st.Query.TaskID
 	}
 	fmt.Fprintf(w, "statistics for %s (activation: %s)\n", scope, st.Activation.State)
-	fmt.Fprintf(w, "  subagents       %d (%d live, %d backfill — backfilled rows are not live observations)\n", st.Subagents, st.Live, st.Backfill)
+	fmt.Fprintf(w, "  subagents       %d (%d live, %d backfill — backfilled rows are recovered, not measured live)\n", st.Subagents, st.Live, st.Backfill)
 	var fan []string
 	for _, f := range st.FanOutPerTurn {
 		fan = append(fan, fmt.Sprintf("%d→%d", f.Subagents, f.Turns))
@@ -116,10 +118,10 @@ func printStats(w io.Writer, st core.Stats) {
 	printMetric(w, "total_tokens", st.TotalTokens)
 	printMetric(w, "tool_use_count", st.ToolUseCount)
 	printMetric(w, "duration_ms", st.DurationMs)
-	if st.ExecutionIdentities {
-		fmt.Fprintf(w, "  executions      %d distinct; %d rows with 'unknown' (unrecorded, not shared)\n", st.DistinctExecutions, st.UnknownExecutionRows)
+	if st.DistinctExecutions != nil {
+		fmt.Fprintf(w, "  executions      %d distinct; %d rows with 'unknown' (unrecorded, not shared)\n", *st.DistinctExecutions, st.UnknownExecutionRows)
 	} else {
-		fmt.Fprintf(w, "  executions      not identities: %s is absent\n", core.KeyExecutionSince)
+		fmt.Fprintf(w, "  executions      not identities: %s is absent\n", core.ExecutionSinceKey)
 	}
 	fmt.Fprintf(w, "  coverage        %d sessions with known fan-out, %d unknown\n", st.KnownSessions, st.UnknownSessions)
 	for _, c := range st.Sessions {
@@ -127,7 +129,7 @@ func printStats(w io.Writer, st core.Stats) {
 	}
 }
 
-func printKey(w io.Writer, name string, k core.KeyValue) {
+func printKey(w io.Writer, name string, k core.KeyReading) {
 	switch {
 	case !k.Present:
 		fmt.Fprintf(w, "  %-34s absent\n", name)
@@ -140,30 +142,39 @@ func printKey(w io.Writer, name string, k core.KeyValue) {
 
 func printActivation(w io.Writer, a core.Activation) {
 	fmt.Fprintf(w, "state: %s\n", a.State)
-	printKey(w, core.KeyCaptureSince, a.CaptureSince)
-	printKey(w, core.KeyExecutionSince, a.ExecutionSince)
+	printKey(w, core.CaptureSinceKey, a.CaptureSince)
+	printKey(w, core.ExecutionSinceKey, a.ExecutionSince)
 	if a.NothingToRecover {
-		fmt.Fprintf(w, "  %-34s '' (the backfill found nothing to recover)\n", core.KeyBackfillThrough)
+		fmt.Fprintf(w, "  %-34s '' (the backfill found nothing to recover)\n", core.BackfillThroughKey)
 	} else {
-		printKey(w, core.KeyBackfillThrough, a.BackfillThrough)
+		printKey(w, core.BackfillThroughKey, a.BackfillThrough)
 	}
 }
 
 func printHealth(w io.Writer, h core.Health) {
 	if !h.Ran {
-		fmt.Fprintf(w, "health: not run: %s\n", h.Reason)
+		fmt.Fprintf(w, "health: %s (state %s)\n", h.Reason, h.State)
 		return
 	}
 	verdict := "healthy"
 	if h.Shortfall > 0 {
 		verdict = "SHORTFALL"
 	}
-	last := "none: the writer has produced nothing since activation"
-	if h.LastObservedAt != nil {
-		last = h.LastObservedAt.UTC().Format(timeLayout)
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "none"
+		}
+		return t.UTC().Format(timeLayout)
+	}
+	collisions := "not reported: no execution id is an identity in state " + string(h.State)
+	if h.Collisions != nil {
+		collisions = fmt.Sprintf("%d (tool call ids reused across executions, kept apart)", *h.Collisions)
 	}
 	fmt.Fprintf(w, "health: %s (since %s)\n  shortfall      %d (subagent messages with no row: the alarm)\n"+
 		"  excess         %d (rows with no subagent message: reported, never an alarm)\n"+
-		"  collisions     %d (tool call ids reused across executions, kept apart)\n  last observed  %s\n",
-		verdict, h.CaptureSince.UTC().Format(time.RFC3339Nano), h.Shortfall, h.Excess, h.Collisions, last)
+		"  collisions     %s\n  last observed  %s\n  last write     %s\n",
+		verdict, h.CaptureSince.UTC().Format(time.RFC3339Nano), h.Shortfall, h.Excess, collisions, at(h.LastObservedAt), at(h.LastWriteAt))
+	if h.WriterSilent() {
+		fmt.Fprintln(w, "  the writer has produced nothing since activation")
+	}
 }

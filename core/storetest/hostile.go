@@ -54,8 +54,9 @@ func testHostileFrames(t *testing.T, s *suite) {
 			func(r core.Subagent) bool {
 				return r.ObservedAt.Equal(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC))
 			}},
-		{"id of 1 KiB", func(f *core.Frame) { f.ToolCallID = strings.Repeat("x", core.MaxIDBytes) },
-			func(r core.Subagent) bool { return len(r.ToolCallID) == core.MaxIDBytes }},
+		{"key of three ids at the limit", func(f *core.Frame) {
+			f.ToolCallID, f.ExecutionID = strings.Repeat("x", core.MaxIDBytes), strings.Repeat("€", core.MaxIDBytes/3)
+		}, func(r core.Subagent) bool { return len(r.ToolCallID) == core.MaxIDBytes && len(r.AgentExecutionID) == core.MaxIDBytes/3*3 }},
 	}
 	for _, c := range stored {
 		t.Run(c.name, func(t *testing.T) {
@@ -78,6 +79,9 @@ func testHostileFrames(t *testing.T, s *suite) {
 		set  func(f *core.Frame)
 	}{
 		{"id of 10 KiB", func(f *core.Frame) { f.ToolCallID = strings.Repeat("y", 10<<10) }},
+		{"id one byte over the limit", func(f *core.Frame) { f.ToolCallID = strings.Repeat("z", core.MaxIDBytes+1) }},
+		{"execution id over the limit", func(f *core.Frame) { f.ExecutionID = strings.Repeat("é", core.MaxIDBytes/2+1) }},
+		{"parent id over the limit", func(f *core.Frame) { f.ParentToolCallID = strings.Repeat("p", core.MaxIDBytes+1) }},
 		{"execution id with NUL", func(f *core.Frame) { f.ExecutionID = "e\x00" }},
 		{"turn id not UTF-8", func(f *core.Frame) { f.TurnID = "turn\xff" }},
 		{"year 10000", func(f *core.Frame) { f.ObservedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},

@@ -17,16 +17,31 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 )
 
-// Harness is what an adapter's test supplies: a store, and the host-side
-// operations the suite needs around it.
+// Harness is what an adapter's test supplies: a store, the host-side
+// operations the suite needs around it, and the adapter's declared
+// differences.
 type Harness struct {
-	Store core.Store
+	Store    core.Store
+	Features Features
 	// CreateSession makes a host session exist, so that rows referencing it
 	// satisfy the foreign key. Nil when the store has no such constraint.
 	CreateSession func(ctx context.Context, taskSessionID, taskID string) error
 	// DeleteSession deletes a host session; the store's rows for it must go
 	// with it (AC-16). Nil skips the cascade test, visibly.
 	DeleteSession func(ctx context.Context, taskSessionID string) error
+}
+
+// Features declares where an adapter legitimately differs from the SQL
+// stores; the suite tests each difference as declared, visibly (the README
+// lists them).
+type Features struct {
+	// SessionForeignKey: a row whose session the host does not have is
+	// refused with core.ErrConstraint (the SQL stores' foreign key). The
+	// memory store has no sessions table and accepts any session.
+	SessionForeignKey bool
+	// Activation: the store can be activated (it has a meta table and host
+	// messages). The memory store is never activated.
+	Activation bool
 }
 
 // Run runs the whole suite. newHarness is called once per test; it may hand
@@ -61,9 +76,15 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"HostileFrames", testHostileFrames},
 		{"ModelCheckAgainstMerge", testModelCheck},
 		{"AC25_StatsReportedOnlyUnknownCoverage", testStats},
+		{"StatsExactSumsLiveBackfillApart", testStatsSums},
+		{"SessionMustExistWhereDeclared", testUnknownSession},
+		{"IDUniqueWithinSession", testIDUniqueWithinSession},
+		{"AC13_ByteOrder", testByteOrder},
+		{"AC13_CursorBetweenMicroseconds", testCursorNanoseconds},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, &suite{Harness: newHarness(t), ns: uuid.NewString()[:8]})
 		})
 	}
@@ -132,31 +153,14 @@ func i64(v int64) *int64   { return &v }
 // updated_at (assigned by the store). Times compare as instants.
 func Diff(want, got core.Subagent) []string {
 	var d []string
-	cmp := func(name string, w, g any) {
-		if w != g {
-			d = append(d, fmt.Sprintf("%s: want %v, got %v", name, w, g))
+	for _, c := range core.Columns {
+		if c.Name == "id" || c.Name == "updated_at" {
+			continue
+		}
+		if w, g := c.Format(&want), c.Format(&got); w != g {
+			d = append(d, fmt.Sprintf("%s: want %s, got %s", c.Name, w, g))
 		}
 	}
-	cmp("task_session_id", want.TaskSessionID, got.TaskSessionID)
-	cmp("task_id", want.TaskID, got.TaskID)
-	cmp("turn_id", show(want.TurnID), show(got.TurnID))
-	cmp("agent_execution_id", want.AgentExecutionID, got.AgentExecutionID)
-	cmp("tool_call_id", want.ToolCallID, got.ToolCallID)
-	cmp("parent_tool_call_id", show(want.ParentToolCallID), show(got.ParentToolCallID))
-	cmp("subagent_type", show(want.SubagentType), show(got.SubagentType))
-	cmp("description", show(want.Description), show(got.Description))
-	cmp("agent_id", show(want.AgentID), show(got.AgentID))
-	cmp("child_session_id", show(want.ChildSessionID), show(got.ChildSessionID))
-	cmp("model", show(want.Model), show(got.Model))
-	cmp("agent_status", show(want.AgentStatus), show(got.AgentStatus))
-	cmp("tool_status", show(want.ToolStatus), show(got.ToolStatus))
-	cmp("is_async", want.IsAsync, got.IsAsync)
-	cmp("total_tokens", show(want.TotalTokens), show(got.TotalTokens))
-	cmp("tool_use_count", show(want.ToolUseCount), show(got.ToolUseCount))
-	cmp("duration_ms", show(want.DurationMs), show(got.DurationMs))
-	cmp("source", want.Source, got.Source)
-	cmp("observed_at", showTime(&want.ObservedAt), showTime(&got.ObservedAt))
-	cmp("settled_at", showTime(want.SettledAt), showTime(got.SettledAt))
 	return d
 }
 

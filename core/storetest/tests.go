@@ -586,7 +586,7 @@ func testModelCheck(t *testing.T, s *suite) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	sess := s.session(t, "model")
-	model := map[core.Key]*core.Subagent{}
+	model := map[core.RowKey]*core.Subagent{}
 	pick := func(opts ...string) string { return opts[rng.IntN(len(opts))] }
 	metric := func() int64 { return []int64{0, 0, -3, 1, 250, 275717}[rng.IntN(6)] }
 	for i := range 300 {
@@ -617,7 +617,7 @@ func testModelCheck(t *testing.T, s *suite) {
 	}
 }
 
-func compareModel(t *testing.T, s *suite, sess string, model map[core.Key]*core.Subagent) {
+func compareModel(t *testing.T, s *suite, sess string, model map[core.RowKey]*core.Subagent) {
 	t.Helper()
 	rows := s.rows(t, sess)
 	if len(rows) != len(model) {

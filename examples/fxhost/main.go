@@ -24,6 +24,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -49,8 +50,11 @@ func main() {
 	}
 }
 
+// README: handler
+
 // StreamHandler stands for the host's tool-call stream handler: it sees
-// subagent frames and hands them to the Recorder, which never fails it.
+// subagent frames and hands them to the Recorder, which never fails it nor
+// makes it wait.
 type StreamHandler struct{ rec *core.Recorder }
 
 // NewStreamHandler is the host's constructor; fx injects the Recorder.
@@ -58,6 +62,8 @@ func NewStreamHandler(rec *core.Recorder) *StreamHandler { return &StreamHandler
 
 // OnSubagentFrame is called for each recognised subagent frame.
 func (h *StreamHandler) OnSubagentFrame(ctx context.Context, f core.Frame) { h.rec.Record(ctx, f) }
+
+// README: end
 
 func run(ctx context.Context, w io.Writer, path, addr string, serve bool) error {
 	if err := seedHost(ctx, path); err != nil {
@@ -68,18 +74,27 @@ func run(ctx context.Context, w io.Writer, path, addr string, serve bool) error 
 		return err
 	}
 	var handler *StreamHandler
+	var rec *core.Recorder
 	app := fx.New(
 		fx.NopLogger,
-		fx.Supply(fxmodule.Config{Adapter: fxmodule.SQLite, SQLitePath: path}),
-		fxmodule.Module,
+		// README: fx
+		fx.Provide(func() (*sqlstore.Store, error) {
+			db, err := sqlite.OpenDB(path) // or the host's own handle: sqlite.New(hostDB), postgres.NewSQL(sqlDB)
+			if err != nil {
+				return nil, err
+			}
+			return sqlite.New(db) // touches nothing: the module migrates in the background
+		}),
+		fxmodule.SQL, // provides *core.Recorder, core.Store, core.Reader, *core.Counters, *backfill.Runner
 		fx.Provide(NewStreamHandler),
+		// README: end
 		fx.Invoke(func(lc fx.Lifecycle) { // the host's debug server
 			srv := &http.Server{Handler: expvar.Handler(), ReadHeaderTimeout: 5 * time.Second}
 			lc.Append(fx.StartStopHook(
 				func() { go srv.Serve(ln) },
 				func(ctx context.Context) error { return srv.Shutdown(ctx) }))
 		}),
-		fx.Populate(&handler),
+		fx.Populate(&handler, &rec),
 	)
 	if err := app.Start(ctx); err != nil {
 		return err
@@ -87,6 +102,9 @@ func run(ctx context.Context, w io.Writer, path, addr string, serve bool) error 
 	for _, f := range kandevtest.Stream("", time.Now().UTC()) {
 		f.TaskSessionID = "sess-1"
 		handler.OnSubagentFrame(ctx, f)
+	}
+	if err := rec.Flush(ctx); err != nil { // only to print final counters below
+		return errors.Join(err, app.Stop(context.Background()))
 	}
 	url := "http://" + ln.Addr().String() + "/debug/vars"
 	resp, err := http.Get(url)
@@ -112,8 +130,8 @@ func seedHost(ctx context.Context, path string) error {
 	}
 	sqlDB, _ := db.DB()
 	defer sqlDB.Close()
-	if err := kandevtest.CreateTables(ctx, db, core.HostTables{}); err != nil {
+	if err := kandevtest.CreateTables(ctx, db, sqlstore.Tables{}); err != nil {
 		return err
 	}
-	return kandevtest.InsertSession(ctx, db, core.HostTables{}, "sess-1", "task")
+	return kandevtest.InsertSession(ctx, db, sqlstore.Tables{}, "sess-1", "task")
 }

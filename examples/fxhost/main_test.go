@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,28 +28,5 @@ func TestFxHost(t *testing.T) {
 	// kandevtest.Stream: 28 frames, one without a tool call id.
 	if v.Attempted != 28 || v.Persisted != 27 || v.SkippedNoIdentity != 1 || v.Failed != 0 {
 		t.Errorf("/debug/vars counters: %+v", v)
-	}
-}
-
-// TestReadmeSnippetMatches: the README's fx snippet is this program's code.
-func TestReadmeSnippetMatches(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	source, err := os.ReadFile("main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range []string{
-		"fx.Supply(fxmodule.Config{Adapter: fxmodule.SQLite, SQLitePath: path}),",
-		"fxmodule.Module,",
-		"fx.Provide(NewStreamHandler),",
-		"func NewStreamHandler(rec *core.Recorder) *StreamHandler { return &StreamHandler{rec: rec} }",
-		"func (h *StreamHandler) OnSubagentFrame(ctx context.Context, f core.Frame) { h.rec.Record(ctx, f) }",
-	} {
-		if !strings.Contains(string(readme), line) || !strings.Contains(string(source), line) {
-			t.Errorf("README and examples/fxhost/main.go disagree on %q", line)
-		}
 	}
 }

@@ -1,5 +1,5 @@
-// Command minimal records a few subagent frames into embedded SQLite and
-// prints the rows they became:
+// Command minimal records a few subagent frames into embedded SQLite,
+// without fx, and prints the rows they became:
 //
 //	go run ./examples/minimal
 package main
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -41,21 +43,28 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := kandevtest.CreateTables(ctx, db, core.HostTables{}); err != nil {
+	if err := kandevtest.CreateTables(ctx, db, sqlstore.Tables{}); err != nil {
 		return err
 	}
-	if err := kandevtest.InsertSession(ctx, db, core.HostTables{}, "sess-1", "task-1"); err != nil {
+	if err := kandevtest.InsertSession(ctx, db, sqlstore.Tables{}, "sess-1", "task-1"); err != nil {
 		return err
 	}
 
-	store, err := sqlite.New(ctx, db, core.HostTables{})
+	// README: wire
+	store, err := sqlite.New(db) // the host's handle; nothing touched yet
 	if err != nil {
 		return err
 	}
-	rec, err := core.NewRecorder(store)
+	defer store.Close()
+	// The migration pass at boot: table, shape, execution key, backfill.
+	if report := backfill.New(store).Run(ctx); report.Failed() {
+		return fmt.Errorf("migration pass:\n%s", report)
+	}
+	rec, err := core.NewRecorder(store, core.WithCounters(core.ProcessCounters()))
 	if err != nil {
 		return err
 	}
+	// README: end
 	t0 := time.Now().UTC()
 	uses := int64(0)
 	frames := []core.Frame{
@@ -72,9 +81,15 @@ func run(ctx context.Context, w io.Writer, path string) error {
 			ToolStatus: "completed", ObservedAt: t0.Add(time.Second),
 			Payload: &core.Payload{SubagentType: "explorer", Description: "Map the repo", Status: "async_launched", IsAsync: true}},
 	}
+	// README: record
 	for _, f := range frames {
-		rec.Record(ctx, f)
+		rec.Record(ctx, f) // queued: never waits on the database
 	}
+	// At shutdown: write what is queued, then stop the writers.
+	if err := rec.Close(ctx); err != nil {
+		return err
+	}
+	// README: end
 
 	rows, err := store.ListBySession(ctx, "sess-1", core.Page{})
 	if err != nil {
@@ -85,7 +100,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 			r.ToolCallID, deref(r.SubagentType), deref(r.ToolStatus), deref(r.AgentStatus), num(r.TotalTokens), num(r.ToolUseCount), r.IsAsync)
 	}
 	fmt.Fprintf(w, "counters: %+v\n", rec.Counters().Values())
-	return store.Close()
+	return nil
 }
 
 func deref(s *string) string {

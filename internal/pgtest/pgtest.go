@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 
 	gormpostgres "gorm.io/driver/postgres"
@@ -35,16 +36,22 @@ func AdminDSN(t testing.TB) string {
 	return dsn
 }
 
+// ICULocale is the CREATE DATABASE clause of a database whose default
+// collation is ICU's linguistic one (a collation under which "a" < "B",
+// where byte order says "B" < "a").
+const ICULocale = "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8' ENCODING 'UTF8'"
+
 // NewDatabase creates an empty database for this test, dropped at cleanup,
 // and returns its DSN with the session time zone set to SessionTimeZone.
-func NewDatabase(t testing.TB) string {
+// with is appended to CREATE DATABASE (ICULocale, say).
+func NewDatabase(t testing.TB, with ...string) string {
 	t.Helper()
 	admin := AdminDSN(t)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	name := "subagentctx_" + hex.EncodeToString(b)
 	db := open(t, admin)
-	if err := db.Exec(`CREATE DATABASE ` + name).Error; err != nil {
+	if err := db.Exec(`CREATE DATABASE ` + name + ` ` + strings.Join(with, " ")).Error; err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -89,3 +96,8 @@ func open(t testing.TB, dsn string) *gorm.DB {
 
 // Available reports whether a PostgreSQL server was provided.
 func Available() bool { return os.Getenv(EnvDSN) != "" }
+
+// Required reports whether the PostgreSQL tests must run (CI=true): a test
+// that would leave PostgreSQL out when it is not Available must include it
+// then, so that it fails rather than passes without it.
+func Required() bool { return os.Getenv("CI") == "true" }

@@ -1,151 +1,293 @@
-// Package testenv opens the same Kandev-shaped host database on each SQL
-// dialect, so a test body runs unchanged on SQLite and PostgreSQL.
+// Package testenv holds the sqltest drivers of the SQL dialects, so that
+// the adapters' suites, the command line's tests and the fx module's tests
+// run the same body on every dialect: SQLite, PostgreSQL in a non-UTC
+// session time zone, and PostgreSQL on a database with an ICU collation.
 package testenv
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
-	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/core/storetest"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
-	"github.com/subagentctx/subagentctx/internal/sqlstore"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
-// Env is one dialect's host database with the store opened in it.
-type Env struct {
-	Dialect string // "sqlite" or "postgres"
-	DB      *gorm.DB
-	DSN     string // the file path (sqlite) or DSN (postgres)
-	Store   Store
-	Tables  core.HostTables
-}
+// Drivers are every SQL dialect's driver.
+func Drivers() []*sqltest.Driver { return []*sqltest.Driver{SQLite(), Postgres(), PostgresICU()} }
 
-// Store is what both SQL adapters' stores are.
-type Store interface {
-	core.Store
-	DB() *gorm.DB
-	Dialect() sqlstore.Dialect
-	Tables() core.HostTables
-}
-
-// Each runs fn once per dialect, as subtests "sqlite" and "postgres", each
-// on a fresh database with Kandev-shaped host tables.
-func Each(t *testing.T, fn func(t *testing.T, e *Env)) {
-	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
-	t.Run("postgres", func(t *testing.T) { fn(t, Postgres(t)) })
-}
-
-// SQLite returns a fresh SQLite environment.
-func SQLite(t testing.TB) *Env {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "host.db")
-	db, err := sqlite.OpenDB(path)
-	if err != nil {
-		t.Fatal(err)
+// Each runs fn once per dialect, as subtests, in parallel, each on a fresh
+// environment.
+func Each(t *testing.T, fn func(t *testing.T, e *sqltest.Env)) {
+	for _, d := range Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, d.Env(t))
+		})
 	}
+}
+
+// SQLite is the SQLite driver: a file in the test's temporary directory.
+func SQLite() *sqltest.Driver {
+	return &sqltest.Driver{
+		Name: "sqlite",
+		Open: func(t testing.TB) (*gorm.DB, string) {
+			t.Helper()
+			path := filepath.Join(t.TempDir(), "host.db")
+			db, err := sqlite.OpenDB(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeAtCleanup(t, db)
+			return db, "sqlite:" + path
+		},
+		New:          sqlite.New,
+		Catalog:      sqliteCatalog,
+		Unavailable:  sqliteLocked,
+		LegacyTable:  legacyTable,
+		EarlierTable: sqliteEarlierTable,
+		FailInserts: func(t testing.TB, db *gorm.DB, toolCallID string) func() {
+			t.Helper()
+			exec(t, db, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents
+				WHEN NEW.tool_call_id = '`+toolCallID+`' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
+			return func() { exec(t, db, `DROP TRIGGER fail_insert`) }
+		},
+		Features: sqltest.Features{HostTimeText: true},
+	}
+}
+
+// Postgres is the PostgreSQL driver: a fresh database on the server
+// scripts/test starts, every connection in a non-UTC session time zone.
+func Postgres() *sqltest.Driver { return postgresDriver("postgres") }
+
+// PostgresICU is Postgres on a database whose collation is ICU's
+// linguistic one.
+func PostgresICU() *sqltest.Driver { return postgresDriver("postgres-icu", pgtest.ICULocale) }
+
+func postgresDriver(name string, with ...string) *sqltest.Driver {
+	return &sqltest.Driver{
+		Name: name,
+		Open: func(t testing.TB) (*gorm.DB, string) {
+			t.Helper()
+			dsn := pgtest.NewDatabase(t, with...)
+			return pgtest.Open(t, dsn), dsn
+		},
+		New:         postgres.New,
+		Catalog:     postgresCatalog,
+		Unavailable: postgresUnreachable,
+		LegacyTable: legacyTable,
+		EarlierTable: func(t testing.TB, db *gorm.DB) {
+			exec(t, db, `ALTER TABLE task_session_subagents DROP CONSTRAINT task_session_subagents_pkey, ADD PRIMARY KEY (id)`)
+		},
+		FailInserts: func(t testing.TB, db *gorm.DB, toolCallID string) func() {
+			t.Helper()
+			exec(t, db, `CREATE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN IF NEW.tool_call_id = '`+toolCallID+`' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`)
+			exec(t, db, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents FOR EACH ROW EXECUTE FUNCTION fail_insert()`)
+			return func() { exec(t, db, `DROP TRIGGER fail_insert ON task_session_subagents`) }
+		},
+	}
+}
+
+func exec(t testing.TB, db *gorm.DB, q string, args ...any) {
+	t.Helper()
+	if err := db.Exec(q, args...).Error; err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func closeAtCleanup(t testing.TB, db *gorm.DB) {
 	t.Cleanup(func() {
 		if sqlDB, err := db.DB(); err == nil {
 			sqlDB.Close()
 		}
 	})
-	return finish(t, &Env{Dialect: "sqlite", DB: db, DSN: path}, func(db *gorm.DB) (Store, error) {
-		return sqlite.New(context.Background(), db, core.HostTables{})
-	})
 }
 
-// Postgres returns a fresh PostgreSQL environment (skipping, or failing
-// under CI=true, without a server).
-func Postgres(t testing.TB) *Env {
+// legacyTable replaces task_session_subagents with the first draft's
+// table: UNIQUE (task_session_id, tool_call_id), no agent_execution_id,
+// primary key id, and (read as PostgreSQL reads them) 32-bit metrics and
+// TIMESTAMP columns.
+func legacyTable(t testing.TB, db *gorm.DB) {
 	t.Helper()
-	dsn := pgtest.NewDatabase(t)
-	db := pgtest.Open(t, dsn)
-	return finish(t, &Env{Dialect: "postgres", DB: db, DSN: dsn}, func(db *gorm.DB) (Store, error) {
-		return postgres.New(context.Background(), db, core.HostTables{})
-	})
-}
-
-func finish(t testing.TB, e *Env, open func(*gorm.DB) (Store, error)) *Env {
-	t.Helper()
-	e.Tables = core.HostTables{}.WithDefaults()
-	if err := kandevtest.CreateTables(context.Background(), e.DB, e.Tables); err != nil {
-		t.Fatal(err)
-	}
-	s, err := open(e.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Store = s
-	return e
-}
-
-// Harness is the conformance suite's view of this environment: its store,
-// and host sessions created and deleted in its database.
-func (e *Env) Harness() storetest.Harness {
-	return storetest.Harness{
-		Store: e.Store,
-		CreateSession: func(ctx context.Context, id, task string) error {
-			return kandevtest.InsertSession(ctx, e.DB, e.Tables, id, task)
-		},
-		DeleteSession: func(ctx context.Context, id string) error { return kandevtest.DeleteSession(ctx, e.DB, e.Tables, id) },
-	}
-}
-
-// Exec runs SQL, failing the test on error.
-func (e *Env) Exec(t testing.TB, sql string, args ...any) {
-	t.Helper()
-	if err := e.DB.Exec(sql, args...).Error; err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
-// FailInsertsOf installs a trigger that makes any insert into
-// task_session_subagents of the given tool_call_id fail: an injected fault
-// in the middle of a statement.
-func (e *Env) FailInsertsOf(t testing.TB, toolCallID string) {
-	t.Helper()
-	if e.Dialect == "sqlite" {
-		e.Exec(t, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents
-			WHEN NEW.tool_call_id = '`+toolCallID+`' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
-		return
-	}
-	e.Exec(t, `CREATE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF NEW.tool_call_id = '`+toolCallID+`' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`)
-	e.Exec(t, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents FOR EACH ROW EXECUTE FUNCTION fail_insert()`)
-}
-
-// StopFailing removes FailInsertsOf's trigger.
-func (e *Env) StopFailing(t testing.TB) {
-	t.Helper()
-	if e.Dialect == "sqlite" {
-		e.Exec(t, `DROP TRIGGER fail_insert`)
-		return
-	}
-	e.Exec(t, `DROP TRIGGER fail_insert ON task_session_subagents`)
-}
-
-// CreateLegacyTable replaces task_session_subagents with the plan's first
-// draft: UNIQUE (task_session_id, tool_call_id), no agent_execution_id (and,
-// on PostgreSQL, upstream's 32-bit metrics and TIMESTAMP columns).
-func (e *Env) CreateLegacyTable(t testing.TB) {
-	t.Helper()
-	intType, tsType := "INTEGER", "TIMESTAMP"
-	e.Exec(t, `DROP TABLE task_session_subagents`)
-	e.Exec(t, `CREATE TABLE task_session_subagents (
+	exec(t, db, `DROP TABLE task_session_subagents`)
+	exec(t, db, `CREATE TABLE task_session_subagents (
 		id TEXT PRIMARY KEY, task_session_id TEXT NOT NULL, task_id TEXT NOT NULL, turn_id TEXT,
 		tool_call_id TEXT NOT NULL, parent_tool_call_id TEXT, subagent_type TEXT, description TEXT,
 		agent_id TEXT, child_session_id TEXT, model TEXT, agent_status TEXT, tool_status TEXT,
-		is_async INTEGER NOT NULL DEFAULT 0, total_tokens `+intType+`, tool_use_count `+intType+`, duration_ms `+intType+`,
-		source TEXT NOT NULL DEFAULT 'live', observed_at `+tsType+` NOT NULL, settled_at `+tsType+`, updated_at `+tsType+` NOT NULL,
+		is_async INTEGER NOT NULL DEFAULT 0, total_tokens INTEGER, tool_use_count INTEGER, duration_ms INTEGER,
+		source TEXT NOT NULL DEFAULT 'live', observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,
 		UNIQUE (task_session_id, tool_call_id),
 		FOREIGN KEY (task_session_id) REFERENCES task_sessions(id) ON DELETE CASCADE)`)
-	e.Exec(t, `CREATE INDEX IF NOT EXISTS idx_subagents_session_id ON task_session_subagents(task_session_id)`)
-	e.Exec(t, `CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_id)`)
-	e.Exec(t, `CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id)`)
+	for _, q := range sqlstore.CreateIndexes() {
+		exec(t, db, q)
+	}
+}
+
+// sqliteEarlierTable rebuilds the table with its primary key on id alone
+// (SQLite cannot alter a primary key).
+func sqliteEarlierTable(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	create := strings.Replace(sqlstore.CreateTable(sqlite.Dialect{}, "earlier", sqlstore.Tables{}.WithDefaults()),
+		"PRIMARY KEY (task_session_id, id)", "PRIMARY KEY (id)", 1)
+	for _, q := range append([]string{create, `INSERT INTO earlier SELECT * FROM task_session_subagents`,
+		`DROP TABLE task_session_subagents`, `ALTER TABLE earlier RENAME TO task_session_subagents`}, sqlstore.CreateIndexes()...) {
+		exec(t, db, q)
+	}
+}
+
+// sqliteLocked is a store on a database file another connection holds an
+// exclusive lock on, with a busy timeout of 50 ms: every access is
+// SQLITE_BUSY, the transient unavailability SQLite has.
+func sqliteLocked(t testing.TB) (*sqlstore.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "locked.db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=50&_foreign_keys=on&_journal_mode=DELETE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := sqlite.NewSQL(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kandevtest.CreateTables(context.Background(), s.DB(), s.Tables()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := sql.Open("sqlite3", "file:"+path+"?_locking_mode=EXCLUSIVE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	holder.SetMaxOpenConns(1)
+	if _, err := holder.Exec(`CREATE TABLE x (a); INSERT INTO x VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	return s, ""
+}
+
+// postgresUnreachable is a store whose DSN points at a loopback port
+// nothing listens on, with a password to check it never leaks.
+func postgresUnreachable(t testing.TB) (*sqlstore.Store, string) {
+	t.Helper()
+	pgtest.AdminDSN(t) // skip or fail exactly like the other PostgreSQL tests
+	const password = "s3cret-Unreachable"
+	db, err := postgres.OpenDB("postgres://u:" + password + "@127.0.0.1:1/db?sslmode=disable&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAtCleanup(t, db)
+	s, err := postgres.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, password
+}
+
+func sqliteCatalog(t testing.TB, db *gorm.DB) sqltest.Catalog {
+	t.Helper()
+	var c sqltest.Catalog
+	columns := func(table string) []sqltest.CatalogColumn {
+		var cols []struct {
+			Name, Type string
+			NotNull    int
+			Dflt       *string `gorm:"column:dflt_value"`
+		}
+		scan(t, db, &cols, `SELECT name, type, "notnull" AS not_null, dflt_value FROM pragma_table_info(?) ORDER BY cid`, table)
+		out := make([]sqltest.CatalogColumn, len(cols))
+		for i, col := range cols {
+			out[i] = sqltest.CatalogColumn{Name: col.Name, Type: col.Type, NotNull: col.NotNull == 1}
+			if col.Dflt != nil {
+				out[i].Default = *col.Dflt
+			}
+		}
+		return out
+	}
+	c.Columns, c.Meta = columns(sqlstore.Table), columns(sqlstore.DefaultMetaTable)
+	var idx []struct{ Name, Origin, Columns string }
+	scan(t, db, &idx, `SELECT il.name AS name, il.origin AS origin,
+		(SELECT group_concat(name, ',' ORDER BY seqno) FROM pragma_index_info(il.name)) AS columns
+		FROM pragma_index_list('task_session_subagents') il ORDER BY il.name`)
+	c.Indexes = map[string]string{}
+	for _, i := range idx {
+		switch i.Origin {
+		case "pk":
+			c.PrimaryKey = i.Columns
+		case "u":
+			c.UniqueKeys = append(c.UniqueKeys, i.Columns)
+		default:
+			c.Indexes[i.Name] = i.Columns
+		}
+	}
+	scan(t, db, &c.ForeignKeys, `SELECT "table", "from" AS "column", "to" AS ref_column, on_delete FROM pragma_foreign_key_list('task_session_subagents')`)
+	return c
+}
+
+func postgresCatalog(t testing.TB, db *gorm.DB) sqltest.Catalog {
+	t.Helper()
+	var c sqltest.Catalog
+	spell := map[string]string{"text": "TEXT", "bigint": "BIGINT", "integer": "INTEGER", "timestamp with time zone": "TIMESTAMPTZ",
+		"timestamp without time zone": "TIMESTAMP"}
+	columns := func(table string) []sqltest.CatalogColumn {
+		var cols []struct {
+			Name, Type string
+			NotNull    bool
+			Dflt       *string
+		}
+		scan(t, db, &cols, `SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.attnotnull AS not_null,
+			pg_get_expr(d.adbin, d.adrelid) AS dflt FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+			WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, table)
+		out := make([]sqltest.CatalogColumn, len(cols))
+		for i, col := range cols {
+			out[i] = sqltest.CatalogColumn{Name: col.Name, Type: spell[col.Type], NotNull: col.NotNull}
+			if col.Dflt != nil {
+				out[i].Default = strings.TrimSuffix(*col.Dflt, "::text")
+			}
+		}
+		return out
+	}
+	c.Columns, c.Meta = columns(sqlstore.Table), columns(sqlstore.DefaultMetaTable)
+	var idx []struct {
+		Name, Columns   string
+		Primary, Unique bool
+	}
+	scan(t, db, &idx, `SELECT c.relname AS name, i.indisprimary AS "primary", i.indisunique AS "unique",
+		(SELECT string_agg(a.attname, ',' ORDER BY k.ord) FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+		 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) AS columns
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'task_session_subagents'::regclass ORDER BY c.relname`)
+	c.Indexes = map[string]string{}
+	for _, i := range idx {
+		switch {
+		case i.Primary:
+			c.PrimaryKey = i.Columns
+		case i.Unique:
+			c.UniqueKeys = append(c.UniqueKeys, i.Columns)
+		default:
+			c.Indexes[i.Name] = i.Columns
+		}
+	}
+	scan(t, db, &c.ForeignKeys, `SELECT confrelid::regclass::text AS "table", a.attname AS "column", r.attname AS ref_column,
+		CASE confdeltype WHEN 'c' THEN 'CASCADE' ELSE confdeltype::text END AS on_delete
+		FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
+		JOIN pg_attribute r ON r.attrelid = k.confrelid AND r.attnum = k.confkey[1]
+		WHERE k.conrelid = 'task_session_subagents'::regclass AND k.contype = 'f'`)
+	return c
+}
+
+func scan(t testing.TB, db *gorm.DB, dst any, q string, args ...any) {
+	t.Helper()
+	if err := db.WithContext(context.Background()).Raw(q, args...).Scan(dst).Error; err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
 }

@@ -1,0 +1,260 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Activation reads the three keys (docs/CONTRACT.md §5.1).
+func (s *Store) Activation(ctx context.Context) (core.Activation, error) {
+	var kv []struct{ Key, Value string }
+	err := s.db.WithContext(ctx).Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" IN ?`,
+		[]string{core.CaptureSinceKey, core.ExecutionSinceKey, core.BackfillThroughKey}).Scan(&kv).Error
+	if err != nil {
+		return core.Activation{}, s.opError("read activation keys", core.RowKey{}, err)
+	}
+	keys := make(map[string]string, len(kv))
+	for _, p := range kv {
+		keys[p.Key] = p.Value
+	}
+	return core.NewActivation(keys), nil
+}
+
+// Health runs the health check (docs/CONTRACT.md §5.2) in one statement, so
+// both sides are read in one snapshot. It does not run without a usable
+// capture_since; collisions are not reported in capture_only.
+func (s *Store) Health(ctx context.Context) (core.Health, error) {
+	a, err := s.Activation(ctx)
+	if err != nil {
+		return core.Health{}, err
+	}
+	h, capture, ok := core.HealthPrecondition(a)
+	if !ok {
+		return h, nil
+	}
+	q, args := s.HealthStatement(capture)
+	var out struct {
+		Shortfall, Excess, Collisions int64
+		LastObservedUs, LastWriteUs   sql.NullInt64
+	}
+	err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) error { return db.Raw(q, args...).Scan(&out).Error })
+	if err != nil {
+		return core.Health{}, s.opError("health check", core.RowKey{}, err)
+	}
+	h.Shortfall, h.Excess = out.Shortfall, out.Excess
+	if a.ExecutionSince.Present {
+		h.Collisions = &out.Collisions
+	}
+	h.LastObservedAt, h.LastWriteAt = micros(out.LastObservedUs), micros(out.LastWriteUs)
+	return h, nil
+}
+
+func micros(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := time.UnixMicro(v.Int64).UTC()
+	return &t
+}
+
+// scope is a StatsQuery as a WHERE clause with its argument.
+func scope(q core.StatsQuery) (string, []any) {
+	switch {
+	case q.TaskSessionID != "":
+		return " WHERE task_session_id = ?", []any{q.TaskSessionID}
+	case q.TaskID != "":
+		return " WHERE task_id = ?", []any{q.TaskID}
+	}
+	return "", nil
+}
+
+// Stats computes coverage-aware statistics with SQL aggregates; nothing is
+// loaded row by row (docs/CONTRACT.md §5.3).
+func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error) {
+	if err := q.Validate(); err != nil {
+		return core.Stats{}, &core.OpError{Op: "stats", Err: err}
+	}
+	a, err := s.Activation(ctx)
+	if err != nil {
+		return core.Stats{}, err
+	}
+	st := core.Stats{Query: q, Activation: a}
+	where, args := scope(q)
+	db := s.db.WithContext(ctx)
+	aggs, err := Query(db, s.StatsStatement(where), args...)
+	if err != nil {
+		return core.Stats{}, s.opError("stats", core.RowKey{}, err)
+	}
+	agg := aggs[0]
+	n := func(name string) int64 { v, _ := integer(agg[name]); return v.Int64() }
+	st.Subagents, st.Live, st.Backfill = n("n"), n("live"), n("backfill")
+	st.RowsWithoutTurn, st.UnknownExecutionRows = n("no_turn"), n("unknown_exec")
+	if a.ExecutionSince.Present {
+		executions := n("executions")
+		st.DistinctExecutions = &executions
+	}
+	for _, m := range st.Metrics() {
+		for _, part := range []struct {
+			src  core.Source
+			dst  *core.Metric
+			rows int64
+		}{{core.SourceLive, &m.Stats.Live, st.Live}, {core.SourceBackfill, &m.Stats.Backfill, st.Backfill}} {
+			prefix := m.Column + "_" + string(part.src)
+			hi, err := integer(agg[prefix+"_hi"])
+			if err != nil {
+				return core.Stats{}, &core.OpError{Op: "stats", Err: err}
+			}
+			lo, err := integer(agg[prefix+"_lo"])
+			if err != nil {
+				return core.Stats{}, &core.OpError{Op: "stats", Err: err}
+			}
+			sum := hi.Lsh(hi, 32)
+			sum.Add(sum, lo)
+			part.dst.Set(part.rows, n(prefix+"_n"), sum)
+		}
+		all := new(big.Int)
+		for _, p := range []*core.Metric{&m.Stats.Live, &m.Stats.Backfill} {
+			if p.Sum != nil {
+				all.Add(all, p.Sum)
+			}
+		}
+		m.Stats.All.Set(st.Subagents, m.Stats.Live.Reported+m.Stats.Backfill.Reported, all)
+	}
+	if err := db.Raw(s.FanOutStatement(where), args...).Scan(&st.FanOutPerTurn).Error; err != nil {
+		return core.Stats{}, s.opError("stats: fan-out", core.RowKey{}, err)
+	}
+	if st.FanOutPerTurn == nil {
+		st.FanOutPerTurn = []core.FanOut{}
+	}
+	if err := s.coverage(ctx, q, &st); err != nil {
+		return core.Stats{}, err
+	}
+	return st, nil
+}
+
+// Query runs a query and returns its rows as column → value maps, each
+// value as the driver returns it.
+func Query(db *gorm.DB, q string, args ...any) ([]map[string]any, error) {
+	rows, err := db.Raw(q, args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		m := make(map[string]any, len(cols))
+		for i, c := range cols {
+			m[c] = vals[i]
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// integer reads an aggregate (an integer, numeric text, or NULL for 0).
+func integer(v any) (*big.Int, error) {
+	switch x := v.(type) {
+	case nil:
+		return new(big.Int), nil
+	case int64:
+		return big.NewInt(x), nil
+	case []byte:
+		return integer(string(x))
+	case string:
+		if i, ok := new(big.Int).SetString(x, 10); ok {
+			return i, nil
+		}
+	case float64:
+		if f := big.NewFloat(x); f.IsInt() {
+			i, _ := f.Int(nil)
+			return i, nil
+		}
+	}
+	return nil, fmt.Errorf("aggregate %v (%T) is not an integer", v, v)
+}
+
+// coverage gives each session in scope a verdict from its first activity:
+// the earliest of its rows' observed_at and its messages' created_at, at
+// the host's precision.
+func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats) error {
+	where, args := scope(q)
+	rowsQ, msgsQ := s.FirstActivityStatements(where)
+	first := map[string]*time.Time{}
+	earliest := func(session string, t *time.Time) {
+		if cur, ok := first[session]; !ok || (t != nil && (cur == nil || t.Before(*cur))) {
+			first[session] = t
+		}
+	}
+	var rows []struct {
+		TaskSessionID string
+		First         sql.NullInt64
+	}
+	if err := s.db.WithContext(ctx).Raw(rowsQ, args...).Scan(&rows).Error; err != nil {
+		return s.opError("stats: coverage", core.RowKey{}, err)
+	}
+	for _, r := range rows {
+		earliest(r.TaskSessionID, micros(r.First))
+	}
+	if ok, err := s.d.TableExists(ctx, s.db, s.tables.Messages); err != nil {
+		return s.opError("stats: coverage", core.RowKey{}, err)
+	} else if ok {
+		var msgs []map[string]any
+		if err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) { msgs, err = Query(db, msgsQ, args...); return err }); err != nil {
+			return s.opError("stats: coverage", core.RowKey{}, err)
+		}
+		for _, m := range msgs {
+			t, err := s.d.ParseHostInstant(m["first"])
+			if err != nil {
+				return &core.OpError{Op: "stats: coverage", Err: err}
+			}
+			session, _ := m["task_session_id"].(string)
+			if b, ok := m["task_session_id"].([]byte); ok {
+				session = string(b)
+			}
+			earliest(session, t)
+		}
+	}
+	if q.TaskSessionID != "" {
+		if _, ok := first[q.TaskSessionID]; !ok {
+			first[q.TaskSessionID] = nil
+		}
+	}
+	ids := make([]string, 0, len(first))
+	for id := range first {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, strings.Compare)
+	for _, id := range ids {
+		c := core.CoverageOf(st.Activation, id, first[id])
+		if c.Coverage == core.Known {
+			st.KnownSessions++
+		} else {
+			st.UnknownSessions++
+		}
+		if q != (core.StatsQuery{}) {
+			st.Sessions = append(st.Sessions, c)
+		}
+	}
+	return nil
+}

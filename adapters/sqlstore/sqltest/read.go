@@ -1,0 +1,320 @@
+package sqltest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/backfill"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+var readTests = []test{
+	{"AC24b_ActivationStates", testActivationStates},
+	{"AC25_EveryReaderInEveryState", testReadersByState},
+	{"AC24e_TimestampComparisons", testTimestampComparisons},
+	{"AC24e_KeysWithNanoseconds", testNanosecondKeys},
+	{"AC28_Health", testHealth},
+	{"AC28_NoFalseAlarmAfterAMergeIntoABackfilledRow", testMergeIntoBackfilledRow},
+	{"AC25_StatsCoverage", testStatsCoverage},
+}
+
+// capture is the activation instant most tests here use: late in its UTC
+// calendar day, with a microsecond part.
+var capture = time.Date(2026, 8, 12, 23, 10, 0, 500001000, time.UTC)
+
+// activate runs a pass whose clock reads c, so capture_since = c.
+func activate(t *testing.T, e *Env, c time.Time) {
+	t.Helper()
+	mustRun(t, e, backfill.WithClock(func() time.Time { return c }))
+}
+
+func message(t *testing.T, e *Env, id, s, tool string, created time.Time) {
+	t.Helper()
+	insert(t, e, kandevtest.Message{ID: id, TaskSessionID: s, TaskID: "task-" + s, TurnID: "turn-1",
+		Metadata: ptr(kandevtest.Subagent(tool, "completed", &kandevtest.ClaudeCompleted).JSON()), CreatedAt: created})
+}
+
+func health(t *testing.T, e *Env) core.Health {
+	t.Helper()
+	h, err := e.Store.Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// setKeys replaces the meta table's keys.
+func setKeys(t *testing.T, e *Env, kv map[string]string) core.Activation {
+	t.Helper()
+	e.Exec(t, `DELETE FROM kandev_meta`)
+	for k, v := range kv {
+		e.Exec(t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?)`, k, v)
+	}
+	a, err := e.Store.Activation(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func testActivationStates(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	sec, nano := "2026-01-01T00:00:00Z", "2026-08-12T23:10:00.500001Z"
+	for _, c := range []struct {
+		keys map[string]string
+		want core.ActivationState
+	}{
+		{map[string]string{core.CaptureSinceKey: nano, core.ExecutionSinceKey: sec}, core.Activated},
+		{map[string]string{core.CaptureSinceKey: sec}, core.CaptureOnly},
+		{map[string]string{core.ExecutionSinceKey: nano}, core.NoBoundary},
+		{map[string]string{core.BackfillThroughKey: ""}, core.NotActivated},
+	} {
+		if a := setKeys(t, e, c.keys); a.State != c.want {
+			t.Errorf("keys %v: state %s, want %s", c.keys, a.State, c.want)
+		}
+	}
+	a := setKeys(t, e, map[string]string{core.CaptureSinceKey: sec, core.ExecutionSinceKey: nano, core.BackfillThroughKey: ""})
+	if !a.CaptureSince.Usable() || !a.CaptureSince.Time.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) ||
+		!a.ExecutionSince.Time.Equal(capture) || !a.NothingToRecover || a.BackfillThrough.Time != nil {
+		t.Errorf("parsed keys: %+v", a)
+	}
+	a = setKeys(t, e, map[string]string{core.CaptureSinceKey: "yesterday", core.BackfillThroughKey: "2026-13-01"})
+	if a.State != core.CaptureOnly || a.CaptureSince.Usable() || a.CaptureSince.ParseError == "" || a.BackfillThrough.ParseError == "" || a.NothingToRecover {
+		t.Errorf("unparsable keys must be reported as such: %+v", a)
+	}
+	if h := health(t, e); h.Ran || h.Reason == "" {
+		t.Errorf("health with an unparsable capture_since: %+v", h)
+	}
+	setKeys(t, e, nil)
+	if h := health(t, e); h.Ran || h.Reason == "" {
+		t.Errorf("AC-29: health without capture_since must not run: %+v", h)
+	}
+}
+
+// testReadersByState: what each reader returns in each of the four states
+// (docs/CONTRACT.md §5.1): lists always; health only with capture_since,
+// collisions only with execution_since; distinct executions only with
+// execution_since; coverage known only with capture_since.
+func testReadersByState(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	message(t, e, "m1", "s", "tc-1", capture.Add(time.Second))
+	record(t, e, "s", "tc-1", "e1", capture.Add(2*time.Second))
+	record(t, e, "s", "tc-1", "e2", capture.Add(3*time.Second)) // a collision between two executions
+	key := capture.Format(time.RFC3339Nano)
+	for _, c := range []struct {
+		state                core.ActivationState
+		keys                 map[string]string
+		healthRuns           bool
+		collisions, distinct string
+		coverage             core.Coverage
+	}{
+		{core.Activated, map[string]string{core.CaptureSinceKey: key, core.ExecutionSinceKey: key}, true, "1", "2", core.Known},
+		{core.CaptureOnly, map[string]string{core.CaptureSinceKey: key}, true, "NULL", "NULL", core.Known},
+		{core.NoBoundary, map[string]string{core.ExecutionSinceKey: key}, false, "NULL", "2", core.Unknown},
+		{core.NotActivated, nil, false, "NULL", "NULL", core.Unknown},
+	} {
+		if a := setKeys(t, e, c.keys); a.State != c.state {
+			t.Fatalf("state %s, want %s", a.State, c.state)
+		}
+		rows, err := e.Store.ListBySession(context.Background(), "s", core.Page{})
+		if err != nil || len(rows) != 2 {
+			t.Errorf("%s: list %d rows, %v; rows are valid in every state", c.state, len(rows), err)
+		}
+		h := health(t, e)
+		if h.Ran != c.healthRuns || show(h.Collisions) != c.collisions || h.State != c.state || (h.Ran && h.Shortfall != 0) || (!h.Ran && h.Reason == "") {
+			t.Errorf("%s: health ran=%v collisions=%s shortfall=%d reason %q; want ran=%v collisions=%s", c.state, h.Ran,
+				show(h.Collisions), h.Shortfall, h.Reason, c.healthRuns, c.collisions)
+		}
+		st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: "s"})
+		if err != nil || st.Subagents != 2 || show(st.DistinctExecutions) != c.distinct || len(st.Sessions) != 1 || st.Sessions[0].Coverage != c.coverage {
+			t.Errorf("%s: stats %d subagents, distinct executions %s, coverage %+v, %v; want 2, %s, %s", c.state, st.Subagents,
+				show(st.DistinctExecutions), st.Sessions, err, c.distinct, c.coverage)
+		}
+	}
+}
+
+// testTimestampComparisons: AC-24e, at microsecond and (for text host
+// timestamps) nanosecond precision.
+func testTimestampComparisons(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	activate(t, e, capture)
+	message(t, e, "before", "s", "tc-before", capture.Add(-time.Microsecond)) // before the key
+	message(t, e, "at", "s", "tc-at", capture)                                // at it
+	message(t, e, "late", "s", "tc-late", capture.Add(49*time.Minute))        // later on the key's calendar day
+	want := int64(2)                                                          // at and late; not before
+	if d.Features.HostTimeText {
+		// Host created_at in other text forms the driver and other writers store.
+		for i, text := range []string{
+			"2026-08-13 08:40:00.500001+09:30", // = capture, written with an offset
+			"2026-08-12T23:10:00.500000Z",      // one microsecond before
+			"2026-08-12 23:10:00.5000009",      // 100 ns before: before
+			"2026-08-12 23:10:00.500001001",    // 1 ns after: at or after
+		} {
+			meta := kandevtest.Subagent(fmt.Sprint("tc-text-", i), "completed", &kandevtest.ClaudeCompleted).JSON()
+			e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
+				VALUES (?, 's', 'task-s', 'turn-1', '', ?, ?, ?)`, fmt.Sprint("text-", i), meta, text, text)
+		}
+		want += 2 // the offset form and the one a nanosecond after
+	}
+	h := health(t, e)
+	if !h.Ran || h.Shortfall != want {
+		t.Errorf("shortfall %d, want %d (messages at or after capture_since, none recorded): %+v", h.Shortfall, want, h)
+	}
+	// Rows one microsecond before the key are before it; at it, at/after.
+	record(t, e, "s", "tc-before", "e1", capture.Add(-time.Microsecond))
+	if h := health(t, e); h.LastObservedAt != nil {
+		t.Errorf("a row observed before capture_since counts: last_observed_at %v", h.LastObservedAt)
+	}
+	record(t, e, "s", "tc-at", "e1", capture)
+	h = health(t, e)
+	if h.LastObservedAt == nil || !h.LastObservedAt.Equal(capture) || h.Shortfall != want-1 {
+		t.Errorf("a row at capture_since: last %v shortfall %d", h.LastObservedAt, h.Shortfall)
+	}
+	rows, err := e.Store.ListBySession(context.Background(), "s", core.Page{})
+	if err != nil || len(rows) != 2 || rows[0].ToolCallID != "tc-before" || !rows[1].ObservedAt.Equal(capture) {
+		t.Errorf("order/round trip: %v %v", rows, err)
+	}
+}
+
+// testNanosecondKeys: a key with digits below the microsecond (the
+// reference host writes time.RFC3339Nano) is compared exactly by every
+// reader: a message and its row strictly before it are neither shortfall
+// nor excess, and coverage agrees per session and store-wide.
+func testNanosecondKeys(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	key := capture.Add(1) // …:00.500001001Z
+	message(t, e, "m-before", "s-before", "tc-1", capture)
+	record(t, e, "s-before", "tc-1", "e1", capture)
+	message(t, e, "m-after", "s-after", "tc-2", capture.Add(time.Microsecond))
+	record(t, e, "s-after", "tc-2", "e1", capture.Add(time.Microsecond))
+	setKeys(t, e, map[string]string{core.CaptureSinceKey: key.Format(time.RFC3339Nano), core.ExecutionSinceKey: key.Format(time.RFC3339Nano)})
+	h := health(t, e)
+	if !h.Healthy() || h.Shortfall != 0 || h.Excess != 0 || h.LastObservedAt == nil || !h.LastObservedAt.Equal(capture.Add(time.Microsecond)) {
+		t.Errorf("health with a nanosecond key: %+v", h)
+	}
+	for sess, want := range map[string]core.Coverage{"s-before": core.Unknown, "s-after": core.Known} {
+		st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess})
+		if err != nil || st.Sessions[0].Coverage != want {
+			t.Errorf("%s: coverage %+v, want %s (%v)", sess, st.Sessions, want, err)
+		}
+	}
+	st, err := e.Store.Stats(context.Background(), core.StatsQuery{})
+	if err != nil || st.KnownSessions != 1 || st.UnknownSessions != 1 {
+		t.Errorf("store-wide coverage %d known %d unknown, want 1 and 1 (%v)", st.KnownSessions, st.UnknownSessions, err)
+	}
+}
+
+func testHealth(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	old := capture.Add(-time.Hour)
+	message(t, e, "old", "s0", "tc-old", old) // history: backfilled, before the boundary
+	activate(t, e, capture)
+	after := func(d int) time.Time { return capture.Add(time.Duration(d) * time.Second) }
+
+	// Healthy: every message after the boundary has its row.
+	message(t, e, "m1", "s1", "tc-1", after(1))
+	message(t, e, "m2", "s1", "tc-2", after(2))
+	record(t, e, "s1", "tc-1", "e1", after(3))
+	record(t, e, "s1", "tc-2", "e1", after(4))
+	h := health(t, e)
+	if !h.Healthy() || h.Shortfall != 0 || h.Excess != 0 || h.LastObservedAt == nil || !h.LastObservedAt.Equal(after(4)) || h.WriterSilent() {
+		t.Errorf("healthy store: %+v", h)
+	}
+	// One message the writer never saw: shortfall 1.
+	message(t, e, "m3", "s1", "tc-3", after(5))
+	if h := health(t, e); h.Shortfall != 1 || h.Healthy() {
+		t.Errorf("one unseen message: %+v", h)
+	}
+	// A stopped writer while messages continue: shortfall grows, the last
+	// observation stays where the writer stopped.
+	message(t, e, "m4", "s2", "tc-4", after(60))
+	message(t, e, "m5", "s2", "tc-5", after(61))
+	if h := health(t, e); h.Shortfall != 3 || !h.LastObservedAt.Equal(after(4)) {
+		t.Errorf("stopped writer: %+v", h)
+	}
+	// Banked excess (rows without messages) never hides a shortfall.
+	e.Session(t, "s3")
+	for i := range 5 {
+		record(t, e, "s3", fmt.Sprint("orphan-", i), "e1", after(70+i))
+	}
+	if h := health(t, e); h.Shortfall != 3 || h.Excess != 5 {
+		t.Errorf("banked excess: shortfall %d excess %d, want 3 and 5", h.Shortfall, h.Excess)
+	}
+	// Messages without identity are not shortfall (but are messages, so a
+	// row for one is not excess); malformed metadata is {}.
+	noTool := kandevtest.Subagent("", "completed", &kandevtest.ClaudeCompleted).JSON()
+	noTask := kandevtest.Subagent("tc-nt", "completed", &kandevtest.ClaudeCompleted).JSON()
+	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, []kandevtest.Message{
+		{ID: "no-tool", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: &noTool, CreatedAt: after(80)},
+		{ID: "no-task", TaskSessionID: "s1", TaskID: "", TurnID: "t", Metadata: &noTask, CreatedAt: after(80)},
+		{ID: "bad-1", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: ptr(`{"normalized":{"kind":"subagent_task"`), CreatedAt: after(80)},
+		{ID: "bad-2", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: ptr(`subagent_task`), CreatedAt: after(80)},
+		{ID: "bad-3", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: nil, CreatedAt: after(80)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	record(t, e, "s1", "tc-nt", "e1", after(81))
+	if h := health(t, e); h.Shortfall != 3 || h.Excess != 5 {
+		t.Errorf("identity-less and malformed messages: shortfall %d excess %d, want 3 and 5", h.Shortfall, h.Excess)
+	}
+	// A cross-execution collision is counted, not netted; 'unknown' is not
+	// an execution.
+	record(t, e, "s1", "tc-1", "e2", after(90))
+	record(t, e, "s1", "tc-2", "", after(91))
+	if h := health(t, e); h.Collisions == nil || *h.Collisions != 1 || h.Shortfall != 3 {
+		t.Errorf("collision: %+v", h)
+	}
+}
+
+// testMergeIntoBackfilledRow: a live frame without an execution id for a
+// tool call the backfill recovered merges into that row, whose observed_at
+// stays before capture_since. The message has its row, so it is no
+// shortfall, and the write counts as the writer's.
+func testMergeIntoBackfilledRow(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	message(t, e, "m-old", "s", "tc-1", capture.Add(-time.Minute))
+	activate(t, e, capture)
+	message(t, e, "m-new", "s", "tc-1", capture.Add(time.Second)) // the same invocation, reported again
+	record(t, e, "s", "tc-1", "", capture.Add(2*time.Second))
+	h := health(t, e)
+	if h.Shortfall != 0 || h.WriterSilent() || h.LastWriteAt == nil || h.LastObservedAt != nil {
+		t.Errorf("merge into a backfilled row: %+v; want no shortfall and a last write", h)
+	}
+}
+
+func testStatsCoverage(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	message(t, e, "old", "s-old", "tc-old", capture.Add(-time.Hour))
+	activate(t, e, capture) // backfills s-old's row
+	message(t, e, "new", "s-new", "tc-new", capture.Add(time.Second))
+	record(t, e, "s-new", "tc-new", "e1", capture.Add(2*time.Second))
+	e.Session(t, "s-none")
+	for sess, want := range map[string]core.Coverage{"s-old": core.Unknown, "s-new": core.Known, "s-none": core.Unknown} {
+		st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Sessions) != 1 || st.Sessions[0].Coverage != want {
+			t.Errorf("%s: coverage %+v, want %s", sess, st.Sessions, want)
+		}
+		if st.DistinctExecutions == nil || st.Activation.State != core.Activated {
+			t.Errorf("%s: activation %s distinct executions %v", sess, st.Activation.State, st.DistinctExecutions)
+		}
+	}
+	st, err := e.Store.Stats(context.Background(), core.StatsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Subagents != 2 || st.Live != 1 || st.Backfill != 1 || st.KnownSessions != 1 || st.UnknownSessions != 1 ||
+		show(st.DistinctExecutions) != "1" || st.UnknownExecutionRows != 1 || st.TotalTokens.All.Sum.Int64() != 275717 ||
+		st.TotalTokens.All.Unreported != 1 || st.TotalTokens.Backfill.Sum.Int64() != 275717 || st.TotalTokens.Live.Sum != nil {
+		t.Errorf("whole store: %+v", st)
+	}
+	st, err = e.Store.Stats(context.Background(), core.StatsQuery{TaskID: "task-s-new"})
+	if err != nil || st.Subagents != 1 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
+		t.Errorf("by task: %+v %v", st, err)
+	}
+}

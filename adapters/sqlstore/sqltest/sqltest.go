@@ -1,0 +1,157 @@
+// Package sqltest is the suite every SQL dialect runs unchanged, through one
+// entry point (River's riverdrivertest.Exercise pattern): the store
+// conformance suite (core/storetest), the catalog shape against the column
+// declaration, error classification, the migration pass and the read side.
+// A dialect's test supplies a Driver; where dialects legitimately differ,
+// the Driver declares it in Features and the suite tests each declared
+// difference, visibly.
+package sqltest
+
+import (
+	"context"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core/storetest"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// Driver is what a dialect's test supplies.
+type Driver struct {
+	// Name is the dialect's name ("sqlite", "postgres", …).
+	Name string
+	// Open returns a fresh, empty database, dropped at the test's cleanup,
+	// as a handle and as the DSN the command line takes.
+	Open func(t testing.TB) (db *gorm.DB, dsn string)
+	// New wraps a handle (the adapter's New).
+	New func(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error)
+	// Catalog reads the table's shape back from the database's catalog,
+	// types spelled as the dialect's DDL spells them.
+	Catalog func(t testing.TB, db *gorm.DB) Catalog
+	// Unavailable returns a store whose database cannot be reached right
+	// now (PostgreSQL: nothing listens; SQLite: the file is locked past the
+	// busy timeout), and the password of its DSN (to check it never leaks).
+	Unavailable func(t testing.TB) (s *sqlstore.Store, password string)
+	// LegacyTable replaces task_session_subagents with the first draft's
+	// shape, as the dialect's first draft declared it: UNIQUE
+	// (task_session_id, tool_call_id), no agent_execution_id, primary key
+	// id.
+	LegacyTable func(t testing.TB, db *gorm.DB)
+	// EarlierTable turns the table into an earlier build's: the end shape
+	// but for a primary key on id alone, every row kept.
+	EarlierTable func(t testing.TB, db *gorm.DB)
+	// FailInserts makes every insert of that tool call id into the table
+	// fail with "injected failure", until stop is called.
+	FailInserts func(t testing.TB, db *gorm.DB, toolCallID string) (stop func())
+	Features    Features
+}
+
+// Features declares where a dialect legitimately differs.
+type Features struct {
+	// HostTimeText: the host's timestamps are text (SQLite), in any of the
+	// forms backfill.ParseHostTime reads and at nanosecond precision; the
+	// suite stores them in every form. Otherwise they are typed
+	// microsecond timestamps.
+	HostTimeText bool
+}
+
+// Catalog is the table as a database's catalog describes it.
+type Catalog struct {
+	Columns     []CatalogColumn
+	PrimaryKey  string   // columns, comma-separated, in key order
+	UniqueKeys  []string // each unique constraint's columns
+	ForeignKeys []ForeignKey
+	Indexes     map[string]string // name → columns, for plain indexes
+	Meta        []CatalogColumn   // the meta table's columns
+}
+
+// CatalogColumn is one column of a catalog.
+type CatalogColumn struct {
+	Name, Type string
+	NotNull    bool
+	Default    string // as the catalog renders it, casts removed; "" for none
+}
+
+// ForeignKey is one foreign key of the table.
+type ForeignKey struct{ Table, Column, RefColumn, OnDelete string }
+
+// Env is one fresh database of a Driver's dialect with Kandev-shaped host
+// tables and the store in it, its schema created.
+type Env struct {
+	*Driver
+	DB     *gorm.DB
+	DSN    string
+	Store  *sqlstore.Store
+	Tables sqlstore.Tables
+}
+
+// Env opens a fresh environment.
+func (d *Driver) Env(t testing.TB) *Env {
+	t.Helper()
+	db, dsn := d.Open(t)
+	e := &Env{Driver: d, DB: db, DSN: dsn, Tables: sqlstore.Tables{}.WithDefaults()}
+	if err := kandevtest.CreateTables(context.Background(), db, e.Tables); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Store = s
+	return e
+}
+
+// Harness is the conformance suite's view of this environment.
+func (e *Env) Harness() storetest.Harness {
+	return storetest.Harness{
+		Store:    e.Store,
+		Features: storetest.Features{SessionForeignKey: true, Activation: true},
+		CreateSession: func(ctx context.Context, id, task string) error {
+			return kandevtest.InsertSession(ctx, e.DB, e.Tables, id, task)
+		},
+		DeleteSession: func(ctx context.Context, id string) error { return kandevtest.DeleteSession(ctx, e.DB, e.Tables, id) },
+	}
+}
+
+// Exec runs SQL, failing the test on error.
+func (e *Env) Exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	if err := e.DB.Exec(sql, args...).Error; err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// Exercise runs the whole suite on a dialect. Tests run in parallel, each
+// on a database of its own.
+func Exercise(t *testing.T, d *Driver) {
+	t.Run("Store", func(t *testing.T) {
+		t.Parallel()
+		h := d.Env(t).Harness() // one database, shared: every test uses ids of its own
+		storetest.Run(t, func(*testing.T) storetest.Harness { return h })
+	})
+	for _, group := range []struct {
+		name  string
+		tests []test
+	}{{"Schema", schemaTests}, {"Errors", errorTests}, {"Migration", migrationTests}, {"Read", readTests}} {
+		t.Run(group.name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range group.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					tc.fn(t, d)
+				})
+			}
+		})
+	}
+}
+
+// test is one test of the suite.
+type test struct {
+	name string
+	fn   func(t *testing.T, d *Driver)
+}

@@ -1,0 +1,433 @@
+// Package sqlstore is the one SQL implementation of core.Store and
+// core.Reader, shared by the SQLite and PostgreSQL adapters through GORM.
+// Each adapter supplies a Dialect (adapters/sqlite, adapters/postgres) and
+// constructors; everything else — the DDL, the upsert, the lists, the
+// migration pass's statements, health and statistics — is written once
+// here, from the columns declared in core.Columns.
+//
+// A Store is what the adapters' constructors return:
+//
+//	store, err := sqlite.Open(ctx, "kandev.db")            // connects, creates the table if absent
+//	store, err := postgres.New(hostDB, sqlstore.WithTables(t)) // wraps the host's *gorm.DB, touches nothing
+//
+// The verbs mean the same on every layer: Open connects and creates the
+// schema; New wraps a handle and does no I/O; EnsureSchema creates what is
+// missing. The migration pass (package backfill) runs on a Store.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Store keeps task_session_subagents in a SQL database. It is safe for
+// concurrent use.
+type Store struct {
+	db     *gorm.DB
+	d      Dialect
+	tables Tables
+	now    func() time.Time
+	// upsertSQL is the upsert as GORM renders it for this handle's dialect,
+	// built once at New (a dry run: no I/O).
+	upsertSQL string
+	upsert    atomic.Pointer[sql.Stmt] // prepared on first use
+	mu        sync.Mutex               // serialises preparing it
+	owned     func() error             // closes connections the store opened; nil for a host's handle
+}
+
+var (
+	_ core.Store      = (*Store)(nil)
+	_ core.Reader     = (*Store)(nil)
+	_ core.BatchStore = (*Store)(nil)
+	_ core.WriterHint = (*Store)(nil)
+)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithTables names the host's tables (default: Kandev's).
+func WithTables(t Tables) Option { return func(s *Store) { s.tables = t } }
+
+// ErrNoSessionsTable is returned (wrapped) when the host's sessions table,
+// which task_session_subagents references, does not exist: the library
+// never creates it.
+var ErrNoSessionsTable = errors.New("the host's sessions table does not exist")
+
+// CheckOptions reports what New would refuse in opts (a bad table name),
+// so that an adapter can refuse before it opens a connection or a file.
+func CheckOptions(opts ...Option) error {
+	var s Store
+	for _, o := range opts {
+		o(&s)
+	}
+	if err := s.tables.Validate(); err != nil {
+		return fmt.Errorf("subagentctx: %w", err)
+	}
+	return nil
+}
+
+// New returns a store on db without touching the database. The host's table
+// names are validated first (an *ErrInvalidTableName error names the one at
+// fault).
+func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("subagentctx: sqlstore.New: *gorm.DB is nil")
+	}
+	s := &Store{db: db, d: d, now: time.Now}
+	if err := CheckOptions(opts...); err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	s.tables = s.tables.WithDefaults()
+	q, err := s.renderUpsert()
+	if err != nil {
+		return nil, fmt.Errorf("subagentctx: render the upsert: %w", err)
+	}
+	s.upsertSQL = q
+	return s, nil
+}
+
+// Own makes Close also run closeFn (the adapters' Open passes the close of
+// the connections it opened; a host's handle is never closed).
+func (s *Store) Own(closeFn func() error) { s.owned = closeFn }
+
+// Close releases the prepared statement and, when the store opened its own
+// connections, closes them; a host's handle stays open.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	stmt := s.upsert.Swap(nil)
+	s.mu.Unlock()
+	var err error
+	if stmt != nil {
+		err = stmt.Close()
+	}
+	if s.owned != nil {
+		err = errors.Join(err, s.owned())
+	}
+	return err
+}
+
+// DB is the underlying handle.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// Dialect is the store's dialect.
+func (s *Store) Dialect() Dialect { return s.d }
+
+// Tables are the host's table names in use (defaults filled in).
+func (s *Store) Tables() Tables { return s.tables }
+
+// EnsureSchema checks that the host's sessions table exists (else
+// ErrNoSessionsTable) and creates task_session_subagents, its indexes, the
+// meta table and the dialect's helpers if absent. It never alters an
+// existing table: upgrading one is the migration pass's shape step.
+func (s *Store) EnsureSchema(ctx context.Context) error {
+	ok, err := s.d.TableExists(ctx, s.db, s.tables.Sessions)
+	if err != nil {
+		return s.opError("check the sessions table", core.RowKey{}, err)
+	}
+	if !ok {
+		return fmt.Errorf("subagentctx: %w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
+			ErrNoSessionsTable, s.tables.Sessions)
+	}
+	for _, stmt := range SchemaStatements(s.d, s.tables) {
+		if err := s.db.WithContext(ctx).Exec(stmt).Error; err != nil {
+			return s.opError("create schema", core.RowKey{}, fmt.Errorf("%w\n  in: %s", err, stmt))
+		}
+	}
+	return nil
+}
+
+// mergeSet is core.Merge written as the DO UPDATE of the upsert, one
+// assignment per column from its declared rule (AC-14: no read-then-write).
+// Stored-row references are qualified with the table (clause.CurrentTable):
+// PostgreSQL rejects an unqualified column there as ambiguous, SQLite would
+// silently accept it. In an UPDATE's SET list every reference reads the row
+// as it was before this statement, on both dialects, so order does not
+// matter. Key and write-once columns are absent: they never change.
+func mergeSet() clause.Set {
+	stored := func(name string) clause.Column { return clause.Column{Table: clause.CurrentTable, Name: name} }
+	var set clause.Set
+	for _, c := range core.Columns {
+		in := "excluded." + c.Name
+		var e clause.Expr
+		switch c.Rule {
+		case core.RuleKey, core.RuleWriteOnce:
+			continue
+		case core.RuleFirstWins:
+			e = clause.Expr{SQL: "COALESCE(?, " + in + ")", Vars: []any{stored(c.Name)}}
+		case core.RuleFillForward:
+			e = clause.Expr{SQL: "COALESCE(" + in + ", ?)", Vars: []any{stored(c.Name)}}
+		case core.RuleFrozenOnceSettled:
+			e = clause.Expr{SQL: "CASE WHEN ? IS NOT NULL THEN ? ELSE COALESCE(" + in + ", ?) END",
+				Vars: []any{stored(core.SettledAtColumn), stored(c.Name), stored(c.Name)}}
+		case core.RuleSticky:
+			e = clause.Expr{SQL: "CASE WHEN ? = 1 OR " + in + " = 1 THEN 1 ELSE 0 END", Vars: []any{stored(c.Name)}}
+		case core.RuleLastWrite:
+			e = clause.Expr{SQL: in}
+		default:
+			panic(fmt.Sprintf("sqlstore: column %s has no SQL form for rule %v", c.Name, c.Rule))
+		}
+		set = append(set, clause.Assignment{Column: clause.Column{Name: c.Name}, Value: e})
+	}
+	return set
+}
+
+// renderUpsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key)
+// DO UPDATE SET … from clauses, in the handle's dialect (quoting, bind
+// variables), with one placeholder per declared column.
+func (s *Store) renderUpsert() (string, error) {
+	cols := make([]clause.Column, len(core.Columns))
+	values := make([]any, len(core.Columns))
+	for i, c := range core.Columns {
+		cols[i] = clause.Column{Name: c.Name}
+	}
+	key := make([]clause.Column, len(core.KeyColumns))
+	for i, c := range core.KeyColumns {
+		key[i] = clause.Column{Name: c}
+	}
+	db := s.db.Session(&gorm.Session{DryRun: true, NewDB: true})
+	stmt := &gorm.Statement{DB: db, Table: Table, Clauses: map[string]clause.Clause{}}
+	stmt.AddClause(clause.Insert{Table: clause.Table{Name: Table}})
+	stmt.AddClause(clause.Values{Columns: cols, Values: [][]any{values}})
+	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet()})
+	stmt.Build("INSERT", "VALUES", "ON CONFLICT")
+	return stmt.SQL.String(), stmt.Error
+}
+
+// UpsertSQL is the upsert statement, with one placeholder per column of
+// core.Columns in that order.
+func (s *Store) UpsertSQL() string { return s.upsertSQL }
+
+// Args are a row's values for the upsert's placeholders, in core.Columns
+// order.
+func Args(row *core.Subagent) []any {
+	args := make([]any, len(core.Columns))
+	for i, c := range core.Columns {
+		args[i] = c.Value(row)
+	}
+	return args
+}
+
+// Upsert writes one row in one atomic statement with core.Merge's
+// semantics. The statement is prepared once and executed with bound
+// arguments: the hot path builds nothing per frame. A row that breaks
+// docs/CONTRACT.md §2 is refused before any SQL runs (core.ErrInvalidRow).
+func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
+	if err := s.prepareRow(&row); err != nil {
+		return err
+	}
+	var err error
+	if pool, ok := s.db.Statement.ConnPool.(*sql.DB); ok {
+		var stmt *sql.Stmt
+		if stmt, err = s.upsertStmt(ctx, pool); err == nil {
+			_, err = stmt.ExecContext(ctx, Args(&row)...)
+		}
+	} else {
+		// Not a plain pool (a host's transaction, or GORM's own
+		// prepared-statement pool): the same statement through GORM, on
+		// that handle.
+		err = s.db.WithContext(ctx).Exec(s.upsertSQL, Args(&row)...).Error
+	}
+	if err != nil {
+		return s.opError("upsert", row.Key(), err)
+	}
+	return nil
+}
+
+// UpsertBatch implements core.BatchStore: the rows in order, each its own
+// upsert statement (AC-14), in one transaction, so that a recorder commits
+// many frames at once. A row the database refuses is taken out and the
+// others are written again in a new transaction (PostgreSQL aborts a
+// transaction at its first failed statement), so it costs the others
+// nothing. When the database is unavailable, no row is written and err
+// matches core.ErrUnavailable.
+func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error, error) {
+	rowErrs := make([]error, len(rows))
+	todo := make([]int, 0, len(rows))
+	for i := range rows {
+		if rowErrs[i] = s.prepareRow(&rows[i]); rowErrs[i] == nil {
+			todo = append(todo, i)
+		}
+	}
+	pool, ok := s.db.Statement.ConnPool.(*sql.DB)
+	for len(todo) > 0 {
+		var at int
+		var err error
+		if ok {
+			at, err = s.transaction(ctx, pool, rows, todo)
+		} else {
+			at, err = s.onHandle(ctx, rows, todo)
+		}
+		switch {
+		case err == nil:
+			return rowErrs, nil
+		case at < 0: // the transaction itself: not one row's fault
+			return nil, s.opError("upsert batch", core.RowKey{}, err)
+		}
+		row := rows[todo[at]]
+		if rowErrs[todo[at]] = s.opError("upsert", row.Key(), err); errors.Is(rowErrs[todo[at]], core.ErrUnavailable) {
+			return nil, rowErrs[todo[at]]
+		}
+		todo = append(todo[:at], todo[at+1:]...)
+	}
+	return rowErrs, nil
+}
+
+// transaction writes rows[todo…] in one transaction on the pool. On a
+// failed statement it rolls back and reports which one (at); at is -1 when
+// beginning or committing failed.
+func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subagent, todo []int) (at int, err error) {
+	prepared, err := s.upsertStmt(ctx, pool)
+	if err != nil {
+		return -1, err
+	}
+	tx, err := pool.BeginTx(ctx, nil)
+	if err != nil {
+		return -1, err
+	}
+	stmt := tx.StmtContext(ctx, prepared)
+	for n, i := range todo {
+		if _, err := stmt.ExecContext(ctx, Args(&rows[i])...); err != nil {
+			return n, errors.Join(err, tx.Rollback())
+		}
+	}
+	return -1, tx.Commit()
+}
+
+// onHandle writes rows[todo…] one statement each on a handle that is not a
+// pool (a host's transaction): the handle's own transaction, if any, holds
+// them.
+func (s *Store) onHandle(ctx context.Context, rows []core.Subagent, todo []int) (int, error) {
+	for n, i := range todo {
+		if err := s.db.WithContext(ctx).Exec(s.upsertSQL, Args(&rows[i])...).Error; err != nil {
+			return n, err
+		}
+	}
+	return -1, nil
+}
+
+// Writers implements core.WriterHint with the dialect's number.
+func (s *Store) Writers() int { return s.d.Writers() }
+
+// prepareRow stamps updated_at, gives a new row its id and validates it.
+func (s *Store) prepareRow(row *core.Subagent) error {
+	row.UpdatedAt = s.now()
+	if row.ID == "" {
+		row.ID = uuid.NewString()
+	}
+	if err := row.Validate(); err != nil {
+		return &core.OpError{Op: "upsert", Key: row.Key(), Err: err}
+	}
+	return nil
+}
+
+// upsertStmt prepares the upsert on first use (not at construction, so a
+// store can be built while the database is down). A failed prepare is not
+// kept: the next write tries again.
+func (s *Store) upsertStmt(ctx context.Context, pool *sql.DB) (*sql.Stmt, error) {
+	if stmt := s.upsert.Load(); stmt != nil {
+		return stmt, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stmt := s.upsert.Load(); stmt != nil {
+		return stmt, nil
+	}
+	stmt, err := pool.PrepareContext(ctx, s.upsertSQL)
+	if err != nil {
+		return nil, err
+	}
+	s.upsert.Store(stmt)
+	return stmt, nil
+}
+
+// ListBySession returns a session's rows in AC-13 order.
+func (s *Store) ListBySession(ctx context.Context, taskSessionID string, page core.Page) ([]core.Subagent, error) {
+	return s.list(ctx, "list by session", "task_session_id", taskSessionID, page)
+}
+
+// ListByTurn returns a turn's rows in AC-13 order.
+func (s *Store) ListByTurn(ctx context.Context, turnID string, page core.Page) ([]core.Subagent, error) {
+	return s.list(ctx, "list by turn", "turn_id", turnID, page)
+}
+
+func (s *Store) list(ctx context.Context, op, column, value string, page core.Page) ([]core.Subagent, error) {
+	if err := page.Validate(); err != nil {
+		return nil, &core.OpError{Op: op, Err: err}
+	}
+	q, args := s.ListStatement(column, value, page)
+	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
+	if err != nil {
+		return nil, s.opError(op, core.RowKey{}, err)
+	}
+	defer rows.Close()
+	out := make([]core.Subagent, 0)
+	dest := make([]any, len(core.Columns))
+	for rows.Next() {
+		var r core.Subagent
+		for i, c := range core.Columns {
+			dest[i] = c.Dest(&r)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, s.opError(op, core.RowKey{}, err)
+		}
+		out = append(out, r.Canonical())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.opError(op, core.RowKey{}, err)
+	}
+	return out, nil
+}
+
+// ListStatement is the list query: one session's or one turn's rows in
+// AC-13 order (observed_at, tool_call_id, agent_execution_id, text compared
+// byte by byte; never id), after page.After, at most page.Limit of them.
+func (s *Store) ListStatement(column, value string, page core.Page) (string, []any) {
+	d := s.d
+	order := []string{d.Instant("observed_at"), d.Bytewise("tool_call_id"), d.Bytewise("agent_execution_id")}
+	q := "SELECT " + columnList("") + " FROM " + Table + " WHERE " + column + " = ?"
+	args := []any{value}
+	if a := page.After; a != nil {
+		c := a.Canonical()
+		q += " AND (" + order[0] + " > ? OR (" + order[0] + " = ? AND (" + order[1] + " > ? OR (" + order[1] + " = ? AND " + order[2] + " > ?))))"
+		us := c.ObservedAt.UnixMicro()
+		args = append(args, us, us, c.ToolCallID, c.ToolCallID, c.AgentExecutionID)
+	}
+	q += " ORDER BY " + strings.Join(order, ", ")
+	if page.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, page.Limit)
+	}
+	return q, args
+}
+
+// columnList is core.Columns' names, comma-separated, each prefixed.
+func columnList(prefix string) string {
+	names := make([]string, len(core.Columns))
+	for i, c := range core.Columns {
+		names[i] = prefix + c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func (s *Store) opError(op string, key core.RowKey, err error) error {
+	var kind error
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		kind = s.d.Classify(err)
+	}
+	return &core.OpError{Op: op, Key: key, Kind: kind, Err: err}
+}

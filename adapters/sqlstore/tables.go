@@ -1,0 +1,77 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Table is the table this library owns and creates.
+const Table = "task_session_subagents"
+
+// Tables names the host's tables that the store reads or references. The
+// zero value means Kandev's names.
+type Tables struct {
+	// Sessions is the host's sessions table; task_session_subagents has a
+	// foreign key to its id with ON DELETE CASCADE. Never created or altered.
+	Sessions string `json:"sessions"`
+	// Messages is the host's messages table, read by the backfill, the
+	// health check and the coverage verdicts. Never created or altered.
+	Messages string `json:"messages"`
+	// Meta is the key/value table holding the activation keys; created if
+	// absent as (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '').
+	Meta string `json:"meta"`
+}
+
+// Kandev's table names, the defaults.
+const (
+	DefaultSessionsTable = "task_sessions"
+	DefaultMessagesTable = "task_session_messages"
+	DefaultMetaTable     = "kandev_meta"
+)
+
+// WithDefaults fills empty names with Kandev's.
+func (t Tables) WithDefaults() Tables {
+	if t.Sessions == "" {
+		t.Sessions = DefaultSessionsTable
+	}
+	if t.Messages == "" {
+		t.Messages = DefaultMessagesTable
+	}
+	if t.Meta == "" {
+		t.Meta = DefaultMetaTable
+	}
+	return t
+}
+
+// ErrInvalidTableName is wrapped by Tables.Validate's errors.
+var ErrInvalidTableName = errors.New("invalid table name")
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// Validate checks every name (after defaults): each is a plain SQL
+// identifier of at most 63 characters, and none is this library's table.
+// A schema-qualified name is refused on every dialect, because SQLite cannot
+// declare a foreign key into another schema; on PostgreSQL, choose the
+// schema with search_path (docs/CONTRACT.md §9.2).
+func (t Tables) Validate() error {
+	t = t.WithDefaults()
+	for _, f := range []struct{ field, name string }{{"sessions", t.Sessions}, {"messages", t.Messages}, {"meta", t.Meta}} {
+		switch {
+		case strings.Contains(f.name, "."):
+			return fmt.Errorf("%w: %s table %q is schema-qualified: give the plain name (on PostgreSQL, set the schema with search_path)",
+				ErrInvalidTableName, f.field, f.name)
+		case !identifier.MatchString(f.name):
+			return fmt.Errorf("%w: %s table %q: want letters, digits and _ (not first), at most 63 characters",
+				ErrInvalidTableName, f.field, f.name)
+		case strings.EqualFold(f.name, Table):
+			return fmt.Errorf("%w: %s table %q is the name of the table this library owns", ErrInvalidTableName, f.field, f.name)
+		}
+	}
+	return nil
+}
+
+// quote quotes a validated identifier for SQL; both dialects accept double
+// quotes.
+func quote(name string) string { return `"` + name + `"` }

@@ -1,0 +1,106 @@
+package backfill_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/backfill"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// TestRunnerRetriesInProcess: a failed backfill is retried in the
+// background with backoff until it succeeds; Ready opens once the table is
+// in its end shape, Done once the pass completed.
+func TestRunnerRetriesInProcess(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	e.Session(t, "s")
+	meta := kandevtest.Subagent("poison", "completed", &kandevtest.ClaudeCompleted).JSON()
+	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, []kandevtest.Message{
+		{ID: "m1", TaskSessionID: "s", TaskID: "task-s", TurnID: "t", Metadata: &meta, CreatedAt: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	stop := e.FailInserts(t, e.DB, "poison")
+	var logs syncBuffer
+	r := backfill.NewRunner(backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))),
+		backfill.WithRetry(5*time.Millisecond, 20*time.Millisecond))
+	r.Start(context.Background())
+	select {
+	case <-r.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("never ready")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "retrying in the background") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-r.Done():
+		t.Fatal("done although the backfill fails")
+	default:
+	}
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	report, err := r.Wait(ctx)
+	if err != nil || report.Failed() || report.Step(backfill.StepBackfill).RowsInserted != 1 {
+		t.Errorf("after the retry: %v\n%s", err, report)
+	}
+}
+
+// TestRunnerStopIsCancellation: stopping a pass in the middle of its
+// backfill reports it cancelled, logs no failure, writes nothing that
+// claims success, and Wait says it was stopped.
+func TestRunnerStopIsCancellation(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	var logs syncBuffer
+	reached, release := make(chan struct{}), make(chan struct{})
+	r := backfill.NewRunner(backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		backfill.WithHook(func(stage string) error {
+			if stage == "inserted" {
+				close(reached)
+				<-release
+				return context.Canceled
+			}
+			return nil
+		})))
+	r.Start(context.Background())
+	<-reached
+	stopped := make(chan error)
+	go func() { stopped <- r.Stop(context.Background()) }()
+	time.Sleep(10 * time.Millisecond)
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	report, err := r.Wait(context.Background())
+	if !errors.Is(err, backfill.ErrStopped) || report.Step(backfill.StepBackfill).Status != backfill.Cancelled || report.Failed() {
+		t.Errorf("stopped pass: %v\n%s", err, report)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a stop logged a warning: %s", logs.String())
+	}
+	if len(e.Keys(t)) != 1 { // execution_since only
+		t.Errorf("keys after a cancelled backfill: %v", e.Keys(t))
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

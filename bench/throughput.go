@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// handUpsert is the upsert as a user would write it by hand from the
+// contract's merge rules: the baseline of the recorder's throughput.
+const handUpsert = `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id,
+	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async,
+	total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
+	turn_id = COALESCE(task_session_subagents.turn_id, excluded.turn_id),
+	parent_tool_call_id = COALESCE(excluded.parent_tool_call_id, task_session_subagents.parent_tool_call_id),
+	subagent_type = COALESCE(excluded.subagent_type, task_session_subagents.subagent_type),
+	description = COALESCE(excluded.description, task_session_subagents.description),
+	agent_id = COALESCE(excluded.agent_id, task_session_subagents.agent_id),
+	child_session_id = COALESCE(excluded.child_session_id, task_session_subagents.child_session_id),
+	model = COALESCE(excluded.model, task_session_subagents.model),
+	agent_status = COALESCE(excluded.agent_status, task_session_subagents.agent_status),
+	tool_status = CASE WHEN task_session_subagents.settled_at IS NOT NULL THEN task_session_subagents.tool_status
+		ELSE COALESCE(excluded.tool_status, task_session_subagents.tool_status) END,
+	is_async = CASE WHEN task_session_subagents.is_async = 1 OR excluded.is_async = 1 THEN 1 ELSE 0 END,
+	total_tokens = COALESCE(excluded.total_tokens, task_session_subagents.total_tokens),
+	tool_use_count = COALESCE(excluded.tool_use_count, task_session_subagents.tool_use_count),
+	duration_ms = COALESCE(excluded.duration_ms, task_session_subagents.duration_ms),
+	settled_at = COALESCE(task_session_subagents.settled_at, excluded.settled_at),
+	updated_at = excluded.updated_at`
+
+// handArgs is the user's own row-to-arguments code.
+func handArgs(r core.Subagent) []any {
+	async := 0
+	if r.IsAsync {
+		async = 1
+	}
+	var settled any
+	if r.SettledAt != nil {
+		settled = r.SettledAt.UTC()
+	}
+	return []any{uuid.NewString(), r.TaskSessionID, r.TaskID, r.TurnID, r.AgentExecutionID, r.ToolCallID, r.ParentToolCallID,
+		r.SubagentType, r.Description, r.AgentID, r.ChildSessionID, r.Model, r.AgentStatus, r.ToolStatus, async,
+		r.TotalTokens, r.ToolUseCount, r.DurationMs, string(r.Source), r.ObservedAt.UTC(), settled, time.Now().UTC()}
+}
+
+// rebind turns ? placeholders into $n for PostgreSQL.
+func rebind(dialect, q string) string {
+	if dialect != "postgres" {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// streams are the frames each caller records, whole sessions each, in
+// order: realistic sequences (out of order, duplicated, 1-8-way fan-outs).
+func streams(sessions, callers int) (ids []string, perCaller [][]core.Frame, total int) {
+	perCaller = make([][]core.Frame, callers)
+	t0 := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+	for s := range sessions {
+		frames := kandevtest.Stream(fmt.Sprintf("b%d-", s), t0.Add(time.Duration(s)*time.Minute))
+		ids = append(ids, frames[0].TaskSessionID)
+		perCaller[s%callers] = append(perCaller[s%callers], frames...)
+		total += len(frames)
+	}
+	return ids, perCaller, total
+}
+
+// benchThroughput records the same frames from `callers` goroutines three
+// ways: through the Recorder (queued, group-committed, drained by Close);
+// by hand, the identical statements in batched transactions through
+// database/sql (the baseline); and as the previous Recorder did, one
+// transaction per frame on the caller's goroutine.
+func benchThroughput(ctx context.Context, c config, dialect string, callers int) ([]result, error) {
+	ids, perCaller, total := streams(c.sessions, callers)
+	ways := []struct {
+		name string
+		run  func(context.Context, *sqlstore.Store, string, [][]core.Frame) error
+		took []time.Duration
+	}{{name: "recorder", run: viaRecorder}, {name: "hand, batched", run: byHand}, {name: "one tx per frame", run: perFrame}}
+	for run := range c.runs {
+		for i := range ways {
+			w := &ways[(i+run)%len(ways)] // rotate which goes first
+			s, cleanup, err := newStore(ctx, c, dialect)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				if err := kandevtest.InsertSession(ctx, s.DB(), sqlstore.Tables{}, id, "task"); err != nil {
+					cleanup()
+					return nil, err
+				}
+			}
+			start := time.Now()
+			err = w.run(ctx, s, dialect, perCaller)
+			w.took = append(w.took, time.Since(start))
+			cleanup()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", w.name, err)
+			}
+		}
+	}
+	lib, hand, single := median(ways[0].took), median(ways[1].took), median(ways[2].took)
+	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f frames/s", float64(total)/d.Seconds()) }
+	size := fmt.Sprintf("%d frames, %d caller(s)", total, callers)
+	return []result{
+		{what: "recorder throughput", dialect: dialect, size: size, library: rate(lib), baseline: rate(hand) + " (hand, batched)",
+			ratio: lib.Seconds() / hand.Seconds(), target: "≤ 1.30×", pass: lib.Seconds() <= 1.3*hand.Seconds()},
+		{what: "recorder vs one tx per frame", dialect: dialect, size: size, library: rate(lib), baseline: rate(single) + " (one tx per frame)",
+			ratio: single.Seconds() / lib.Seconds(), target: "≥ 5× faster", pass: single.Seconds() >= 5*lib.Seconds(),
+			note: "ratio here is speed-up"},
+	}, nil
+}
+
+func viaRecorder(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][]core.Frame) error {
+	counters := core.NewCounters()
+	rec, err := core.NewRecorder(s, core.WithCounters(counters), core.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, frames := range perCaller {
+		wg.Go(func() {
+			for _, f := range frames {
+				rec.Record(ctx, f)
+			}
+		})
+	}
+	wg.Wait()
+	if err := rec.Close(ctx); err != nil {
+		return err
+	}
+	if v := counters.Values(); v.Failed > 0 {
+		return fmt.Errorf("%d failed writes", v.Failed)
+	}
+	return nil
+}
+
+// byHand is what a user would write: normalise, then the statement in
+// transactions of 256 frames.
+func byHand(ctx context.Context, s *sqlstore.Store, dialect string, perCaller [][]core.Frame) error {
+	pool, err := s.DB().DB()
+	if err != nil {
+		return err
+	}
+	stmt, err := pool.PrepareContext(ctx, rebind(dialect, handUpsert))
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(perCaller))
+	for _, frames := range perCaller {
+		wg.Go(func() {
+			for start := 0; start < len(frames); start += core.DefaultBatchSize {
+				if err := handBatch(ctx, pool, stmt, frames[start:min(start+core.DefaultBatchSize, len(frames))]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func handBatch(ctx context.Context, pool *sql.DB, stmt *sql.Stmt, frames []core.Frame) error {
+	tx, err := pool.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	st := tx.StmtContext(ctx, stmt)
+	for _, f := range frames {
+		row, v := core.Normalize(f)
+		if v.NoIdentity {
+			continue
+		}
+		if _, err := st.ExecContext(ctx, handArgs(row)...); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// perFrame is one transaction per frame, on the caller's goroutine.
+func perFrame(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][]core.Frame) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(perCaller))
+	for _, frames := range perCaller {
+		wg.Go(func() {
+			for _, f := range frames {
+				row, v := core.Normalize(f)
+				if v.NoIdentity {
+					continue
+				}
+				if err := s.Upsert(ctx, row); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}

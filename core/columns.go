@@ -1,0 +1,400 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// Columns declares every column of task_session_subagents, in table order:
+// its name, type, nullability, whether it is an identifier, its database
+// default and its merge rule (docs/CONTRACT.md §2, §3.2). Everything else is
+// derived from it: Merge, Clone, Validate, the DDL, the upsert's SET list,
+// the SQL argument and scan lists.
+//
+// Adding a column touches three places: a field of Subagent, its line here,
+// and the rule that fills it (Normalize for the live path, backfill.Recover
+// for history).
+var Columns = []Column{
+	{Name: "id", Type: Text, Identifier: true, Rule: RuleWriteOnce, field: text(func(s *Subagent) *string { return &s.ID })},
+	{Name: "task_session_id", Type: Text, Identifier: true, Rule: RuleKey, field: text(func(s *Subagent) *string { return &s.TaskSessionID })},
+	{Name: "task_id", Type: Text, Identifier: true, Rule: RuleWriteOnce, field: text(func(s *Subagent) *string { return &s.TaskID })},
+	{Name: "turn_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFirstWins, field: nullText(func(s *Subagent) **string { return &s.TurnID })},
+	{Name: "agent_execution_id", Type: Text, Identifier: true, Rule: RuleKey, Default: UnknownExecution,
+		field: text(func(s *Subagent) *string { return &s.AgentExecutionID })},
+	{Name: "tool_call_id", Type: Text, Identifier: true, Rule: RuleKey, field: text(func(s *Subagent) *string { return &s.ToolCallID })},
+	{Name: "parent_tool_call_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFillForward,
+		field: nullText(func(s *Subagent) **string { return &s.ParentToolCallID })},
+	{Name: "subagent_type", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.SubagentType })},
+	{Name: "description", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.Description })},
+	{Name: "agent_id", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.AgentID })},
+	{Name: "child_session_id", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.ChildSessionID })},
+	{Name: "model", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.Model })},
+	{Name: "agent_status", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.AgentStatus })},
+	{Name: "tool_status", Type: Text, Nullable: true, Rule: RuleFrozenOnceSettled, field: nullText(func(s *Subagent) **string { return &s.ToolStatus })},
+	{Name: "is_async", Type: Bool, Rule: RuleSticky, Default: false, field: boolean(func(s *Subagent) *bool { return &s.IsAsync })},
+	{Name: "total_tokens", Type: Int64, Nullable: true, Rule: RuleFillForward, field: nullInt(func(s *Subagent) **int64 { return &s.TotalTokens })},
+	{Name: "tool_use_count", Type: Int64, Nullable: true, Rule: RuleFillForward, field: nullInt(func(s *Subagent) **int64 { return &s.ToolUseCount })},
+	{Name: "duration_ms", Type: Int64, Nullable: true, Rule: RuleFillForward, field: nullInt(func(s *Subagent) **int64 { return &s.DurationMs })},
+	{Name: "source", Type: Text, Rule: RuleWriteOnce, Default: string(SourceLive), field: text(func(s *Subagent) *string { return (*string)(&s.Source) })},
+	{Name: "observed_at", Type: Time, Rule: RuleWriteOnce, field: timestamp(func(s *Subagent) *time.Time { return &s.ObservedAt })},
+	{Name: SettledAtColumn, Type: Time, Nullable: true, Rule: RuleFirstWins, field: nullTime(func(s *Subagent) **time.Time { return &s.SettledAt })},
+	{Name: "updated_at", Type: Time, Rule: RuleLastWrite, field: timestamp(func(s *Subagent) *time.Time { return &s.UpdatedAt })},
+}
+
+// The columns each operation visits: the record path runs several per
+// frame, so each skips the columns it leaves alone.
+var (
+	mergedFields = fieldsWhere(func(c Column) bool { return c.Rule != RuleKey && c.Rule != RuleWriteOnce })
+	pointerField = fieldsWhere(func(c Column) bool { return c.Nullable })
+	timeFields   = fieldsWhere(func(c Column) bool { return c.Type == Time })
+	checkedField = fieldsWhere(func(c Column) bool { return c.Type != Bool })
+)
+
+// columnField is a column's field with the column's declaration beside it.
+type columnField struct {
+	field
+	col *Column
+}
+
+func fieldsWhere(keep func(Column) bool) []columnField {
+	var out []columnField
+	for i := range Columns {
+		if keep(Columns[i]) {
+			out = append(out, columnField{Columns[i].field, &Columns[i]})
+		}
+	}
+	return out
+}
+
+// SettledAtColumn is the column whose presence freezes FrozenOnceSettled
+// columns.
+const SettledAtColumn = "settled_at"
+
+// KeyColumns are the unique key's columns, in key order (AC-3, AC-32).
+var KeyColumns = []string{"task_session_id", "agent_execution_id", "tool_call_id"}
+
+// Column is one declared column. Its accessors read and write the matching
+// field of a Subagent.
+type Column struct {
+	Name string
+	Type Type
+	// Nullable columns are pointers in Subagent; NULL is nil.
+	Nullable bool
+	// Identifier columns are stored exactly as given or refused (never
+	// sanitized): docs/CONTRACT.md §2.
+	Identifier bool
+	Rule       Rule
+	// Default is the database default (nil: none). Metrics have none, on
+	// purpose: "not reported" must never become 0.
+	Default any
+	field   field
+}
+
+// Type is a column's kind of value; each SQL dialect maps it to a type.
+type Type uint8
+
+// Column types.
+const (
+	Text  Type = iota + 1 // text
+	Int64                 // 64-bit integer
+	Bool                  // 0 or 1
+	Time                  // an instant, UTC, microseconds
+)
+
+// Rule is how a column merges when a row meets a stored one with the same
+// key (docs/CONTRACT.md §3.2). Merge implements it in Go; the SQL stores
+// render each rule in their upsert's SET list.
+type Rule uint8
+
+// Merge rules.
+const (
+	// RuleKey columns identify the row and are never updated (AC-3).
+	RuleKey Rule = iota + 1
+	// RuleWriteOnce columns keep the first write's value (AC-1a).
+	RuleWriteOnce
+	// RuleFirstWins columns keep a stored value; a stored NULL is filled
+	// (AC-2a, AC-11).
+	RuleFirstWins
+	// RuleFillForward columns take a non-NULL incoming value; NULL never blanks
+	// a stored one (AC-4, AC-5).
+	RuleFillForward
+	// RuleFrozenOnceSettled columns fill forward until the stored row has
+	// settled_at, and are frozen after (AC-12).
+	RuleFrozenOnceSettled
+	// RuleSticky booleans are true once either side is true.
+	RuleSticky
+	// RuleLastWrite columns always take the incoming value.
+	RuleLastWrite
+)
+
+var ruleNames = [...]string{RuleKey: "key", RuleWriteOnce: "write-once", RuleFirstWins: "first wins", RuleFillForward: "fill forward",
+	RuleFrozenOnceSettled: "frozen once settled", RuleSticky: "sticky", RuleLastWrite: "last write"}
+
+func (r Rule) String() string { return ruleNames[r] }
+
+// TakesIncoming reports whether the merged row takes the incoming value of
+// a column with this rule. storedNull and incomingNull say which side is
+// NULL (for a Sticky boolean, false counts as NULL: "not reported");
+// settled says whether the stored row has settled_at.
+func (r Rule) TakesIncoming(storedNull, incomingNull, settled bool) bool {
+	switch r {
+	case RuleFirstWins:
+		return storedNull
+	case RuleFillForward, RuleSticky:
+		return !incomingNull
+	case RuleFrozenOnceSettled:
+		return !settled && !incomingNull
+	case RuleLastWrite:
+		return true
+	}
+	return false // RuleKey, RuleWriteOnce
+}
+
+// Value is the column's value in s as a database argument: nil for NULL, an
+// int64 0/1 for a boolean, a canonical UTC time for an instant.
+func (c Column) Value(s *Subagent) any { return c.field.value(s) }
+
+// Dest is a scan destination for the column's field in s (database/sql
+// Scan semantics; a nullable field becomes nil for NULL).
+func (c Column) Dest(s *Subagent) any { return c.field.dest(s) }
+
+// IsNull reports whether the column is NULL in s.
+func (c Column) IsNull(s *Subagent) bool { return c.field.null(s) }
+
+// Format renders the column's value in s for messages and diffs ("NULL"
+// for NULL).
+func (c Column) Format(s *Subagent) string { return c.field.format(s) }
+
+// field is typed access to one Subagent field.
+type field interface {
+	value(*Subagent) any
+	dest(*Subagent) any
+	null(*Subagent) bool
+	take(dst, src *Subagent)
+	clone(*Subagent, *arena)
+	canon(*Subagent)
+	format(*Subagent) string
+	// check validates the value (docs/CONTRACT.md §2) without boxing it:
+	// Validate runs on every write.
+	check(c *Column, s *Subagent) error
+}
+
+type text func(*Subagent) *string
+
+func (f text) value(s *Subagent) any     { return *f(s) }
+func (f text) dest(s *Subagent) any      { return f(s) }
+func (f text) null(s *Subagent) bool     { return false }
+func (f text) take(dst, src *Subagent)   { *f(dst) = *f(src) }
+func (f text) clone(*Subagent, *arena)   {}
+func (f text) canon(*Subagent)           {}
+func (f text) format(s *Subagent) string { return fmt.Sprintf("%q", *f(s)) }
+func (f text) check(c *Column, s *Subagent) error {
+	v := *f(s)
+	switch {
+	case v == "" && c.Name != "id": // an empty id is assigned by the store
+		return errEmpty
+	case c.Identifier && v != "":
+		return CheckIdentifier(v)
+	}
+	return nil
+}
+
+type boolean func(*Subagent) *bool
+
+func (f boolean) value(s *Subagent) any {
+	if *f(s) {
+		return int64(1)
+	}
+	return int64(0)
+}
+func (f boolean) dest(s *Subagent) any           { return f(s) }
+func (f boolean) null(s *Subagent) bool          { return !*f(s) }
+func (f boolean) take(dst, src *Subagent)        { *f(dst) = *f(src) }
+func (f boolean) clone(*Subagent, *arena)        {}
+func (f boolean) canon(*Subagent)                {}
+func (f boolean) format(s *Subagent) string      { return fmt.Sprint(*f(s)) }
+func (f boolean) check(*Column, *Subagent) error { return nil }
+
+type timestamp func(*Subagent) *time.Time
+
+func (f timestamp) value(s *Subagent) any   { return CanonicalTime(*f(s)) }
+func (f timestamp) dest(s *Subagent) any    { return f(s) }
+func (f timestamp) null(*Subagent) bool     { return false }
+func (f timestamp) take(dst, src *Subagent) { *f(dst) = *f(src) }
+func (f timestamp) clone(*Subagent, *arena) {}
+func (f timestamp) canon(s *Subagent) {
+	if !isCanonical(*f(s)) {
+		*f(s) = CanonicalTime(*f(s))
+	}
+}
+func (f timestamp) check(c *Column, s *Subagent) error {
+	if f(s).IsZero() && c.Rule != RuleLastWrite { // the store stamps updated_at itself
+		return errZeroTime
+	}
+	return checkTime(*f(s))
+}
+func (f timestamp) format(s *Subagent) string { return formatTime(*f(s)) }
+
+type nullText func(*Subagent) **string
+
+func (f nullText) value(s *Subagent) any {
+	if p := *f(s); p != nil {
+		return *p
+	}
+	return nil
+}
+func (f nullText) dest(s *Subagent) any    { return f(s) }
+func (f nullText) null(s *Subagent) bool   { return *f(s) == nil }
+func (f nullText) take(dst, src *Subagent) { *f(dst) = *f(src) }
+func (f nullText) clone(s *Subagent, a *arena) {
+	if p := f(s); *p != nil {
+		*p = a.text(**p)
+	}
+}
+func (f nullText) canon(*Subagent) {}
+func (f nullText) check(c *Column, s *Subagent) error {
+	switch p := *f(s); {
+	case p == nil:
+		return nil
+	case *p == "":
+		return errEmptyNullable
+	case c.Identifier:
+		return CheckIdentifier(*p)
+	}
+	return nil
+}
+func (f nullText) format(s *Subagent) string {
+	if p := *f(s); p != nil {
+		return fmt.Sprintf("%q", *p)
+	}
+	return "NULL"
+}
+
+type nullInt func(*Subagent) **int64
+
+func (f nullInt) value(s *Subagent) any {
+	if p := *f(s); p != nil {
+		return *p
+	}
+	return nil
+}
+func (f nullInt) dest(s *Subagent) any    { return f(s) }
+func (f nullInt) null(s *Subagent) bool   { return *f(s) == nil }
+func (f nullInt) take(dst, src *Subagent) { *f(dst) = *f(src) }
+func (f nullInt) clone(s *Subagent, a *arena) {
+	if p := f(s); *p != nil {
+		*p = a.int(**p)
+	}
+}
+func (f nullInt) canon(*Subagent) {}
+func (f nullInt) check(_ *Column, s *Subagent) error {
+	if p := *f(s); p != nil && *p < 0 {
+		return errNegative
+	}
+	return nil
+}
+func (f nullInt) format(s *Subagent) string {
+	if p := *f(s); p != nil {
+		return fmt.Sprint(*p)
+	}
+	return "NULL"
+}
+
+type nullTime func(*Subagent) **time.Time
+
+func (f nullTime) value(s *Subagent) any {
+	if p := *f(s); p != nil {
+		return CanonicalTime(*p)
+	}
+	return nil
+}
+func (f nullTime) dest(s *Subagent) any    { return f(s) }
+func (f nullTime) null(s *Subagent) bool   { return *f(s) == nil }
+func (f nullTime) take(dst, src *Subagent) { *f(dst) = *f(src) }
+func (f nullTime) clone(s *Subagent, a *arena) {
+	if p := f(s); *p != nil {
+		*p = a.time(**p)
+	}
+}
+func (f nullTime) canon(s *Subagent) {
+	if p := f(s); *p != nil && !isCanonical(**p) {
+		t := CanonicalTime(**p)
+		*p = &t
+	}
+}
+func (f nullTime) check(_ *Column, s *Subagent) error {
+	if p := *f(s); p != nil {
+		return checkTime(*p)
+	}
+	return nil
+}
+func (f nullTime) format(s *Subagent) string {
+	if p := *f(s); p != nil {
+		return formatTime(*p)
+	}
+	return "NULL"
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// isCanonical reports whether t is already in its stored form.
+func isCanonical(t time.Time) bool { return t.Location() == time.UTC && t.Nanosecond()%1000 == 0 }
+
+// arena backs the pointers of one row, so that a row's nullable columns
+// cost one allocation rather than one each (the record path is hot). Values
+// are placed in order; the capacities exceed what Columns declares (a test
+// checks).
+type arena struct {
+	texts      [9]string
+	ints       [3]int64
+	times      [1]time.Time
+	nt, ni, nm int
+}
+
+func (a *arena) text(v string) *string {
+	a.texts[a.nt] = v
+	a.nt++
+	return &a.texts[a.nt-1]
+}
+
+func (a *arena) int(v int64) *int64 {
+	a.ints[a.ni] = v
+	a.ni++
+	return &a.ints[a.ni-1]
+}
+
+func (a *arena) time(v time.Time) *time.Time {
+	a.times[a.nm] = v
+	a.nm++
+	return &a.times[a.nm-1]
+}
+
+// Canonical returns the row with every time in its stored form: UTC,
+// truncated to the microsecond (CanonicalTime).
+func (s Subagent) Canonical() Subagent {
+	s.Canonicalize()
+	return s
+}
+
+// Canonicalize puts every time of the row in its stored form, in place.
+func (s *Subagent) Canonicalize() {
+	for _, f := range timeFields {
+		f.canon(s)
+	}
+}
+
+// Clone returns a deep copy, so that a stored row and a caller's copy never
+// share a pointer.
+func (s Subagent) Clone() Subagent {
+	s.Detach()
+	return s
+}
+
+// Detach gives the row's pointers values of its own (one allocation), in
+// place, so that it shares nothing with the row it was copied from.
+func (s *Subagent) Detach() {
+	a := new(arena)
+	for _, f := range pointerField {
+		f.clone(s, a)
+	}
+}
