@@ -201,11 +201,23 @@ const subagentMessages = `SELECT e.message_id, e.task_session_id, e.task_id, e.t
 		%[19]s AS observed_at,
 		CASE WHEN e.tool_status IN (%[3]s) THEN %[20]s END AS settled_at
 	FROM (SELECT d.message_id, d.task_session_id, d.task_id, d.turn_id, d.created, d.updated,
-			%[4]s AS tool_call_id, %[5]s AS parent_tool_call_id, %[6]s AS tool_status, %[7]s AS agent_status,
-			%[8]s AS subagent_type, %[9]s AS description, %[10]s AS agent_id, %[11]s AS child_session_id, %[12]s AS model,
-			%[13]s AS is_async, %[14]s AS total_tokens, %[15]s AS tool_use_count, %[16]s AS duration_ms
+			%[4]s AS tool_call_id,
+			%[5]s AS parent_tool_call_id,
+			%[6]s AS tool_status,
+			%[7]s AS agent_status,
+			%[8]s AS subagent_type,
+			%[9]s AS description,
+			%[10]s AS agent_id,
+			%[11]s AS child_session_id,
+			%[12]s AS model,
+			%[13]s AS is_async,
+			%[14]s AS total_tokens,
+			%[15]s AS tool_use_count,
+			%[16]s AS duration_ms
 		FROM (SELECT m.id::text AS message_id, m.task_session_id::text AS task_session_id, m.task_id::text AS task_id,
-				NULLIF(m.turn_id::text, '') AS turn_id, %[17]s AS created, %[18]s AS updated,
+				NULLIF(m.turn_id::text, '') AS turn_id,
+				%[17]s AS created,
+				%[18]s AS updated,
 				subagentctx_metadata_v1(m.metadata::text) AS doc
 			FROM %[1]s m
 			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0

@@ -1,0 +1,44 @@
+WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable, v.created FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
+		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
+			AND octet_length(e.message_id) <= 512 AND octet_length(e.task_session_id) <= 512 AND octet_length(e.task_id) <= 512
+			AND octet_length(e.tool_call_id) <= 512 AND COALESCE(octet_length(e.turn_id), 0) <= 512
+			AND COALESCE(octet_length(e.parent_tool_call_id), 0) <= 512 THEN 1 ELSE 0 END AS recoverable,
+		e.created, e.turn_id, e.parent_tool_call_id, e.subagent_type, e.description, e.agent_id, e.child_session_id, e.model,
+		e.agent_status, e.tool_status, e.is_async, e.total_tokens, e.tool_use_count, e.duration_ms,
+		TIMESTAMPTZ 'epoch' + (e.created / 1000000) * INTERVAL '1 second' + (e.created % 1000000) * INTERVAL '1 microsecond' AS observed_at,
+		CASE WHEN e.tool_status IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled') THEN TIMESTAMPTZ 'epoch' + (e.updated / 1000000) * INTERVAL '1 second' + (e.updated % 1000000) * INTERVAL '1 microsecond' END AS settled_at
+	FROM (SELECT d.message_id, d.task_session_id, d.task_id, d.turn_id, d.created, d.updated,
+			CASE WHEN jsonb_typeof(d.doc #> '{tool_call_id}') = 'string' THEN NULLIF(d.doc #>> '{tool_call_id}', '') END AS tool_call_id,
+			CASE WHEN jsonb_typeof(d.doc #> '{parent_tool_call_id}') = 'string' THEN NULLIF(d.doc #>> '{parent_tool_call_id}', '') END AS parent_tool_call_id,
+			CASE WHEN jsonb_typeof(d.doc #> '{status}') = 'string' THEN NULLIF(d.doc #>> '{status}', '') END AS tool_status,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,status}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,status}', '') END AS agent_status,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,subagent_type}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,subagent_type}', '') END AS subagent_type,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,description}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,description}', '') END AS description,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,agent_id}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,agent_id}', '') END AS agent_id,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,child_session_id}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,child_session_id}', '') END AS child_session_id,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,model}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,model}', '') END AS model,
+			CASE jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') WHEN 'boolean' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}') = 'true' THEN 1 ELSE 0 END WHEN 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}')::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END AS is_async,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,total_tokens}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric) AND (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric::bigint END END AS total_tokens,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,tool_use_count}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric) AND (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric BETWEEN 0 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric::bigint END END AS tool_use_count,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,duration_ms}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric) AND (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric::bigint END END AS duration_ms
+		FROM (SELECT m.id::text AS message_id, m.task_session_id::text AS task_session_id, m.task_id::text AS task_id,
+				NULLIF(m.turn_id::text, '') AS turn_id,
+				CASE WHEN isfinite(m.created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.created_at) * 1000000)::bigint END END AS created,
+				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
+				subagentctx_metadata_v1(m.metadata::text) AS doc
+			FROM "task_session_messages" m
+			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0
+			OFFSET 0) d
+		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v),
+	r AS MATERIALIZED (SELECT task_session_id, agent_execution_id, tool_call_id, observed_at FROM task_session_subagents
+		WHERE (EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint >= ?)
+SELECT
+	(SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?) i
+	 WHERE NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = i.task_session_id AND t.tool_call_id = i.tool_call_id)) AS shortfall,
+	(SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM r) x
+	 WHERE NOT EXISTS (SELECT 1 FROM m WHERE m.task_session_id = x.task_session_id AND m.tool_call_id = x.tool_call_id)) AS excess,
+	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r WHERE agent_execution_id <> 'unknown'
+		GROUP BY task_session_id, tool_call_id HAVING count(DISTINCT agent_execution_id) > 1) c) AS collisions,
+	(SELECT MAX((EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint) FROM r) AS last_observed_us,
+	(SELECT MAX((EXTRACT(EPOCH FROM updated_at) * 1000000)::bigint) FROM task_session_subagents WHERE (EXTRACT(EPOCH FROM updated_at) * 1000000)::bigint >= ?) AS last_write_us;
+-- arguments: 1786576200500002 1786576200500002 1786576200500002

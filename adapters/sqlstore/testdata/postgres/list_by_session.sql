@@ -1,0 +1,2 @@
+SELECT id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at FROM task_session_subagents WHERE task_session_id = ? ORDER BY (EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint, tool_call_id COLLATE "C", agent_execution_id COLLATE "C";
+-- arguments: sess-1

@@ -1,0 +1,35 @@
+-- the aggregates
+SELECT count(*) AS n,
+	SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) AS live,
+	SUM(CASE WHEN source = 'backfill' THEN 1 ELSE 0 END) AS backfill,
+	SUM(CASE WHEN turn_id IS NULL THEN 1 ELSE 0 END) AS no_turn,
+	SUM(CASE WHEN agent_execution_id = 'unknown' THEN 1 ELSE 0 END) AS unknown_exec,
+	count(DISTINCT CASE WHEN agent_execution_id <> 'unknown' THEN agent_execution_id END) AS executions,
+	count(CASE WHEN source = 'live' THEN total_tokens END) AS total_tokens_live_n,
+	SUM(CASE WHEN source = 'live' THEN total_tokens END / 4294967296) AS total_tokens_live_hi,
+	SUM(CASE WHEN source = 'live' THEN total_tokens END % 4294967296) AS total_tokens_live_lo,
+	count(CASE WHEN source = 'backfill' THEN total_tokens END) AS total_tokens_backfill_n,
+	SUM(CASE WHEN source = 'backfill' THEN total_tokens END / 4294967296) AS total_tokens_backfill_hi,
+	SUM(CASE WHEN source = 'backfill' THEN total_tokens END % 4294967296) AS total_tokens_backfill_lo,
+	count(CASE WHEN source = 'live' THEN tool_use_count END) AS tool_use_count_live_n,
+	SUM(CASE WHEN source = 'live' THEN tool_use_count END / 4294967296) AS tool_use_count_live_hi,
+	SUM(CASE WHEN source = 'live' THEN tool_use_count END % 4294967296) AS tool_use_count_live_lo,
+	count(CASE WHEN source = 'backfill' THEN tool_use_count END) AS tool_use_count_backfill_n,
+	SUM(CASE WHEN source = 'backfill' THEN tool_use_count END / 4294967296) AS tool_use_count_backfill_hi,
+	SUM(CASE WHEN source = 'backfill' THEN tool_use_count END % 4294967296) AS tool_use_count_backfill_lo,
+	count(CASE WHEN source = 'live' THEN duration_ms END) AS duration_ms_live_n,
+	SUM(CASE WHEN source = 'live' THEN duration_ms END / 4294967296) AS duration_ms_live_hi,
+	SUM(CASE WHEN source = 'live' THEN duration_ms END % 4294967296) AS duration_ms_live_lo,
+	count(CASE WHEN source = 'backfill' THEN duration_ms END) AS duration_ms_backfill_n,
+	SUM(CASE WHEN source = 'backfill' THEN duration_ms END / 4294967296) AS duration_ms_backfill_hi,
+	SUM(CASE WHEN source = 'backfill' THEN duration_ms END % 4294967296) AS duration_ms_backfill_lo
+FROM task_session_subagents WHERE task_session_id = ?;
+
+-- fan-out per turn
+SELECT n AS subagents, count(*) AS turns FROM (SELECT turn_id, count(*) AS n FROM task_session_subagents WHERE task_session_id = ? AND turn_id IS NOT NULL GROUP BY turn_id) x GROUP BY n ORDER BY n;
+
+-- first activity: rows
+SELECT task_session_id, MIN((unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END)) AS first FROM task_session_subagents WHERE task_session_id = ? GROUP BY task_session_id;
+
+-- first activity: messages
+SELECT task_session_id, MIN(subagentctx_instant(CAST(created_at AS TEXT))) AS first FROM "task_session_messages" WHERE task_session_id = ? AND task_session_id IS NOT NULL GROUP BY task_session_id;
