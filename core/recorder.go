@@ -109,11 +109,11 @@ func WithReady(ready <-chan struct{}) RecorderOption { return func(r *Recorder) 
 
 // Defaults.
 const (
-	// DefaultQueueSize bounds the frames waiting to be written: at about
-	// 400 bytes a queued frame, 64 MiB at most, and at the reference
-	// host's peak rate (a few hundred frames a second) several minutes of
-	// outage before the first frame is dropped.
-	DefaultQueueSize = 1 << 17
+	// DefaultQueueSize bounds the frames waiting to be written: 32,768
+	// frames, at about 500 bytes each (measured with realistic payloads)
+	// 16 MiB at most; at a busy host's few hundred frames a second, a
+	// minute or more of outage before the first frame is dropped.
+	DefaultQueueSize = 1 << 15
 	// DefaultBatchSize is the most frames one transaction writes.
 	DefaultBatchSize = 256
 )

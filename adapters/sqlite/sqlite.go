@@ -336,6 +336,38 @@ func instant(v any) any {
 	return nil
 }
 
+// CheckHandle implements sqlstore.Dialect on one connection of the handle
+// (a pool's connections share its DSN's settings): foreign keys must be on
+// (without them AC-16's cascade silently does nothing) and a busy timeout
+// set (without it a write meeting another writer fails at once). Neither
+// is safe to set from here: foreign_keys is per connection, so setting it
+// on one would leave the pool's others off. WAL is recommended, not
+// required: the store works in any journal mode, with more lock waits.
+func (Dialect) CheckHandle(ctx context.Context, db *gorm.DB) error {
+	var fk, busy int64
+	var missing []string
+	return db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
+		if err := tx.Raw(`PRAGMA foreign_keys`).Scan(&fk).Error; err != nil {
+			return err
+		}
+		if err := tx.Raw(`PRAGMA busy_timeout`).Scan(&busy).Error; err != nil {
+			return err
+		}
+		if fk != 1 {
+			missing = append(missing, "foreign keys are off (add _foreign_keys=on to the go-sqlite3 DSN, as sqlite.DSN does): "+
+				"without them deleting a session would leave its rows behind")
+		}
+		if busy <= 0 {
+			missing = append(missing, "no busy timeout (add _busy_timeout=10000 to the DSN, as sqlite.DSN does): "+
+				"without it a write that meets another fails at once")
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%w: %s", sqlstore.ErrHandleSettings, strings.Join(missing, "; "))
+		}
+		return nil
+	})
+}
+
 // Writers implements sqlstore.Dialect: SQLite serialises writers: more would only wait on its lock.
 func (Dialect) Writers() int { return 1 }
 

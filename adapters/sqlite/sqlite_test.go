@@ -3,15 +3,19 @@ package sqlite_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
@@ -223,5 +227,46 @@ func TestKilledWhileWriting(t *testing.T) {
 		if got[k] < v {
 			t.Errorf("%s: acknowledged total_tokens %d, found %d after the crash", k, v, got[k])
 		}
+	}
+}
+
+// TestHandedOverHandleChecked: a pool the host opened with a plain DSN
+// (foreign keys off, no busy timeout) is refused with an error naming each
+// setting and how to set it, before anything is written; the same file
+// through a DSN with the settings works.
+func TestHandedOverHandleChecked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "host.db")
+	plain, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	s, err := sqlite.NewSQL(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := kandevtest.CreateTables(ctx, s.DB(), s.Tables()); err != nil {
+		t.Fatal(err)
+	}
+	err = s.EnsureSchema(ctx)
+	if !errors.Is(err, sqlstore.ErrHandleSettings) || !strings.Contains(err.Error(), "_foreign_keys=on") || !strings.Contains(err.Error(), "_busy_timeout") {
+		t.Fatalf("plain handle: %v", err)
+	}
+	row, _ := core.Normalize(core.Frame{TaskSessionID: "no-such-session", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now()})
+	if err := s.Upsert(ctx, row); !errors.Is(err, sqlstore.ErrHandleSettings) {
+		t.Errorf("a write on the plain handle: %v, want ErrHandleSettings (never a row for a missing session)", err)
+	}
+	good, err := sql.Open("sqlite3", sqlite.DSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	s, err = sqlite.NewSQL(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(ctx); err != nil {
+		t.Errorf("a handle with the settings: %v", err)
 	}
 }

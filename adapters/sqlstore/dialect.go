@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"gorm.io/gorm"
@@ -60,6 +61,11 @@ type Dialect interface {
 	// statement with a writable CTE (PostgreSQL).
 	StagesBackfill() bool
 
+	// CheckHandle reports, with ErrHandleSettings, a setting of the
+	// handle's connections the store depends on and cannot safely set
+	// itself (SQLite's foreign keys and busy timeout; PostgreSQL's UTF-8
+	// encoding), naming the setting and how to set it.
+	CheckHandle(ctx context.Context, db *gorm.DB) error
 	// Writers is how many concurrent writers suit the database: a
 	// recorder's default (core.WriterHint).
 	Writers() int
@@ -77,6 +83,17 @@ type Dialect interface {
 	// UpgradeStages are the stage names Upgrade reports, in order, when it
 	// upgrades the first draft's table (the fault-injection tests walk them).
 	UpgradeStages() []string
+}
+
+// Pipeliner is implemented by a dialect whose driver can send many
+// statements in one round trip (PostgreSQL's pipeline through pgx).
+// Pipeline runs query once per argument list, in order, in one
+// transaction, each its own statement; on a failed statement it rolls back
+// and returns its index (at), or -1 when beginning or committing failed.
+// ok is false when the pool's driver cannot pipeline (the store then sends
+// the statements one at a time).
+type Pipeliner interface {
+	Pipeline(ctx context.Context, pool *sql.DB, query string, args [][]any) (at int, ok bool, err error)
 }
 
 // MessageColumns are the columns of Dialect.SubagentMessages, in order:

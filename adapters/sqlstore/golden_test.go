@@ -104,7 +104,7 @@ func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 	}
 	var out []string
 	for _, q := range log.statements {
-		if schema[q] || strings.HasPrefix(q, "SELECT") || strings.Contains(q, "pragma_") || strings.Contains(q, "to_regclass") {
+		if schema[q] || strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "SHOW") || strings.HasPrefix(q, "PRAGMA") || strings.Contains(q, "pragma_") || strings.Contains(q, "to_regclass") {
 			continue // catalog reads
 		}
 		out = append(out, q)

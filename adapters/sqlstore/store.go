@@ -45,6 +45,7 @@ type Store struct {
 	upsert    atomic.Pointer[sql.Stmt] // prepared on first use
 	mu        sync.Mutex               // serialises preparing it
 	owned     func() error             // closes connections the store opened; nil for a host's handle
+	checked   atomic.Bool              // the handle's settings were checked (Dialect.CheckHandle)
 }
 
 var (
@@ -59,6 +60,10 @@ type Option func(*Store)
 
 // WithTables names the host's tables (default: Kandev's).
 func WithTables(t Tables) Option { return func(s *Store) { s.tables = t } }
+
+// ErrHandleSettings is returned (wrapped, with the setting and how to set
+// it) when a handle the host supplied lacks a setting the store depends on.
+var ErrHandleSettings = errors.New("the database handle lacks a setting subagentctx depends on")
 
 // ErrNoSessionsTable is returned (wrapped) when the host's sessions table,
 // which task_session_subagents references, does not exist: the library
@@ -135,6 +140,9 @@ func (s *Store) Tables() Tables { return s.tables }
 // meta table and the dialect's helpers if absent. It never alters an
 // existing table: upgrading one is the migration pass's shape step.
 func (s *Store) EnsureSchema(ctx context.Context) error {
+	if err := s.checkHandle(ctx); err != nil {
+		return err
+	}
 	ok, err := s.d.TableExists(ctx, s.db, s.tables.Sessions)
 	if err != nil {
 		return s.opError("check the sessions table", core.RowKey{}, err)
@@ -148,6 +156,25 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 			return s.opError("create schema", core.RowKey{}, fmt.Errorf("%w\n  in: %s", err, stmt))
 		}
 	}
+	return nil
+}
+
+// checkHandle checks the handle's settings once, before its first use: a
+// handle the host opened without them is refused, never used silently
+// (a session delete would leave rows behind, a busy database would fail
+// writes at once). An error that is not about the settings (the database
+// is down) is returned and the check is tried again next time.
+func (s *Store) checkHandle(ctx context.Context) error {
+	if s.checked.Load() {
+		return nil
+	}
+	if err := s.d.CheckHandle(ctx, s.db); err != nil {
+		if errors.Is(err, ErrHandleSettings) {
+			return fmt.Errorf("subagentctx: %w", err)
+		}
+		return s.opError("check the handle's settings", core.RowKey{}, err)
+	}
+	s.checked.Store(true)
 	return nil
 }
 
@@ -227,6 +254,9 @@ func Args(row *core.Subagent) []any {
 // arguments: the hot path builds nothing per frame. A row that breaks
 // docs/CONTRACT.md §2 is refused before any SQL runs (core.ErrInvalidRow).
 func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
+	if err := s.checkHandle(ctx); err != nil {
+		return &core.OpError{Op: "upsert", Key: row.Key(), Err: err}
+	}
 	if err := s.prepareRow(&row); err != nil {
 		return err
 	}
@@ -256,6 +286,12 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 // nothing. When the database is unavailable, no row is written and err
 // matches core.ErrUnavailable.
 func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error, error) {
+	if err := s.checkHandle(ctx); err != nil {
+		if errors.Is(err, core.ErrUnavailable) {
+			return nil, err
+		}
+		return nil, &core.OpError{Op: "upsert batch", Err: err}
+	}
 	rowErrs := make([]error, len(rows))
 	todo := make([]int, 0, len(rows))
 	for i := range rows {
@@ -291,6 +327,15 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 // failed statement it rolls back and reports which one (at); at is -1 when
 // beginning or committing failed.
 func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subagent, todo []int) (at int, err error) {
+	if p, ok := s.d.(Pipeliner); ok {
+		args := make([][]any, len(todo))
+		for n, i := range todo {
+			args[n] = Args(&rows[i])
+		}
+		if at, ok, err := p.Pipeline(ctx, pool, s.upsertSQL, args); ok {
+			return at, err
+		}
+	}
 	prepared, err := s.upsertStmt(ctx, pool)
 	if err != nil {
 		return -1, err
