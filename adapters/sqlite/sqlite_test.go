@@ -231,9 +231,10 @@ func TestKilledWhileWriting(t *testing.T) {
 }
 
 // TestHandedOverHandleChecked: a pool the host opened with a plain DSN
-// (foreign keys off, no busy timeout) is refused with an error naming each
-// setting and how to set it, before anything is written; the same file
-// through a DSN with the settings works.
+// (foreign keys off; go-sqlite3 sets a busy timeout of its own) is refused
+// with an error naming the setting and how to set it, before anything is
+// written; a busy timeout of 0 is refused too; the same file through a DSN
+// with the settings works.
 func TestHandedOverHandleChecked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "host.db")
 	plain, err := sql.Open("sqlite3", "file:"+path)
@@ -250,12 +251,21 @@ func TestHandedOverHandleChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.EnsureSchema(ctx)
-	if !errors.Is(err, sqlstore.ErrHandleSettings) || !strings.Contains(err.Error(), "_foreign_keys=on") || !strings.Contains(err.Error(), "_busy_timeout") {
+	if !errors.Is(err, sqlstore.ErrHandleSettings) || !strings.Contains(err.Error(), "_foreign_keys=on") {
 		t.Fatalf("plain handle: %v", err)
 	}
 	row, _ := core.Normalize(core.Frame{TaskSessionID: "no-such-session", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now()})
 	if err := s.Upsert(ctx, row); !errors.Is(err, sqlstore.ErrHandleSettings) {
 		t.Errorf("a write on the plain handle: %v, want ErrHandleSettings (never a row for a missing session)", err)
+	}
+	noWait, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on&_busy_timeout=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noWait.Close()
+	if s, _ := sqlite.NewSQL(noWait); !errors.Is(s.EnsureSchema(ctx), sqlstore.ErrHandleSettings) ||
+		!strings.Contains(s.EnsureSchema(ctx).Error(), "_busy_timeout") {
+		t.Errorf("busy timeout 0: %v", s.EnsureSchema(ctx))
 	}
 	good, err := sql.Open("sqlite3", sqlite.DSN(path))
 	if err != nil {
