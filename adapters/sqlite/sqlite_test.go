@@ -280,3 +280,68 @@ func TestHandedOverHandleChecked(t *testing.T) {
 		t.Errorf("a handle with the settings: %v", err)
 	}
 }
+
+// TestRecorderKilledHelper is the child of TestRecorderKilled, not a test
+// of its own: it records frames with distinct keys as fast as it can and
+// prints the counters as it goes.
+func TestRecorderKilledHelper(t *testing.T) {
+	path := os.Getenv("SUBAGENTCTX_RECORDER_DB")
+	if path == "" {
+		t.Skip("child process of TestRecorderKilled")
+	}
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := core.NewRecorder(store, core.WithQueue(killQueue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		rec.Record(context.Background(), core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e", ToolCallID: fmt.Sprint("k", i),
+			ObservedAt: time.Now(), Payload: &core.Payload{TotalTokens: int64(i + 1)}})
+		if i%100 == 0 {
+			v := rec.Counters().Values()
+			fmt.Printf("COUNTERS %d %d %d\n", v.Attempted, v.Persisted, v.Failed)
+		}
+	}
+}
+
+const killQueue = 2048
+
+// TestRecorderKilled: what a crash costs (docs/CONTRACT.md §6). After
+// SIGKILL every frame counted persisted is in the database, and the frames
+// lost without being counted failed are at most those queued (the queue
+// and one batch in flight). The child records faster than SQLite writes,
+// so many frames are dropped at a full queue: those are counted failed.
+func TestRecorderKilled(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s", "t")
+	path := strings.TrimPrefix(e.DSN, "sqlite:")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRecorderKilledHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), "SUBAGENTCTX_RECORDER_DB="+path)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var attempted, persisted, failed int64
+	sc := bufio.NewScanner(out)
+	for persisted < 20000 && sc.Scan() {
+		fmt.Sscanf(sc.Text(), "COUNTERS %d %d %d", &attempted, &persisted, &failed)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if persisted < 20000 {
+		t.Fatalf("the child persisted only %d frames", persisted)
+	}
+	var rows int64
+	if err := e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	if rows < persisted {
+		t.Errorf("%d rows after the crash, but %d frames were counted persisted", rows, persisted)
+	}
+	if lost := attempted - failed - rows; lost > killQueue+core.DefaultBatchSize {
+		t.Errorf("%d frames lost without being counted failed, more than the queue (%d) and one batch", lost, killQueue)
+	}
+}

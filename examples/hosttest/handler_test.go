@@ -9,11 +9,13 @@ import (
 )
 
 func TestHandlerRecordsSubagentsOnly(t *testing.T) {
-	store := memory.New()
+	// README: unit
+	store := memory.New() // written synchronously: rows are readable right after Record
 	rec, err := core.NewRecorder(store)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// README: end
 	h := &Handler{Rec: rec}
 	ctx := context.Background()
 	h.Handle(ctx, ToolCallEvent{SessionID: "s", TaskID: "t", TurnID: "turn", ToolCallID: "c1", Kind: "execute"})
