@@ -271,6 +271,9 @@ func (m *Migrator) scanAndInsert(tx *gorm.DB) (*time.Time, int64, error) {
 	if st.Single != "" {
 		// One statement: the scan, backfill_through and the insert share
 		// one snapshot.
+		if err := tx.Exec(st.Plan).Error; err != nil {
+			return nil, 0, err
+		}
 		out, err := sqlstore.Query(tx, st.Single, updated)
 		if err != nil {
 			return nil, 0, fmt.Errorf("backfill from %s: %w", m.store.Tables().Messages, err)

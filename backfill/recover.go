@@ -149,12 +149,15 @@ func Pass(messages []Message, sessions map[string]bool, stored []core.Subagent) 
 	newest := map[[2]string]Recovered{}
 	for _, m := range messages {
 		r := Recover(m)
-		if !r.Recoverable || !sessions[r.Row.TaskSessionID] {
+		if !r.Recoverable {
 			continue
 		}
 		if through == nil || r.Created.After(*through) {
 			t := *r.Created
 			through = &t
+		}
+		if !sessions[r.Row.TaskSessionID] {
+			continue
 		}
 		pair := [2]string{r.Row.TaskSessionID, r.Row.ToolCallID}
 		if cur, ok := newest[pair]; !ok || newer(r, cur) {

@@ -11,33 +11,40 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
+	"github.com/subagentctx/subagentctx/core"
 )
 
 // The baselines of the history measures, written by hand as a user would:
-// one scan of the messages with the subagent filter (counting matches),
-// and the health check's two anti-joins with the dialect's own JSON
+// one scan of the messages with the same filter (the literal kind, or a \u
+// escape that could spell it; then the kind read from the metadata),
+// counting matches,
+// and the health check's two set differences with the dialect's own JSON
 // functions (no canonical reading, no exact time comparisons).
 var (
 	bareScan = map[string]string{
 		"sqlite": `SELECT count(*) FROM task_session_messages
-			WHERE instr(metadata, 'subagent_task') > 0 AND json_valid(metadata) AND json_extract(metadata, '$.normalized.kind') = 'subagent_task'`,
+			WHERE (instr(metadata, 'subagent_task') > 0 OR instr(metadata, '\u') > 0)
+			AND json_valid(metadata) AND json_extract(metadata, '$.normalized.kind') = 'subagent_task'`,
 		"postgres": `SELECT count(*) FROM task_session_messages
-			WHERE strpos(metadata, 'subagent_task') > 0 AND subagentctx_metadata_v1(metadata) #>> '{normalized,kind}' = 'subagent_task'`,
+			WHERE (strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0)
+			AND subagentctx_metadata_v1(metadata) #>> '{normalized,kind}' = 'subagent_task'`,
 	}
 	handHealth = map[string]string{
-		"sqlite": `WITH m AS (SELECT task_session_id, json_extract(metadata, '$.tool_call_id') AS tool_call_id, created_at FROM task_session_messages
-				WHERE instr(metadata, 'subagent_task') > 0 AND json_valid(metadata) AND json_extract(metadata, '$.normalized.kind') = 'subagent_task'),
-			r AS (SELECT DISTINCT task_session_id, tool_call_id FROM task_session_subagents WHERE observed_at >= ?)
-			SELECT (SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM m WHERE created_at >= ? AND tool_call_id IS NOT NULL) i
-				WHERE NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = i.task_session_id AND t.tool_call_id = i.tool_call_id)),
-			(SELECT count(*) FROM r WHERE NOT EXISTS (SELECT 1 FROM m WHERE m.task_session_id = r.task_session_id AND m.tool_call_id = r.tool_call_id))`,
+		"sqlite": `WITH m AS MATERIALIZED (SELECT task_session_id, json_extract(metadata, '$.tool_call_id') AS tool_call_id, created_at FROM task_session_messages
+				WHERE (instr(metadata, 'subagent_task') > 0 OR instr(metadata, '\u') > 0)
+				AND json_valid(metadata) AND json_extract(metadata, '$.normalized.kind') = 'subagent_task')
+			SELECT (SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE created_at >= ? AND tool_call_id IS NOT NULL
+				EXCEPT SELECT task_session_id, tool_call_id FROM task_session_subagents)),
+			(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM task_session_subagents WHERE observed_at >= ?
+				EXCEPT SELECT task_session_id, tool_call_id FROM m))`,
 		"postgres": `WITH m AS MATERIALIZED (SELECT task_session_id, doc ->> 'tool_call_id' AS tool_call_id, created_at
 				FROM (SELECT task_session_id, created_at, subagentctx_metadata_v1(metadata) AS doc FROM task_session_messages
-					WHERE strpos(metadata, 'subagent_task') > 0 OFFSET 0) d WHERE doc #>> '{normalized,kind}' = 'subagent_task'),
-			r AS (SELECT DISTINCT task_session_id, tool_call_id FROM task_session_subagents WHERE observed_at >= $1)
-			SELECT (SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM m WHERE created_at >= $2 AND tool_call_id IS NOT NULL) i
-				WHERE NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = i.task_session_id AND t.tool_call_id = i.tool_call_id)),
-			(SELECT count(*) FROM r WHERE NOT EXISTS (SELECT 1 FROM m WHERE m.task_session_id = r.task_session_id AND m.tool_call_id = r.tool_call_id))`,
+					WHERE strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0 OFFSET 0) d
+				WHERE doc #>> '{normalized,kind}' = 'subagent_task')
+			SELECT (SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE created_at >= $1 AND tool_call_id IS NOT NULL
+				EXCEPT SELECT task_session_id, tool_call_id FROM task_session_subagents) i),
+			(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM task_session_subagents WHERE observed_at >= $2
+				EXCEPT SELECT task_session_id, tool_call_id FROM m) x)`,
 	}
 )
 
@@ -153,16 +160,22 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 				return nil, historyPoint{}, err
 			}
 		}
-		a, err := s.Activation(ctx)
-		if err != nil {
+		// The health check of a busy store: the boundary moved before the
+		// whole history, as if every message had been recorded live after
+		// activation, so both differences cover every message and row.
+		capture := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := s.DB().Exec("UPDATE kandev_meta SET value = ? WHERE key = ?", capture.Format(time.RFC3339Nano), core.CaptureSinceKey).Error; err != nil {
 			return nil, historyPoint{}, err
 		}
 		start := time.Now()
-		if _, err := s.Health(ctx); err != nil {
+		h, err := s.Health(ctx)
+		if err != nil {
 			return nil, historyPoint{}, err
 		}
 		hLib = append(hLib, time.Since(start))
-		capture := a.CaptureSince.Time.UTC()
+		if !h.Ran || h.Shortfall != 0 || h.Excess != 0 {
+			return nil, historyPoint{}, fmt.Errorf("health of a backfilled store: %+v, want no shortfall and no excess", h)
+		}
 		d, err := timed(ctx, s, handHealth[dialect], capture, capture)
 		if err != nil {
 			return nil, historyPoint{}, err

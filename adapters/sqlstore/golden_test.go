@@ -56,7 +56,7 @@ func TestGoldenStatements(t *testing.T) {
 				"upgrade.sql": upgradeStatements(t, d),
 			}
 			if bf.Single != "" {
-				files["backfill.sql"] = "-- one statement; its argument is updated_at\n" + bf.Single + ";\n"
+				files["backfill.sql"] = "-- in the backfill's transaction\n" + bf.Plan + ";\n\n-- one statement; its argument is updated_at\n" + bf.Single + ";\n"
 			} else {
 				files["backfill.sql"] = "-- in one transaction; the insert's argument is updated_at\n" +
 					strings.Join([]string{bf.Drop, bf.Stage, bf.Through, bf.Insert, bf.Drop}, ";\n\n") + ";\n"

@@ -20,31 +20,33 @@ import (
 const StageTable = "subagentctx_backfill_stage"
 
 // BackfillStatements are the backfill's statements (docs/CONTRACT.md §4.1).
-// Either Single is set (one statement returning through and inserted), or
-// the staged sequence: Stage, Through, Insert, then Drop.
+// Either Single is set (one statement returning through and inserted, after
+// Plan), or the staged sequence: Stage, Through, Insert, then Drop.
 // Insert and Single take one argument, the rows' updated_at.
 type BackfillStatements struct {
-	Single         string
+	Plan, Single   string
 	Stage, Through string
 	Insert, Drop   string
 }
 
-// ranked selects the recoverable messages whose session exists (AC-21a),
-// ranked newest first per (session, tool call id): created_at at the
-// host's precision, then the greatest message id byte by byte (AC-21b).
+// ranked selects the recoverable messages, ranked newest first per
+// (session, tool call id): created_at at the host's precision, then the
+// greatest message id byte by byte (AC-21b).
 func (s *Store) ranked() string {
 	d := s.d
 	return `SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.task_session_id, v.tool_call_id
 		ORDER BY v.created DESC, ` + d.Bytewise("v.message_id") + ` DESC) AS rn
 	FROM (` + d.SubagentMessages(s.tables) + `) v
-	WHERE v.recoverable = 1 AND EXISTS (SELECT 1 FROM ` + quote(s.tables.Sessions) + ` x WHERE x.id = v.task_session_id)`
+	WHERE v.recoverable = 1`
 }
 
 // backfillInsert inserts the newest message of each pair from source (a
-// relation with the ranked columns), unless the pair already has a row
-// under any execution id (docs/CONTRACT.md §9.5), and never over a stored
-// row (AC-22). Its one argument is updated_at.
-func backfillInsert(source string) string {
+// relation with the ranked columns) whose session exists (AC-21a), unless
+// the pair already has a row under any execution id (docs/CONTRACT.md
+// §9.5), and never over a stored row (AC-22). Its one argument is
+// updated_at. The session is checked here, on the newest message of each
+// pair only, rather than while ranking every message.
+func (s *Store) backfillInsert(source string) string {
 	values := make([]string, len(core.Columns))
 	for i, c := range core.Columns {
 		switch c.Name {
@@ -63,7 +65,8 @@ func backfillInsert(source string) string {
 	return `INSERT INTO ` + Table + ` (` + columnList("") + `)
 	SELECT ` + strings.Join(values, ", ") + `
 	FROM ` + source + ` r
-	WHERE r.rn = 1 AND NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
+	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM ` + quote(s.tables.Sessions) + ` x WHERE x.id = r.task_session_id)
+		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
 	ON CONFLICT DO NOTHING`
 }
 
@@ -72,34 +75,42 @@ func backfillInsert(source string) string {
 // from what this attempt inserts, and never after the insert (AC-24).
 func (s *Store) Backfill() BackfillStatements {
 	if !s.d.StagesBackfill() {
-		return BackfillStatements{Single: `WITH staged AS MATERIALIZED (` + s.ranked() + `),
-	inserted AS (` + backfillInsert("staged") + `
+		// Plan: the insert anti-joins the table it inserts into. Planned
+		// as a nested loop over a table the statistics call empty (new,
+		// or emptied by a rolled-back pass and vacuumed), each probe
+		// re-reads the rows inserted so far: quadratic in the history.
+		// Hash joins keep the statement linear whatever the statistics.
+		return BackfillStatements{Plan: `SET LOCAL enable_nestloop = off`, Single: `WITH staged AS MATERIALIZED (` + s.ranked() + `),
+	inserted AS (` + s.backfillInsert("staged") + `
 	RETURNING 1)
 SELECT (SELECT MAX(created) FROM staged) AS through, (SELECT count(*) FROM inserted) AS inserted`}
 	}
 	return BackfillStatements{
 		Stage:   `CREATE TEMP TABLE ` + StageTable + ` AS ` + s.ranked(),
 		Through: `SELECT MAX(created) FROM ` + StageTable,
-		Insert:  backfillInsert(StageTable),
+		Insert:  s.backfillInsert(StageTable),
 		Drop:    `DROP TABLE IF EXISTS ` + StageTable,
 	}
 }
 
 // HealthStatement is the health check (docs/CONTRACT.md §5.2) as one
 // statement, so both sides are read in one snapshot: shortfall and excess as
-// two directed anti-joins over distinct (session, tool call id) pairs, never
+// two directed differences of distinct (session, tool call id) pairs, never
 // netted; collisions between known executions; the last observation and
-// the last write after the boundary.
+// the last write after the boundary. The differences are EXCEPTs, not
+// correlated NOT EXISTS: planned from a materialized set the statistics
+// cannot see, an anti-join may become a nested loop, quadratic in the rows;
+// a set difference is hashed or sorted whatever the estimates.
 func (s *Store) HealthStatement(capture time.Time) (string, []any) {
 	d := s.d
 	q := `WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable, v.created FROM (` + d.SubagentMessages(s.tables) + `) v),
 	r AS MATERIALIZED (SELECT task_session_id, agent_execution_id, tool_call_id, observed_at FROM ` + Table + `
 		WHERE ` + d.Instant("observed_at") + ` >= ?)
 SELECT
-	(SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?) i
-	 WHERE NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE t.task_session_id = i.task_session_id AND t.tool_call_id = i.tool_call_id)) AS shortfall,
-	(SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM r) x
-	 WHERE NOT EXISTS (SELECT 1 FROM m WHERE m.task_session_id = x.task_session_id AND m.tool_call_id = x.tool_call_id)) AS excess,
+	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?
+		EXCEPT SELECT task_session_id, tool_call_id FROM ` + Table + `) i) AS shortfall,
+	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r
+		EXCEPT SELECT task_session_id, tool_call_id FROM m) x) AS excess,
 	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r WHERE agent_execution_id <> '` + core.UnknownExecution + `'
 		GROUP BY task_session_id, tool_call_id HAVING count(DISTINCT agent_execution_id) > 1) c) AS collisions,
 	(SELECT MAX(` + d.Instant("observed_at") + `) FROM r) AS last_observed_us,

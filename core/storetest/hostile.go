@@ -56,7 +56,9 @@ func testHostileFrames(t *testing.T, s *suite) {
 			}},
 		{"key of three ids at the limit", func(f *core.Frame) {
 			f.ToolCallID, f.ExecutionID = strings.Repeat("x", core.MaxIDBytes), strings.Repeat("€", core.MaxIDBytes/3)
-		}, func(r core.Subagent) bool { return len(r.ToolCallID) == core.MaxIDBytes && len(r.AgentExecutionID) == core.MaxIDBytes/3*3 }},
+		}, func(r core.Subagent) bool {
+			return len(r.ToolCallID) == core.MaxIDBytes && len(r.AgentExecutionID) == core.MaxIDBytes/3*3
+		}},
 	}
 	for _, c := range stored {
 		t.Run(c.name, func(t *testing.T) {

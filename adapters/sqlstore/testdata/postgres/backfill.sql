@@ -1,3 +1,6 @@
+-- in the backfill's transaction
+SET LOCAL enable_nestloop = off;
+
 -- one statement; its argument is updated_at
 WITH staged AS MATERIALIZED (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.task_session_id, v.tool_call_id
 		ORDER BY v.created DESC, v.message_id COLLATE "C" DESC) AS rn
@@ -33,11 +36,12 @@ WITH staged AS MATERIALIZED (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.task_
 			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0
 			OFFSET 0) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
-	WHERE v.recoverable = 1 AND EXISTS (SELECT 1 FROM "task_sessions" x WHERE x.id = v.task_session_id)),
+	WHERE v.recoverable = 1),
 	inserted AS (INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
 	SELECT r.message_id, r.task_session_id, r.task_id, r.turn_id, 'unknown', r.tool_call_id, r.parent_tool_call_id, r.subagent_type, r.description, r.agent_id, r.child_session_id, r.model, r.agent_status, r.tool_status, r.is_async, r.total_tokens, r.tool_use_count, r.duration_ms, 'backfill', r.observed_at, r.settled_at, ?
 	FROM staged r
-	WHERE r.rn = 1 AND NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
+	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM "task_sessions" x WHERE x.id = r.task_session_id)
+		AND NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
 	ON CONFLICT DO NOTHING
 	RETURNING 1)
 SELECT (SELECT MAX(created) FROM staged) AS through, (SELECT count(*) FROM inserted) AS inserted;

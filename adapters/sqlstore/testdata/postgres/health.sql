@@ -33,10 +33,10 @@ WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable,
 	r AS MATERIALIZED (SELECT task_session_id, agent_execution_id, tool_call_id, observed_at FROM task_session_subagents
 		WHERE (EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint >= ?)
 SELECT
-	(SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?) i
-	 WHERE NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = i.task_session_id AND t.tool_call_id = i.tool_call_id)) AS shortfall,
-	(SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM r) x
-	 WHERE NOT EXISTS (SELECT 1 FROM m WHERE m.task_session_id = x.task_session_id AND m.tool_call_id = x.tool_call_id)) AS excess,
+	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?
+		EXCEPT SELECT task_session_id, tool_call_id FROM task_session_subagents) i) AS shortfall,
+	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r
+		EXCEPT SELECT task_session_id, tool_call_id FROM m) x) AS excess,
 	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r WHERE agent_execution_id <> 'unknown'
 		GROUP BY task_session_id, tool_call_id HAVING count(DISTINCT agent_execution_id) > 1) c) AS collisions,
 	(SELECT MAX((EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint) FROM r) AS last_observed_us,

@@ -21,14 +21,15 @@ CREATE TEMP TABLE subagentctx_backfill_stage AS SELECT v.*, ROW_NUMBER() OVER (P
 		WHERE instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0
 		LIMIT -1 OFFSET 0) v
 	WHERE v.x IS NOT NULL) v
-	WHERE v.recoverable = 1 AND EXISTS (SELECT 1 FROM "task_sessions" x WHERE x.id = v.task_session_id);
+	WHERE v.recoverable = 1;
 
 SELECT MAX(created) FROM subagentctx_backfill_stage;
 
 INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
 	SELECT r.message_id, r.task_session_id, r.task_id, r.turn_id, 'unknown', r.tool_call_id, r.parent_tool_call_id, r.subagent_type, r.description, r.agent_id, r.child_session_id, r.model, r.agent_status, r.tool_status, r.is_async, r.total_tokens, r.tool_use_count, r.duration_ms, 'backfill', r.observed_at, r.settled_at, ?
 	FROM subagentctx_backfill_stage r
-	WHERE r.rn = 1 AND NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
+	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM "task_sessions" x WHERE x.id = r.task_session_id)
+		AND NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
 	ON CONFLICT DO NOTHING;
 
 DROP TABLE IF EXISTS subagentctx_backfill_stage;

@@ -19,10 +19,10 @@ WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable,
 	r AS MATERIALIZED (SELECT task_session_id, agent_execution_id, tool_call_id, observed_at FROM task_session_subagents
 		WHERE (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ?)
 SELECT
-	(SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?) i
-	 WHERE NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = i.task_session_id AND t.tool_call_id = i.tool_call_id)) AS shortfall,
-	(SELECT count(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM r) x
-	 WHERE NOT EXISTS (SELECT 1 FROM m WHERE m.task_session_id = x.task_session_id AND m.tool_call_id = x.tool_call_id)) AS excess,
+	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?
+		EXCEPT SELECT task_session_id, tool_call_id FROM task_session_subagents) i) AS shortfall,
+	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r
+		EXCEPT SELECT task_session_id, tool_call_id FROM m) x) AS excess,
 	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r WHERE agent_execution_id <> 'unknown'
 		GROUP BY task_session_id, tool_call_id HAVING count(DISTINCT agent_execution_id) > 1) c) AS collisions,
 	(SELECT MAX((unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END)) FROM r) AS last_observed_us,
