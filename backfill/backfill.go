@@ -135,6 +135,9 @@ func (m *Migrator) checkShape(ctx context.Context, res *StepResult) error {
 		return errors.New("table task_session_subagents does not exist")
 	}
 	if shape.EndState() {
+		if err := d.Distribute(ctx, db, m.store.Tables(), false); err != nil {
+			return err
+		}
 		res.Status, res.Detail = Skipped, "end shape holds"
 		return nil
 	}
@@ -150,6 +153,9 @@ func (m *Migrator) checkShape(ctx context.Context, res *StepResult) error {
 	if shape, err = d.Shape(ctx, db); err != nil || !shape.EndState() {
 		return fmt.Errorf("upgrade committed but the end shape does not hold (%+v): %v", shape, err)
 	}
+	if err := d.Distribute(ctx, db, m.store.Tables(), false); err != nil {
+		return err
+	}
 	res.Detail = fmt.Sprintf("upgraded to the end shape; %d rows kept (agent_execution_id 'unknown' where it was missing)", rows)
 	return nil
 }
@@ -157,7 +163,7 @@ func (m *Migrator) checkShape(ctx context.Context, res *StepResult) error {
 // writeExecutionKey is step 3 (AC-33b): when the end shape holds, however
 // it came about, write execution_since if absent.
 func (m *Migrator) writeExecutionKey(ctx context.Context, res *StepResult) error {
-	if ok, why, err := m.endState(ctx); err != nil || !ok {
+	if _, why, err := m.endState(ctx); err != nil || why != "" {
 		res.Status, res.Detail = Skipped, why
 		return err
 	}
@@ -174,15 +180,17 @@ func (m *Migrator) writeExecutionKey(ctx context.Context, res *StepResult) error
 	return nil
 }
 
-func (m *Migrator) endState(ctx context.Context) (bool, string, error) {
+// endState reads the table's shape; why says what keeps it from its end
+// shape ("" when it holds).
+func (m *Migrator) endState(ctx context.Context) (sqlstore.Shape, string, error) {
 	shape, err := m.store.Dialect().Shape(ctx, m.store.DB())
 	if err != nil {
-		return false, "cannot read the table's shape", fmt.Errorf("read shape: %w", err)
+		return shape, "cannot read the table's shape", fmt.Errorf("read shape: %w", err)
 	}
 	if !shape.EndState() {
-		return false, "the table is not in its end shape yet", nil
+		return shape, "the table is not in its end shape yet", nil
 	}
-	return true, "", nil
+	return shape, "", nil
 }
 
 // formatKey is the form of every key this project writes: RFC 3339 with
@@ -202,7 +210,8 @@ func (m *Migrator) writeKey(db *gorm.DB, key, value string) (bool, error) {
 // backfill is step 4 (AC-21 … AC-24f): one INSERT … SELECT over the
 // messages, with both activation keys, in one transaction.
 func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
-	if ok, why, err := m.endState(ctx); err != nil || !ok {
+	shape, why, err := m.endState(ctx)
+	if err != nil || why != "" {
 		res.Status, res.Detail = Skipped, why+": the backfill waits for it and writes no key"
 		return err
 	}
@@ -222,7 +231,7 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 	}
 	err = d.WithConn(ctx, db, func(conn *gorm.DB) error {
 		return conn.Transaction(func(tx *gorm.DB) error {
-			through, inserted, err := m.scanAndInsert(tx)
+			through, inserted, err := m.scanAndInsert(tx, shape.Distributed)
 			if err != nil {
 				return err
 			}
@@ -259,21 +268,24 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 	return nil
 }
 
-// scanAndInsert is the backfill proper: one scan of the messages (AC-23a),
+// scanAndInsert is the backfill proper: one scan of the messages (AC-23a;
+// on a sharded table, one per statement, each on every shard at once),
 // backfill_through from every recoverable message (not from the rows this
 // attempt inserts) taken before or with the insert, never after it (AC-24:
 // after could over-claim), and the INSERT … SELECT … ON CONFLICT DO NOTHING
 // (AC-22).
-func (m *Migrator) scanAndInsert(tx *gorm.DB) (*time.Time, int64, error) {
-	st := m.store.Backfill()
+func (m *Migrator) scanAndInsert(tx *gorm.DB, distributed bool) (*time.Time, int64, error) {
+	st := m.store.Backfill(distributed)
 	d := m.store.Dialect()
 	updated := core.CanonicalTime(m.now())
+	for _, stmt := range st.Plan {
+		if err := tx.Exec(stmt).Error; err != nil {
+			return nil, 0, fmt.Errorf("plan the backfill: %w", err)
+		}
+	}
 	if st.Single != "" {
 		// One statement: the scan, backfill_through and the insert share
 		// one snapshot.
-		if err := tx.Exec(st.Plan).Error; err != nil {
-			return nil, 0, err
-		}
 		out, err := sqlstore.Query(tx, st.Single, updated)
 		if err != nil {
 			return nil, 0, fmt.Errorf("backfill from %s: %w", m.store.Tables().Messages, err)
@@ -282,12 +294,15 @@ func (m *Migrator) scanAndInsert(tx *gorm.DB) (*time.Time, int64, error) {
 		n, _ := out[0]["inserted"].(int64)
 		return through, n, err
 	}
-	// The recoverable messages, staged in a temporary table by one scan;
-	// backfill_through and the insert read the staged rows. The
-	// transaction's snapshot keeps the messages unchanged meanwhile.
-	for _, stmt := range []string{st.Drop, st.Stage} {
-		if err := tx.Exec(stmt).Error; err != nil {
-			return nil, 0, fmt.Errorf("scan %s: %w", m.store.Tables().Messages, err)
+	// Staged: the recoverable messages, staged in a temporary table by one
+	// scan, which backfill_through and the insert read. Sharded: each
+	// statement runs on every shard. Either way the transaction's snapshot
+	// keeps the messages unchanged meanwhile.
+	if st.Stage != "" {
+		for _, stmt := range []string{st.Drop, st.Stage} {
+			if err := tx.Exec(stmt).Error; err != nil {
+				return nil, 0, fmt.Errorf("scan %s: %w", m.store.Tables().Messages, err)
+			}
 		}
 	}
 	var max any
@@ -302,5 +317,8 @@ func (m *Migrator) scanAndInsert(tx *gorm.DB) (*time.Time, int64, error) {
 	if ins.Error != nil {
 		return nil, 0, fmt.Errorf("insert from %s: %w", m.store.Tables().Messages, ins.Error)
 	}
-	return through, ins.RowsAffected, tx.Exec(st.Drop).Error
+	if st.Drop != "" {
+		err = tx.Exec(st.Drop).Error
+	}
+	return through, ins.RowsAffected, err
 }

@@ -152,6 +152,9 @@ func (h history) apply(t *testing.T, e *sqltest.Env) backfill.Report {
 	// Messages of a missing session need the host's foreign key off.
 	e.Exec(t, `ALTER TABLE task_session_messages RENAME TO task_session_messages_fk`)
 	e.Exec(t, `CREATE TABLE task_session_messages AS SELECT * FROM task_session_messages_fk WHERE 1 = 0`)
+	if e.Name == "citus" { // sharded with the sessions, as a host on Citus has it
+		e.Exec(t, `SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with => 'task_sessions')`)
+	}
 	for _, m := range h.msgs {
 		e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
 			VALUES (?, ?, ?, ?, 'agent', '', 'tool_call', ?, ?, ?)`, m.id, m.session, m.task, m.turn, m.metadata, value(m.created), value(m.updated))
@@ -160,8 +163,8 @@ func (h history) apply(t *testing.T, e *sqltest.Env) backfill.Report {
 }
 
 // FuzzBackfill: for any history, the Go reference (backfill.Pass over
-// backfill.Recover), SQLite, PostgreSQL and PostgreSQL with an ICU
-// collation insert exactly the same rows and write the same
+// backfill.Recover), SQLite, PostgreSQL, PostgreSQL with an ICU
+// collation and a Citus cluster (when provided) insert exactly the same rows and write the same
 // backfill_through (docs/CONTRACT.md §4.1, §4.2). Its seed corpus holds
 // every odd case the contract names and runs in every go test.
 func FuzzBackfill(f *testing.F) {
@@ -171,6 +174,9 @@ func FuzzBackfill(f *testing.F) {
 	drivers := []*sqltest.Driver{testenv.SQLite()}
 	if pgtest.Available() || pgtest.Required() {
 		drivers = append(drivers, testenv.Postgres(), testenv.PostgresICU())
+	}
+	if pgtest.CitusAvailable() {
+		drivers = append(drivers, testenv.Citus())
 	}
 	f.Fuzz(func(t *testing.T, script string) {
 		h := parseHistory(script)

@@ -58,6 +58,9 @@ func FuzzRecover(f *testing.F) {
 	if pgtest.Available() || pgtest.Required() {
 		drivers = append(drivers, testenv.Postgres())
 	}
+	if pgtest.CitusAvailable() {
+		drivers = append(drivers, testenv.Citus())
+	}
 	for _, d := range drivers {
 		e := d.Env(f)
 		e.Session(f, "s")

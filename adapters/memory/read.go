@@ -35,7 +35,7 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 		return core.Stats{}, err
 	}
 	st := core.Stats{Query: q, Activation: a, FanOutPerTurn: []core.FanOut{}}
-	perTurn := map[string]int64{}
+	perTurn := map[[2]string]int64{} // a turn within its session (docs/CONTRACT.md §5.3)
 	first := map[string]*time.Time{}
 	s.mu.RLock()
 	for _, r := range s.rows {
@@ -51,7 +51,7 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 		if r.TurnID == nil {
 			st.RowsWithoutTurn++
 		} else {
-			perTurn[*r.TurnID]++
+			perTurn[[2]string{r.TaskSessionID, *r.TurnID}]++
 		}
 		if r.AgentExecutionID == core.UnknownExecution {
 			st.UnknownExecutionRows++

@@ -191,8 +191,10 @@ func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }
 // subagentMessages reads the messages with jsonb, whose rules the Go
 // reference (backfill.Recover) follows exactly. Only messages whose text
 // can spell the kind (literally, or through a \u escape) are parsed, once
-// each (the OFFSET 0 fence keeps the planner from evaluating the function
-// once per reference).
+// each: the function is called in FROM (LATERAL), where it is evaluated
+// once per message, not in a subquery's select list, which the planner
+// would copy into every reference. (An OFFSET 0 fence would do the same
+// on one server, but keeps Citus from pushing the query down to shards.)
 const subagentMessages = `SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
 		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
 			AND octet_length(e.message_id) <= %[2]d AND octet_length(e.task_session_id) <= %[2]d AND octet_length(e.task_id) <= %[2]d
@@ -220,10 +222,9 @@ const subagentMessages = `SELECT e.message_id, e.task_session_id, e.task_id, e.t
 				NULLIF(m.turn_id::text, '') AS turn_id,
 				%[17]s AS created,
 				%[18]s AS updated,
-				subagentctx_metadata_v1(m.metadata::text) AS doc
-			FROM %[1]s m
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0
-			OFFSET 0) d
+				f.doc
+			FROM %[1]s m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
+			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e`
 
 // SubagentMessages implements sqlstore.Dialect.
@@ -268,17 +269,35 @@ func jsonInt(min int64, path ...string) string {
 		p, v, v, v, min, v)
 }
 
-// jsonBool: 1 for true or a number equal to 1, else 0.
+// jsonBool: 1 for true or a number equal to 1, else 0. The searched CASE
+// (not CASE x WHEN …) because Citus deparses the simple form, once the
+// planner has rewritten it, into SQL the workers reject.
 func jsonBool(path ...string) string {
 	p := jsonPath(path)
 	t := "jsonb_typeof(d.doc #> " + p + ")"
-	return "CASE " + t + " WHEN 'boolean' THEN CASE WHEN (d.doc #>> " + p + ") = 'true' THEN 1 ELSE 0 END" +
-		" WHEN 'number' THEN CASE WHEN (d.doc #>> " + p + ")::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END"
+	return "CASE WHEN " + t + " = 'boolean' THEN CASE WHEN (d.doc #>> " + p + ") = 'true' THEN 1 ELSE 0 END" +
+		" WHEN " + t + " = 'number' THEN CASE WHEN (d.doc #>> " + p + ")::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END"
 }
 
-// StagesBackfill implements sqlstore.Dialect: PostgreSQL inserts from a
-// writable CTE, so the backfill is one statement.
-func (Dialect) StagesBackfill() bool { return false }
+// BackfillForm implements sqlstore.Dialect: one statement with a writable
+// CTE, or on Citus two pushed down to the shards, after a plan. The insert
+// anti-joins the table it inserts into, and the planner can only guess how
+// many messages match (a function's result decides). Planned as a nested
+// loop over a table its statistics call empty (new, or emptied by a
+// rolled-back pass and vacuumed), each probe re-reads every row inserted so
+// far: quadratic in the history. With nested loops disabled, the joins are
+// hashed or merged, linear whatever the estimates (the LATERAL call, which
+// only a nested loop can run, still gets one). A disabled plan type
+// inflates the costs past jit_above_cost, and compiling the statement
+// would take longer than running it, so JIT is off too. On Citus the
+// settings travel with the shards' statements.
+func (Dialect) BackfillForm(distributed bool) sqlstore.BackfillForm {
+	plan := []string{"SET LOCAL enable_nestloop = off", "SET LOCAL jit = off"}
+	if distributed {
+		plan = append([]string{"SET LOCAL citus.propagate_set_commands = 'local'"}, plan...)
+	}
+	return sqlstore.BackfillForm{Plan: plan}
+}
 
 // Pipeline implements sqlstore.Pipeliner through pgx's batch protocol: the
 // statements of one transaction travel in one round trip instead of one
@@ -414,10 +433,15 @@ func (Dialect) Shape(ctx context.Context, db *gorm.DB) (sqlstore.Shape, error) {
 		}
 	}
 	idx, err := indexes(ctx, db)
+	if err != nil {
+		return shape, err
+	}
 	var catalog []sqlstore.CatalogIndex
 	for _, i := range idx {
 		catalog = append(catalog, i.CatalogIndex)
 	}
+	p, err := placement(ctx, db, `"`+sqlstore.Table+`"`)
+	shape.Distributed = p.distributedBy("task_session_id")
 	return sqlstore.ShapeFrom(shape, catalog), err
 }
 

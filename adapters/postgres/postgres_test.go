@@ -24,10 +24,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestSQL runs the dialect suite on PostgreSQL, and again on a database
-// whose collation is ICU's.
+// TestSQL runs the dialect suite on PostgreSQL, again on a database whose
+// collation is ICU's, on a table an operator hash-partitioned by session,
+// and on a Citus cluster (skipped, saying so, without one).
 func TestSQL(t *testing.T) {
-	for _, d := range []*sqltest.Driver{testenv.Postgres(), testenv.PostgresICU()} {
+	for _, d := range []*sqltest.Driver{testenv.Postgres(), testenv.PostgresICU(), testenv.PostgresPartitioned(), testenv.Citus()} {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
 			e := d.Env(t)

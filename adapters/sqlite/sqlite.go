@@ -223,8 +223,12 @@ func (Dialect) SubagentMessages(t sqlstore.Tables) string {
 	return fmt.Sprintf(subagentMessages, `"`+t.Messages+`"`)
 }
 
-// StagesBackfill implements sqlstore.Dialect: SQLite has no writable CTE.
-func (Dialect) StagesBackfill() bool { return true }
+// BackfillForm implements sqlstore.Dialect: SQLite has no writable CTE, so
+// the backfill stages the ranked messages.
+func (Dialect) BackfillForm(bool) sqlstore.BackfillForm { return sqlstore.BackfillForm{Staged: true} }
+
+// Distribute implements sqlstore.Dialect: SQLite never shards.
+func (Dialect) Distribute(context.Context, *gorm.DB, sqlstore.Tables, bool) error { return nil }
 
 // WithConn implements sqlstore.Dialect: fn runs on one connection of db on
 // which subagentctx_message and subagentctx_instant are registered.

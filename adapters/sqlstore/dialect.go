@@ -56,10 +56,19 @@ type Dialect interface {
 	// WithConn runs fn on one connection of db prepared for this dialect's
 	// fragments (SQLite registers its functions there).
 	WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) error) error
-	// StagesBackfill reports whether the backfill stages the matching
-	// messages in a temporary table (SQLite) instead of running as one
-	// statement with a writable CTE (PostgreSQL).
-	StagesBackfill() bool
+	// BackfillForm is how the backfill runs on this dialect; distributed
+	// tells whether the table is sharded (Shape.Distributed).
+	BackfillForm(distributed bool) BackfillForm
+	// Distribute places task_session_subagents beside the host's sessions
+	// when the database shards them (Citus: distributed by task_session_id,
+	// colocated with the sessions table; the meta table, when createdMeta,
+	// a reference table). It is a no-op where the database does not shard,
+	// or while the table is absent or not yet in its end shape (EnsureSchema
+	// calls it before creating the table, to check that the sessions can be
+	// followed, and after; the shape step after upgrading), and fails,
+	// saying why, when the sessions are sharded and the table cannot follow
+	// them.
+	Distribute(ctx context.Context, db *gorm.DB, t Tables, createdMeta bool) error
 
 	// CheckHandle reports, with ErrHandleSettings, a setting of the
 	// handle's connections the store depends on and cannot safely set
@@ -83,6 +92,18 @@ type Dialect interface {
 	// UpgradeStages are the stage names Upgrade reports, in order, when it
 	// upgrades the first draft's table (the fault-injection tests walk them).
 	UpgradeStages() []string
+}
+
+// BackfillForm is how a dialect runs the backfill (docs/CONTRACT.md §4.1).
+type BackfillForm struct {
+	// Staged: the ranked messages are staged in a temporary table by one
+	// scan, which backfill_through and the insert then read (SQLite, which
+	// has no writable CTE). Otherwise the backfill is one statement, or, on
+	// a sharded table, two that each run on every shard (Store.Backfill).
+	Staged bool
+	// Plan: statements run first in the backfill's transaction (planner
+	// settings).
+	Plan []string
 }
 
 // Pipeliner is implemented by a dialect whose driver can send many

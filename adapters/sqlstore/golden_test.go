@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +44,6 @@ func TestGoldenStatements(t *testing.T) {
 			keyset, keysetArgs := s.ListStatement("turn_id", "turn-1", core.Page{Limit: 100, After: &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}})
 			where := " WHERE task_session_id = ?"
 			rows, messages := s.FirstActivityStatements(where)
-			bf := s.Backfill()
 			files := map[string]string{
 				"schema.sql":            strings.Join(sqlstore.SchemaStatements(s.Dialect(), s.Tables()), ";\n\n") + ";\n",
 				"upsert.sql":            s.UpsertSQL() + ";\n",
@@ -55,17 +55,29 @@ func TestGoldenStatements(t *testing.T) {
 					";\n\n-- first activity: rows\n" + rows + ";\n\n-- first activity: messages\n" + messages + ";\n",
 				"upgrade.sql": upgradeStatements(t, d),
 			}
-			if bf.Single != "" {
-				files["backfill.sql"] = "-- in the backfill's transaction\n" + bf.Plan + ";\n\n-- one statement; its argument is updated_at\n" + bf.Single + ";\n"
-			} else {
-				files["backfill.sql"] = "-- in one transaction; the insert's argument is updated_at\n" +
-					strings.Join([]string{bf.Drop, bf.Stage, bf.Through, bf.Insert, bf.Drop}, ";\n\n") + ";\n"
+			files["backfill.sql"] = backfillText(s.Backfill(false))
+			if d.Name == "postgres" {
+				files["backfill_sharded.sql"] = backfillText(s.Backfill(true))
 			}
 			for name, text := range files {
 				check(t, filepath.Join("testdata", d.Name, name), text)
 			}
 		})
 	}
+}
+
+// backfillText is a backfill's statements in the order they run, in one
+// transaction; the insert (or the single statement) takes updated_at.
+func backfillText(bf sqlstore.BackfillStatements) string {
+	var stmts []string
+	stmts = append(stmts, bf.Plan...)
+	if bf.Single != "" {
+		stmts = append(stmts, bf.Single)
+	} else {
+		stmts = append(stmts, bf.Drop, bf.Stage, bf.Through, bf.Insert, bf.Drop)
+	}
+	stmts = slices.DeleteFunc(stmts, func(s string) bool { return s == "" })
+	return "-- in one transaction; the argument is updated_at\n" + strings.Join(stmts, ";\n\n") + ";\n"
 }
 
 // withArgs appends a statement's bound arguments as a comment.

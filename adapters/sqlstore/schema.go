@@ -104,6 +104,9 @@ type Shape struct {
 	Indexes bool
 	// Wide: metrics are 64-bit and timestamps are this dialect's type.
 	Wide bool
+	// Distributed: sharded by task_session_id (Citus). Not part of the end
+	// shape; it chooses how the backfill runs.
+	Distributed bool
 }
 
 // EndState reports whether the table has the end shape (docs/CONTRACT.md

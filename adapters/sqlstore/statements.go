@@ -19,22 +19,27 @@ import (
 // (SQLite), the recoverable messages ranked per (session, tool call id).
 const StageTable = "subagentctx_backfill_stage"
 
-// BackfillStatements are the backfill's statements (docs/CONTRACT.md §4.1).
-// Either Single is set (one statement returning through and inserted, after
-// Plan), or the staged sequence: Stage, Through, Insert, then Drop.
-// Insert and Single take one argument, the rows' updated_at.
+// BackfillStatements are the backfill's statements (docs/CONTRACT.md §4.1),
+// run in one transaction after Plan. Either Single is set (one statement
+// returning through and inserted), or Through then Insert run, preceded by
+// Stage and followed by Drop where those are set. Insert and Single take
+// one argument, the rows' updated_at.
 type BackfillStatements struct {
-	Plan, Single   string
+	Plan           []string
+	Single         string
 	Stage, Through string
 	Insert, Drop   string
 }
 
 // ranked selects the recoverable messages, ranked newest first per
 // (session, tool call id): created_at at the host's precision, then the
-// greatest message id byte by byte (AC-21b).
+// greatest message id byte by byte (AC-21b). The tool call id leads the
+// partition so that no index on the messages' session id can presort it:
+// reading a whole history through an index costs more than sorting the
+// few subagent messages.
 func (s *Store) ranked() string {
 	d := s.d
-	return `SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.task_session_id, v.tool_call_id
+	return `SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
 		ORDER BY v.created DESC, ` + d.Bytewise("v.message_id") + ` DESC) AS rn
 	FROM (` + d.SubagentMessages(s.tables) + `) v
 	WHERE v.recoverable = 1`
@@ -70,54 +75,75 @@ func (s *Store) backfillInsert(source string) string {
 	ON CONFLICT DO NOTHING`
 }
 
-// Backfill renders the backfill for the store's dialect: one scan of the
-// messages (AC-23a); backfill_through from every recoverable message, not
-// from what this attempt inserts, and never after the insert (AC-24).
-func (s *Store) Backfill() BackfillStatements {
-	if !s.d.StagesBackfill() {
-		// Plan: the insert anti-joins the table it inserts into. Planned
-		// as a nested loop over a table the statistics call empty (new,
-		// or emptied by a rolled-back pass and vacuumed), each probe
-		// re-reads the rows inserted so far: quadratic in the history.
-		// Hash joins keep the statement linear whatever the statistics.
-		return BackfillStatements{Plan: `SET LOCAL enable_nestloop = off`, Single: `WITH staged AS MATERIALIZED (` + s.ranked() + `),
+// Backfill renders the backfill for the store's dialect and the table's
+// placement: one scan of the messages (AC-23a) on one server; backfill_through
+// from every recoverable message, not from what this attempt inserts, and
+// never after the insert (AC-24).
+func (s *Store) Backfill(distributed bool) BackfillStatements {
+	form := s.d.BackfillForm(distributed)
+	switch {
+	case form.Staged:
+		return BackfillStatements{
+			Plan:    form.Plan,
+			Stage:   `CREATE TEMP TABLE ` + StageTable + ` AS ` + s.ranked(),
+			Through: `SELECT MAX(created) FROM ` + StageTable,
+			Insert:  s.backfillInsert(StageTable),
+			Drop:    `DROP TABLE IF EXISTS ` + StageTable,
+		}
+	case distributed:
+		// Sharded by session: two plain statements that each run on every
+		// shard in parallel, in one distributed transaction. A CTE would be
+		// gathered on the coordinator. Each scans the messages once.
+		return BackfillStatements{
+			Plan:    form.Plan,
+			Through: `SELECT MAX(v.created) FROM (` + s.d.SubagentMessages(s.tables) + `) v WHERE v.recoverable = 1`,
+			Insert:  s.backfillInsert("(" + s.ranked() + ")"),
+		}
+	}
+	return BackfillStatements{Plan: form.Plan, Single: `WITH staged AS MATERIALIZED (` + s.ranked() + `),
 	inserted AS (` + s.backfillInsert("staged") + `
 	RETURNING 1)
 SELECT (SELECT MAX(created) FROM staged) AS through, (SELECT count(*) FROM inserted) AS inserted`}
-	}
-	return BackfillStatements{
-		Stage:   `CREATE TEMP TABLE ` + StageTable + ` AS ` + s.ranked(),
-		Through: `SELECT MAX(created) FROM ` + StageTable,
-		Insert:  s.backfillInsert(StageTable),
-		Drop:    `DROP TABLE IF EXISTS ` + StageTable,
-	}
 }
 
 // HealthStatement is the health check (docs/CONTRACT.md §5.2) as one
-// statement, so both sides are read in one snapshot: shortfall and excess as
-// two directed differences of distinct (session, tool call id) pairs, never
-// netted; collisions between known executions; the last observation and
-// the last write after the boundary. The differences are EXCEPTs, not
-// correlated NOT EXISTS: planned from a materialized set the statistics
-// cannot see, an anti-join may become a nested loop, quadratic in the rows;
-// a set difference is hashed or sorted whatever the estimates.
+// statement, so both sides are read in one snapshot. It joins nothing: the
+// subagent messages and the stored rows are stacked and grouped per
+// (session, tool call id) pair, and each pair's flags answer the questions
+// — a recoverable message after the boundary and no row under any
+// execution (shortfall); a row observed after the boundary and no message
+// (excess); more than one known execution after the boundary (collision).
+// Shortfall and excess are never netted. One grouping is linear whatever
+// the planner's estimates (an anti-join planned as a nested loop over a
+// set it misjudges is quadratic), and it keeps every pair within its
+// session, so a database that shards by session counts each shard apart.
 func (s *Store) HealthStatement(capture time.Time) (string, []any) {
 	d := s.d
-	q := `WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable, v.created FROM (` + d.SubagentMessages(s.tables) + `) v),
-	r AS MATERIALIZED (SELECT task_session_id, agent_execution_id, tool_call_id, observed_at FROM ` + Table + `
-		WHERE ` + d.Instant("observed_at") + ` >= ?)
-SELECT
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?
-		EXCEPT SELECT task_session_id, tool_call_id FROM ` + Table + `) i) AS shortfall,
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r
-		EXCEPT SELECT task_session_id, tool_call_id FROM m) x) AS excess,
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r WHERE agent_execution_id <> '` + core.UnknownExecution + `'
-		GROUP BY task_session_id, tool_call_id HAVING count(DISTINCT agent_execution_id) > 1) c) AS collisions,
-	(SELECT MAX(` + d.Instant("observed_at") + `) FROM r) AS last_observed_us,
-	(SELECT MAX(` + d.Instant("updated_at") + `) FROM ` + Table + ` WHERE ` + d.Instant("updated_at") + ` >= ?) AS last_write_us`
+	observed, updated := d.Instant("t.observed_at"), d.Instant("t.updated_at")
+	q := `SELECT
+	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
+	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
+	COALESCE(SUM(CASE WHEN p.executions > 1 THEN 1 ELSE 0 END), 0) AS collisions,
+	MAX(p.last_observed_us) AS last_observed_us,
+	MAX(p.last_write_us) AS last_write_us
+FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
+		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
+		MAX(u.observed_us) AS last_observed_us, MAX(u.write_us) AS last_write_us
+	FROM (SELECT v.task_session_id, v.tool_call_id,
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent, 0 AS stored,
+			CAST(NULL AS TEXT) AS execution, CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
+		FROM (` + d.SubagentMessages(s.tables) + `) v
+		UNION ALL
+		SELECT t.task_session_id, t.tool_call_id,
+			0, 0, CASE WHEN ` + observed + ` >= ? THEN 1 ELSE 0 END, 1,
+			CASE WHEN ` + observed + ` >= ? AND t.agent_execution_id <> '` + core.UnknownExecution + `' THEN t.agent_execution_id END,
+			CASE WHEN ` + observed + ` >= ? THEN ` + observed + ` END,
+			CASE WHEN ` + updated + ` >= ? THEN ` + updated + ` END
+		FROM ` + Table + ` t) u
+	GROUP BY u.task_session_id, u.tool_call_id) p`
 	atOrAfter := core.CeilMicro(capture).UnixMicro()
 	after := core.CanonicalTime(capture).UnixMicro() + 1
-	return q, []any{atOrAfter, d.HostInstantArg(capture), after}
+	return q, []any{d.HostInstantArg(capture), atOrAfter, atOrAfter, atOrAfter, after}
 }
 
 // metricSources are the splits every metric is summed over
@@ -154,14 +180,16 @@ func (s *Store) StatsStatement(where string) string {
 }
 
 // FanOutStatement counts turns by their number of subagents, over the rows
-// in scope that have a turn.
+// in scope that have a turn. A turn is counted within its session, which
+// also keeps each group on the shard of its session where the table is
+// sharded.
 func (s *Store) FanOutStatement(where string) string {
 	w := " WHERE turn_id IS NOT NULL"
 	if where != "" {
 		w = where + " AND turn_id IS NOT NULL"
 	}
-	return `SELECT n AS subagents, count(*) AS turns FROM (SELECT turn_id, count(*) AS n FROM ` + Table + w +
-		` GROUP BY turn_id) x GROUP BY n ORDER BY n`
+	return `SELECT n AS subagents, count(*) AS turns FROM (SELECT task_session_id, turn_id, count(*) AS n FROM ` + Table + w +
+		` GROUP BY task_session_id, turn_id) x GROUP BY n ORDER BY n`
 }
 
 // FirstActivityStatements give, per session in scope, the first activity

@@ -137,8 +137,10 @@ func (s *Store) Tables() Tables { return s.tables }
 
 // EnsureSchema checks that the host's sessions table exists (else
 // ErrNoSessionsTable) and creates task_session_subagents, its indexes, the
-// meta table and the dialect's helpers if absent. It never alters an
-// existing table: upgrading one is the migration pass's shape step.
+// meta table and the dialect's helpers if absent, and places a new table
+// beside the sessions where the database shards them (Dialect.Distribute).
+// It never alters an existing table's columns or keys: upgrading one is the
+// migration pass's shape step.
 func (s *Store) EnsureSchema(ctx context.Context) error {
 	if err := s.checkHandle(ctx); err != nil {
 		return err
@@ -151,10 +153,22 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		return fmt.Errorf("subagentctx: %w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
 			ErrNoSessionsTable, s.tables.Sessions)
 	}
+	metaExisted, err := s.d.TableExists(ctx, s.db, s.tables.Meta)
+	if err != nil {
+		return s.opError("check the meta table", core.RowKey{}, err)
+	}
+	// Before creating anything: sessions sharded so that the table cannot
+	// follow them fail here, saying why, rather than in the DDL.
+	if err := s.d.Distribute(ctx, s.db, s.tables, false); err != nil {
+		return s.opError("place the table beside the sessions", core.RowKey{}, err)
+	}
 	for _, stmt := range SchemaStatements(s.d, s.tables) {
 		if err := s.db.WithContext(ctx).Exec(stmt).Error; err != nil {
 			return s.opError("create schema", core.RowKey{}, fmt.Errorf("%w\n  in: %s", err, stmt))
 		}
+	}
+	if err := s.d.Distribute(ctx, s.db, s.tables, !metaExisted); err != nil {
+		return s.opError("place the table beside the sessions", core.RowKey{}, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ package testenv
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,8 +22,15 @@ import (
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
-// Drivers are every SQL dialect's driver.
-func Drivers() []*sqltest.Driver { return []*sqltest.Driver{SQLite(), Postgres(), PostgresICU()} }
+// Drivers are every SQL dialect's driver, with a Citus cluster's when one
+// is provided (pgtest.CitusAvailable).
+func Drivers() []*sqltest.Driver {
+	d := []*sqltest.Driver{SQLite(), Postgres(), PostgresICU()}
+	if pgtest.CitusAvailable() {
+		d = append(d, Citus())
+	}
+	return d
+}
 
 // Each runs fn once per dialect, as subtests, in parallel, each on a fresh
 // environment.
@@ -94,6 +102,94 @@ func postgresDriver(name string, with ...string) *sqltest.Driver {
 			exec(t, db, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents FOR EACH ROW EXECUTE FUNCTION fail_insert()`)
 			return func() { exec(t, db, `DROP TRIGGER fail_insert ON task_session_subagents`) }
 		},
+	}
+}
+
+// PostgresPartitioned is Postgres with task_session_subagents created
+// beforehand by an operator as a table hash-partitioned by task_session_id
+// (four partitions), which the store must use unchanged.
+func PostgresPartitioned() *sqltest.Driver {
+	d := postgresDriver("postgres-partitioned")
+	d.Host = func(t testing.TB, db *gorm.DB) {
+		t.Helper()
+		exec(t, db, sqlstore.CreateTable(postgres.Dialect{}, sqlstore.Table, sqlstore.Tables{}.WithDefaults())+` PARTITION BY HASH (task_session_id)`)
+		for i := range 4 {
+			exec(t, db, fmt.Sprintf(`CREATE TABLE task_session_subagents_p%d PARTITION OF task_session_subagents FOR VALUES WITH (MODULUS 4, REMAINDER %d)`, i, i))
+		}
+	}
+	d.EarlierTable = earlierTableRecreated
+	return d
+}
+
+// earlierTableRecreated replaces the table with an earlier build's, as
+// that build created it: one plain table, its primary key on id, every row
+// kept. (A partitioned or distributed table cannot have its key altered
+// so; a host upgrading from that build has the plain table.)
+func earlierTableRecreated(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	exec(t, db, `CREATE TABLE earlier (LIKE task_session_subagents INCLUDING DEFAULTS)`)
+	exec(t, db, `INSERT INTO earlier SELECT * FROM task_session_subagents`)
+	exec(t, db, `DROP TABLE task_session_subagents`)
+	exec(t, db, `ALTER TABLE earlier RENAME TO task_session_subagents`)
+	exec(t, db, `ALTER TABLE task_session_subagents ADD PRIMARY KEY (id),
+		ADD CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
+		ADD CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id) REFERENCES task_sessions(id) ON DELETE CASCADE`)
+	for _, q := range sqlstore.CreateIndexes() {
+		exec(t, db, q)
+	}
+}
+
+// Citus is PostgreSQL on a Citus cluster (a coordinator and two workers):
+// a schema of its own per test, the host's sessions, turns and messages
+// distributed by session id and colocated, its meta table a reference
+// table, as docs/CONTRACT.md §9.10 asks of a host.
+func Citus() *sqltest.Driver {
+	d := postgresDriver("citus")
+	d.Open = func(t testing.TB) (*gorm.DB, string) {
+		t.Helper()
+		dsn := pgtest.NewCitusSchema(t)
+		return pgtest.Open(t, dsn), dsn
+	}
+	d.Host = citusHost
+	d.EarlierTable = earlierTableRecreated
+	// Citus runs triggers on distributed tables only when allowed; the
+	// setting is per session, so it is set in the transaction that
+	// creates or drops the trigger.
+	failInserts := d.FailInserts
+	d.FailInserts = func(t testing.TB, db *gorm.DB, toolCallID string) func() {
+		t.Helper()
+		unsafe := func(fn func(tx *gorm.DB)) {
+			if err := db.Transaction(func(tx *gorm.DB) error {
+				exec(t, tx, `SET LOCAL citus.enable_unsafe_triggers = on`)
+				fn(tx)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		unsafe(func(tx *gorm.DB) { failInserts(t, tx, toolCallID) })
+		return func() {
+			unsafe(func(tx *gorm.DB) { exec(t, tx, `DROP TRIGGER fail_insert ON task_session_subagents`) })
+		}
+	}
+	return d
+}
+
+// citusHost distributes the host's tables as a host on Citus has them: a
+// distributed table's keys must include its distribution column, so the
+// turns' and messages' primary keys become (task_session_id, id). Four
+// shards each keep the many test schemas quick to create.
+func citusHost(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	for _, q := range []string{
+		`ALTER TABLE task_session_turns DROP CONSTRAINT task_session_turns_pkey, ADD PRIMARY KEY (task_session_id, id)`,
+		`ALTER TABLE task_session_messages DROP CONSTRAINT task_session_messages_pkey, ADD PRIMARY KEY (task_session_id, id)`,
+		`SELECT create_distributed_table('task_sessions', 'id', shard_count => 4)`,
+		`SELECT create_distributed_table('task_session_turns', 'task_session_id', colocate_with => 'task_sessions')`,
+		`SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with => 'task_sessions')`,
+		`SELECT create_reference_table('kandev_meta')`,
+	} {
+		exec(t, db, q)
 	}
 }
 

@@ -45,7 +45,11 @@ type Driver struct {
 	// FailInserts makes every insert of that tool call id into the table
 	// fail with "injected failure", until stop is called.
 	FailInserts func(t testing.TB, db *gorm.DB, toolCallID string) (stop func())
-	Features    Features
+	// Host, when set, finishes the host's tables after they are created,
+	// as a host on this deployment has them (Citus: distributed by session,
+	// the meta table a reference table).
+	Host     func(t testing.TB, db *gorm.DB)
+	Features Features
 }
 
 // Features declares where a dialect legitimately differs.
@@ -94,6 +98,9 @@ func (d *Driver) Env(t testing.TB) *Env {
 	e := &Env{Driver: d, DB: db, DSN: dsn, Tables: sqlstore.Tables{}.WithDefaults()}
 	if err := kandevtest.CreateTables(context.Background(), db, e.Tables); err != nil {
 		t.Fatal(err)
+	}
+	if d.Host != nil {
+		d.Host(t, db)
 	}
 	s, err := d.New(db)
 	if err != nil {

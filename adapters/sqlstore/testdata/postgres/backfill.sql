@@ -1,8 +1,9 @@
--- in the backfill's transaction
+-- in one transaction; the argument is updated_at
 SET LOCAL enable_nestloop = off;
 
--- one statement; its argument is updated_at
-WITH staged AS MATERIALIZED (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.task_session_id, v.tool_call_id
+SET LOCAL jit = off;
+
+WITH staged AS MATERIALIZED (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
 		ORDER BY v.created DESC, v.message_id COLLATE "C" DESC) AS rn
 	FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
 		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
@@ -23,7 +24,7 @@ WITH staged AS MATERIALIZED (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.task_
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,agent_id}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,agent_id}', '') END AS agent_id,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,child_session_id}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,child_session_id}', '') END AS child_session_id,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,model}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,model}', '') END AS model,
-			CASE jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') WHEN 'boolean' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}') = 'true' THEN 1 ELSE 0 END WHEN 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}')::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END AS is_async,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') = 'boolean' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}') = 'true' THEN 1 ELSE 0 END WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}')::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END AS is_async,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,total_tokens}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric) AND (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric::bigint END END AS total_tokens,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,tool_use_count}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric) AND (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric BETWEEN 0 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric::bigint END END AS tool_use_count,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,duration_ms}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric) AND (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric::bigint END END AS duration_ms
@@ -31,10 +32,9 @@ WITH staged AS MATERIALIZED (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.task_
 				NULLIF(m.turn_id::text, '') AS turn_id,
 				CASE WHEN isfinite(m.created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.created_at) * 1000000)::bigint END END AS created,
 				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
-				subagentctx_metadata_v1(m.metadata::text) AS doc
-			FROM "task_session_messages" m
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0
-			OFFSET 0) d
+				f.doc
+			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
+			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
 	WHERE v.recoverable = 1),
 	inserted AS (INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)

@@ -1,4 +1,16 @@
-WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable, v.created FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
+SELECT
+	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
+	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
+	COALESCE(SUM(CASE WHEN p.executions > 1 THEN 1 ELSE 0 END), 0) AS collisions,
+	MAX(p.last_observed_us) AS last_observed_us,
+	MAX(p.last_write_us) AS last_write_us
+FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
+		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
+		MAX(u.observed_us) AS last_observed_us, MAX(u.write_us) AS last_write_us
+	FROM (SELECT v.task_session_id, v.tool_call_id,
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent, 0 AS stored,
+			CAST(NULL AS TEXT) AS execution, CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
+		FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
 		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
 			AND octet_length(e.message_id) <= 512 AND octet_length(e.task_session_id) <= 512 AND octet_length(e.task_id) <= 512
 			AND octet_length(e.tool_call_id) <= 512 AND COALESCE(octet_length(e.turn_id), 0) <= 512
@@ -17,7 +29,7 @@ WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,agent_id}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,agent_id}', '') END AS agent_id,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,child_session_id}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,child_session_id}', '') END AS child_session_id,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,model}') = 'string' THEN NULLIF(d.doc #>> '{normalized,subagent_task,model}', '') END AS model,
-			CASE jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') WHEN 'boolean' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}') = 'true' THEN 1 ELSE 0 END WHEN 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}')::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END AS is_async,
+			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') = 'boolean' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}') = 'true' THEN 1 ELSE 0 END WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}')::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END AS is_async,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,total_tokens}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric) AND (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric::bigint END END AS total_tokens,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,tool_use_count}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric) AND (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric BETWEEN 0 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric::bigint END END AS tool_use_count,
 			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,duration_ms}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric) AND (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric::bigint END END AS duration_ms
@@ -25,20 +37,16 @@ WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable,
 				NULLIF(m.turn_id::text, '') AS turn_id,
 				CASE WHEN isfinite(m.created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.created_at) * 1000000)::bigint END END AS created,
 				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
-				subagentctx_metadata_v1(m.metadata::text) AS doc
-			FROM "task_session_messages" m
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0
-			OFFSET 0) d
-		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v),
-	r AS MATERIALIZED (SELECT task_session_id, agent_execution_id, tool_call_id, observed_at FROM task_session_subagents
-		WHERE (EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint >= ?)
-SELECT
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?
-		EXCEPT SELECT task_session_id, tool_call_id FROM task_session_subagents) i) AS shortfall,
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r
-		EXCEPT SELECT task_session_id, tool_call_id FROM m) x) AS excess,
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r WHERE agent_execution_id <> 'unknown'
-		GROUP BY task_session_id, tool_call_id HAVING count(DISTINCT agent_execution_id) > 1) c) AS collisions,
-	(SELECT MAX((EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint) FROM r) AS last_observed_us,
-	(SELECT MAX((EXTRACT(EPOCH FROM updated_at) * 1000000)::bigint) FROM task_session_subagents WHERE (EXTRACT(EPOCH FROM updated_at) * 1000000)::bigint >= ?) AS last_write_us;
--- arguments: 1786576200500002 1786576200500002 1786576200500002
+				f.doc
+			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
+			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
+		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
+		UNION ALL
+		SELECT t.task_session_id, t.tool_call_id,
+			0, 0, CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN 1 ELSE 0 END, 1,
+			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? AND t.agent_execution_id <> 'unknown' THEN t.agent_execution_id END,
+			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint END,
+			CASE WHEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint END
+		FROM task_session_subagents t) u
+	GROUP BY u.task_session_id, u.tool_call_id) p;
+-- arguments: 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002

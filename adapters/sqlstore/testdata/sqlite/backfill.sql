@@ -1,7 +1,7 @@
--- in one transaction; the insert's argument is updated_at
+-- in one transaction; the argument is updated_at
 DROP TABLE IF EXISTS subagentctx_backfill_stage;
 
-CREATE TEMP TABLE subagentctx_backfill_stage AS SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.task_session_id, v.tool_call_id
+CREATE TEMP TABLE subagentctx_backfill_stage AS SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
 		ORDER BY v.created DESC, v.message_id DESC) AS rn
 	FROM (SELECT CAST(v.id AS TEXT) AS message_id, CAST(v.task_session_id AS TEXT) AS task_session_id,
 		CAST(v.task_id AS TEXT) AS task_id, json_extract(v.x, '$.tool_call_id') AS tool_call_id,

@@ -1,4 +1,16 @@
-WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable, v.created FROM (SELECT CAST(v.id AS TEXT) AS message_id, CAST(v.task_session_id AS TEXT) AS task_session_id,
+SELECT
+	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
+	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
+	COALESCE(SUM(CASE WHEN p.executions > 1 THEN 1 ELSE 0 END), 0) AS collisions,
+	MAX(p.last_observed_us) AS last_observed_us,
+	MAX(p.last_write_us) AS last_write_us
+FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
+		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
+		MAX(u.observed_us) AS last_observed_us, MAX(u.write_us) AS last_write_us
+	FROM (SELECT v.task_session_id, v.tool_call_id,
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent, 0 AS stored,
+			CAST(NULL AS TEXT) AS execution, CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
+		FROM (SELECT CAST(v.id AS TEXT) AS message_id, CAST(v.task_session_id AS TEXT) AS task_session_id,
 		CAST(v.task_id AS TEXT) AS task_id, json_extract(v.x, '$.tool_call_id') AS tool_call_id,
 		json_extract(v.x, '$.recoverable') AS recoverable, json_extract(v.x, '$.created') AS created,
 		NULLIF(CAST(v.turn_id AS TEXT), '') AS turn_id, json_extract(v.x, '$.parent_tool_call_id') AS parent_tool_call_id,
@@ -15,16 +27,13 @@ WITH m AS MATERIALIZED (SELECT v.task_session_id, v.tool_call_id, v.recoverable,
 		FROM "task_session_messages" m
 		WHERE instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0
 		LIMIT -1 OFFSET 0) v
-	WHERE v.x IS NOT NULL) v),
-	r AS MATERIALIZED (SELECT task_session_id, agent_execution_id, tool_call_id, observed_at FROM task_session_subagents
-		WHERE (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ?)
-SELECT
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE recoverable = 1 AND created >= ?
-		EXCEPT SELECT task_session_id, tool_call_id FROM task_session_subagents) i) AS shortfall,
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r
-		EXCEPT SELECT task_session_id, tool_call_id FROM m) x) AS excess,
-	(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM r WHERE agent_execution_id <> 'unknown'
-		GROUP BY task_session_id, tool_call_id HAVING count(DISTINCT agent_execution_id) > 1) c) AS collisions,
-	(SELECT MAX((unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END)) FROM r) AS last_observed_us,
-	(SELECT MAX((unixepoch(substr(updated_at, 1, 19) || CASE WHEN substr(updated_at, 20, 1) = '.' THEN ltrim(substr(updated_at, 21), '0123456789') ELSE substr(updated_at, 20) END) * 1000000 + CASE WHEN substr(updated_at, 20, 1) = '.' THEN CAST(substr(substr(substr(updated_at, 21), 1, length(substr(updated_at, 21)) - length(ltrim(substr(updated_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END)) FROM task_session_subagents WHERE (unixepoch(substr(updated_at, 1, 19) || CASE WHEN substr(updated_at, 20, 1) = '.' THEN ltrim(substr(updated_at, 21), '0123456789') ELSE substr(updated_at, 20) END) * 1000000 + CASE WHEN substr(updated_at, 20, 1) = '.' THEN CAST(substr(substr(substr(updated_at, 21), 1, length(substr(updated_at, 21)) - length(ltrim(substr(updated_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ?) AS last_write_us;
--- arguments: 1786576200500002 2026-08-12T23:10:00.500001001Z 1786576200500002
+	WHERE v.x IS NOT NULL) v
+		UNION ALL
+		SELECT t.task_session_id, t.tool_call_id,
+			0, 0, CASE WHEN (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? THEN 1 ELSE 0 END, 1,
+			CASE WHEN (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? AND t.agent_execution_id <> 'unknown' THEN t.agent_execution_id END,
+			CASE WHEN (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? THEN (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) END,
+			CASE WHEN (unixepoch(substr(t.updated_at, 1, 19) || CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN ltrim(substr(t.updated_at, 21), '0123456789') ELSE substr(t.updated_at, 20) END) * 1000000 + CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.updated_at, 21), 1, length(substr(t.updated_at, 21)) - length(ltrim(substr(t.updated_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? THEN (unixepoch(substr(t.updated_at, 1, 19) || CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN ltrim(substr(t.updated_at, 21), '0123456789') ELSE substr(t.updated_at, 20) END) * 1000000 + CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.updated_at, 21), 1, length(substr(t.updated_at, 21)) - length(ltrim(substr(t.updated_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) END
+		FROM task_session_subagents t) u
+	GROUP BY u.task_session_id, u.tool_call_id) p;
+-- arguments: 2026-08-12T23:10:00.500001001Z 1786576200500002 1786576200500002 1786576200500002 1786576200500002

@@ -1,0 +1,86 @@
+package sqlstore_test
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+)
+
+// Plan lines that mean rows travel to the coordinator: a subquery or CTE
+// planned apart and its result broadcast, an INSERT … SELECT whose rows
+// pass through the coordinator, a join that reshuffles rows between
+// workers.
+var gathered = regexp.MustCompile(`Distributed Subplan|pull to coordinator|repartition|MapMergeJob|intermediate result`)
+
+// TestCitusPlans: on a Citus cluster every statement of the store runs
+// where its rows are — the upsert and a session's list on one shard, the
+// backfill's two statements, health and statistics on every shard with
+// only counts returned — and testdata/citus/*.plan shows each plan (shard
+// numbers and ports elided), rewritten with -update.
+func TestCitusPlans(t *testing.T) {
+	d := testenv.Citus()
+	e := d.Env(t)
+	s := e.Store
+	capture := time.Date(2026, 8, 12, 23, 10, 0, 500001001, time.UTC)
+	row, _ := core.Normalize(core.Frame{TaskSessionID: "sess-1", TaskID: "task-1", ToolCallID: "toolu_01", ObservedAt: capture})
+	health, healthArgs := s.HealthStatement(capture)
+	list, listArgs := s.ListStatement("task_session_id", "sess-1", core.Page{})
+	byTurn, byTurnArgs := s.ListStatement("turn_id", "turn-1", core.Page{Limit: 100})
+	where := " WHERE task_session_id = ?"
+	bf := s.Backfill(true)
+	plans := []struct {
+		name   string
+		plan   []string // planner settings, as the statement runs with them
+		q      string
+		args   []any
+		shards int // tasks the plan must have; 0: every shard
+	}{
+		{"upsert", nil, s.UpsertSQL(), sqlstore.Args(&row), 1},
+		{"list_by_session", nil, list, listArgs, 1},
+		{"list_by_turn", nil, byTurn, byTurnArgs, 0},
+		{"backfill_through", bf.Plan, bf.Through, nil, 0},
+		{"backfill_insert", bf.Plan, bf.Insert, []any{capture}, 0},
+		{"health", nil, health, healthArgs, 0},
+		{"stats", nil, s.StatsStatement(""), nil, 0},
+		{"stats_session", nil, s.StatsStatement(where), []any{"sess-1"}, 1},
+		{"fan_out", nil, s.FanOutStatement(""), nil, 0},
+	}
+	shardName := regexp.MustCompile(`_\d{6,}\b`)
+	port := regexp.MustCompile(`port=\d+`)
+	for _, p := range plans {
+		t.Run(p.name, func(t *testing.T) {
+			var lines []string
+			err := e.DB.Transaction(func(tx *gorm.DB) error {
+				for _, q := range p.plan {
+					if err := tx.Exec(q).Error; err != nil {
+						return err
+					}
+				}
+				return tx.Raw("EXPLAIN (COSTS OFF) "+p.q, p.args...).Scan(&lines).Error
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := port.ReplaceAllString(shardName.ReplaceAllString(strings.Join(lines, "\n"), "_N"), "port=N")
+			if m := gathered.FindString(text); m != "" {
+				t.Errorf("%s is not pushed down (%q):\n%s", p.name, m, text)
+			}
+			want := "Task Count: 4"
+			if p.shards == 1 {
+				want = "Task Count: 1"
+			}
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: want %q in the plan:\n%s", p.name, want, text)
+			}
+			check(t, filepath.Join("testdata", "citus", p.name+".plan"), "-- "+p.name+"\n"+text+"\n")
+		})
+	}
+}
