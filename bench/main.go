@@ -41,7 +41,7 @@ func main() {
 	size := flag.String("size", "small", "tiny, small or full (full includes a ≈330 MB message store)")
 	runs := flag.Int("runs", 0, "runs per figure (default: the size's)")
 	dialects := flag.String("dialects", "sqlite,postgres", "comma-separated")
-	only := flag.String("only", "", "comma-separated measures to run: record, throughput, history (default all)")
+	only := flag.String("only", "", "comma-separated measures to run: record, view, throughput, history (default all)")
 	flag.Parse()
 	c, ok := sizes[*size]
 	if !ok {
@@ -65,6 +65,9 @@ func main() {
 	var rows []result
 	if want("record") {
 		rows = append(rows, benchRecord(c)...)
+	}
+	if want("view") {
+		rows = append(rows, benchView())
 	}
 	for _, d := range c.dialects {
 		if want("throughput") {

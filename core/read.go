@@ -281,12 +281,34 @@ func (s *Stats) Metrics() []struct {
 }
 
 // Reader is the read side a store may offer beyond core.Store: activation
-// state, health and statistics. The SQL adapters implement it; the memory
-// adapter reports an unactivated store (it has no meta table or messages).
+// state, health, statistics and the sessions on record. The SQL adapters
+// implement it; the memory adapter reports an unactivated store (it has no
+// meta table or messages).
 type Reader interface {
 	Activation(ctx context.Context) (Activation, error)
 	Health(ctx context.Context) (Health, error)
 	Stats(ctx context.Context, q StatsQuery) (Stats, error)
+	// Sessions summarises the sessions that have rows, the most recently
+	// observed first (then by session id, byte by byte), at most limit of
+	// them (0: all).
+	Sessions(ctx context.Context, limit int) ([]SessionSummary, error)
+}
+
+// SessionSummary is one session's record at a glance.
+type SessionSummary struct {
+	TaskSessionID string `json:"task_session_id"`
+	// TaskID is the least task id among its rows (a session has one task).
+	TaskID    string `json:"task_id"`
+	Subagents int64  `json:"subagents"`
+	// Turns with at least one subagent; MaxFanOut, the most subagents one
+	// of them launched (rows without a turn count in neither).
+	Turns     int64 `json:"turns"`
+	MaxFanOut int64 `json:"max_fan_out"`
+	// Open rows have no settled_at yet.
+	Open            int64           `json:"open"`
+	FirstObservedAt time.Time       `json:"first_observed_at"`
+	LastObservedAt  time.Time       `json:"last_observed_at"`
+	Coverage        SessionCoverage `json:"coverage"`
 }
 
 // CoverageOf decides a session's verdict from the activation and the

@@ -95,3 +95,63 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 	}
 	return st, nil
 }
+
+// Sessions implements core.Reader over the rows in memory, with the SQL
+// stores' order; every coverage is unknown (never activated).
+func (s *Store) Sessions(ctx context.Context, limit int) ([]core.SessionSummary, error) {
+	if err := (core.Page{Limit: limit}).Validate(); err != nil {
+		return nil, &core.OpError{Op: "sessions", Err: err}
+	}
+	a, err := s.Activation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*core.SessionSummary{}
+	perTurn := map[[2]string]int64{}
+	s.mu.RLock()
+	for _, r := range s.rows {
+		sum := byID[r.TaskSessionID]
+		if sum == nil {
+			sum = &core.SessionSummary{TaskSessionID: r.TaskSessionID, TaskID: r.TaskID, FirstObservedAt: r.ObservedAt, LastObservedAt: r.ObservedAt}
+			byID[r.TaskSessionID] = sum
+		}
+		sum.Subagents++
+		if r.SettledAt == nil {
+			sum.Open++
+		}
+		if r.TaskID < sum.TaskID {
+			sum.TaskID = r.TaskID
+		}
+		if r.ObservedAt.Before(sum.FirstObservedAt) {
+			sum.FirstObservedAt = r.ObservedAt
+		}
+		if r.ObservedAt.After(sum.LastObservedAt) {
+			sum.LastObservedAt = r.ObservedAt
+		}
+		if r.TurnID != nil {
+			perTurn[[2]string{r.TaskSessionID, *r.TurnID}]++
+		}
+	}
+	s.mu.RUnlock()
+	for k, n := range perTurn {
+		sum := byID[k[0]]
+		sum.Turns++
+		sum.MaxFanOut = max(sum.MaxFanOut, n)
+	}
+	out := make([]core.SessionSummary, 0, len(byID))
+	for _, sum := range byID {
+		first := sum.FirstObservedAt
+		sum.Coverage = core.CoverageOf(a, sum.TaskSessionID, &first)
+		out = append(out, *sum)
+	}
+	slices.SortFunc(out, func(a, b core.SessionSummary) int {
+		if c := b.LastObservedAt.Compare(a.LastObservedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.TaskSessionID, b.TaskSessionID)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

@@ -52,6 +52,7 @@ func TestCitusPlans(t *testing.T) {
 		{"stats", nil, s.StatsStatement(""), nil, 0},
 		{"stats_session", nil, s.StatsStatement(where), []any{"sess-1"}, 1},
 		{"fan_out", nil, s.FanOutStatement(""), nil, 0},
+		{"sessions", nil, s.SessionsStatement(200), nil, 0},
 	}
 	shardName := regexp.MustCompile(`_\d{6,}\b`)
 	port := regexp.MustCompile(`port=\d+`)

@@ -53,7 +53,8 @@ func TestGoldenStatements(t *testing.T) {
 				"health.sql":            withArgs(health, healthArgs),
 				"stats.sql": "-- the aggregates\n" + s.StatsStatement(where) + ";\n\n-- fan-out per turn\n" + s.FanOutStatement(where) +
 					";\n\n-- first activity: rows\n" + rows + ";\n\n-- first activity: messages\n" + messages + ";\n",
-				"upgrade.sql": upgradeStatements(t, d),
+				"upgrade.sql":  upgradeStatements(t, d),
+				"sessions.sql": s.SessionsStatement(200) + ";\n",
 			}
 			files["backfill.sql"] = backfillText(s.Backfill(false))
 			if d.Name == "postgres" {

@@ -194,46 +194,57 @@ func integer(v any) (*big.Int, error) {
 	return nil, fmt.Errorf("aggregate %v (%T) is not an integer", v, v)
 }
 
-// coverage gives each session in scope a verdict from its first activity:
-// the earliest of its rows' observed_at and its messages' created_at, at
-// the host's precision.
+// Sessions implements core.Reader: the summaries from one grouping, each
+// with its coverage verdict from its first activity.
+func (s *Store) Sessions(ctx context.Context, limit int) ([]core.SessionSummary, error) {
+	if err := (core.Page{Limit: limit}).Validate(); err != nil {
+		return nil, &core.OpError{Op: "sessions", Err: err}
+	}
+	a, err := s.Activation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []struct {
+		TaskSessionID, TaskID             string
+		Subagents, Turns, MaxFanOut, Open int64
+		FirstUs, LastUs                   int64
+	}
+	if err := s.db.WithContext(ctx).Raw(s.SessionsStatement(limit)).Scan(&out).Error; err != nil {
+		return nil, s.opError("sessions", core.RowKey{}, err)
+	}
+	sums := make([]core.SessionSummary, len(out))
+	if len(out) == 0 {
+		return sums, nil
+	}
+	// The listed sessions' first activity; for many, every session's (a
+	// bound parameter each would pass the drivers' limits).
+	where, ids := "", []any{}
+	if len(out) <= 500 {
+		marks := make([]string, len(out))
+		for i, o := range out {
+			ids, marks[i] = append(ids, o.TaskSessionID), "?"
+		}
+		where = " WHERE task_session_id IN (" + strings.Join(marks, ", ") + ")"
+	}
+	first, err := s.firstActivity(ctx, where, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, o := range out {
+		sums[i] = core.SessionSummary{TaskSessionID: o.TaskSessionID, TaskID: o.TaskID, Subagents: o.Subagents,
+			Turns: o.Turns, MaxFanOut: o.MaxFanOut, Open: o.Open,
+			FirstObservedAt: time.UnixMicro(o.FirstUs).UTC(), LastObservedAt: time.UnixMicro(o.LastUs).UTC(),
+			Coverage: core.CoverageOf(a, o.TaskSessionID, first[o.TaskSessionID])}
+	}
+	return sums, nil
+}
+
+// coverage gives each session in scope a verdict from its first activity.
 func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats) error {
 	where, args := scope(q)
-	rowsQ, msgsQ := s.FirstActivityStatements(where)
-	first := map[string]*time.Time{}
-	earliest := func(session string, t *time.Time) {
-		if cur, ok := first[session]; !ok || (t != nil && (cur == nil || t.Before(*cur))) {
-			first[session] = t
-		}
-	}
-	var rows []struct {
-		TaskSessionID string
-		First         sql.NullInt64
-	}
-	if err := s.db.WithContext(ctx).Raw(rowsQ, args...).Scan(&rows).Error; err != nil {
-		return s.opError("stats: coverage", core.RowKey{}, err)
-	}
-	for _, r := range rows {
-		earliest(r.TaskSessionID, micros(r.First))
-	}
-	if ok, err := s.d.TableExists(ctx, s.db, s.tables.Messages); err != nil {
-		return s.opError("stats: coverage", core.RowKey{}, err)
-	} else if ok {
-		var msgs []map[string]any
-		if err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) { msgs, err = Query(db, msgsQ, args...); return err }); err != nil {
-			return s.opError("stats: coverage", core.RowKey{}, err)
-		}
-		for _, m := range msgs {
-			t, err := s.d.ParseHostInstant(m["first"])
-			if err != nil {
-				return &core.OpError{Op: "stats: coverage", Err: err}
-			}
-			session, _ := m["task_session_id"].(string)
-			if b, ok := m["task_session_id"].([]byte); ok {
-				session = string(b)
-			}
-			earliest(session, t)
-		}
+	first, err := s.firstActivity(ctx, where, args)
+	if err != nil {
+		return err
 	}
 	if q.TaskSessionID != "" {
 		if _, ok := first[q.TaskSessionID]; !ok {
@@ -257,4 +268,47 @@ func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats)
 		}
 	}
 	return nil
+}
+
+// firstActivity is, per session in scope (where, with its args), the
+// earliest of its rows' observed_at and its messages' created_at, at the
+// host's precision (nil when neither is an instant).
+func (s *Store) firstActivity(ctx context.Context, where string, args []any) (map[string]*time.Time, error) {
+	rowsQ, msgsQ := s.FirstActivityStatements(where)
+	first := map[string]*time.Time{}
+	earliest := func(session string, t *time.Time) {
+		if cur, ok := first[session]; !ok || (t != nil && (cur == nil || t.Before(*cur))) {
+			first[session] = t
+		}
+	}
+	var rows []struct {
+		TaskSessionID string
+		First         sql.NullInt64
+	}
+	if err := s.db.WithContext(ctx).Raw(rowsQ, args...).Scan(&rows).Error; err != nil {
+		return nil, s.opError("first activity", core.RowKey{}, err)
+	}
+	for _, r := range rows {
+		earliest(r.TaskSessionID, micros(r.First))
+	}
+	if ok, err := s.d.TableExists(ctx, s.db, s.tables.Messages); err != nil {
+		return nil, s.opError("first activity", core.RowKey{}, err)
+	} else if ok {
+		var msgs []map[string]any
+		if err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) { msgs, err = Query(db, msgsQ, args...); return err }); err != nil {
+			return nil, s.opError("first activity", core.RowKey{}, err)
+		}
+		for _, m := range msgs {
+			t, err := s.d.ParseHostInstant(m["first"])
+			if err != nil {
+				return nil, &core.OpError{Op: "first activity", Err: err}
+			}
+			session, _ := m["task_session_id"].(string)
+			if b, ok := m["task_session_id"].([]byte); ok {
+				session = string(b)
+			}
+			earliest(session, t)
+		}
+	}
+	return first, nil
 }

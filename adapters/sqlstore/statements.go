@@ -192,6 +192,27 @@ func (s *Store) FanOutStatement(where string) string {
 		` GROUP BY task_session_id, turn_id) x GROUP BY n ORDER BY n`
 }
 
+// SessionsStatement summarises the sessions with rows, the most recently
+// observed first, then by session id byte by byte, at most limit (0: all):
+// each (session, turn) is counted first, then the turns of each session.
+// Grouped by session, so on a sharded table each shard groups its own.
+func (s *Store) SessionsStatement(limit int) string {
+	d := s.d
+	q := `SELECT p.task_session_id, MIN(p.task_id) AS task_id, SUM(p.n) AS subagents, count(p.turn_id) AS turns,
+	MAX(CASE WHEN p.turn_id IS NOT NULL THEN p.n END) AS max_fan_out, SUM(p.open) AS open,
+	MIN(p.first_us) AS first_us, MAX(p.last_us) AS last_us
+FROM (SELECT task_session_id, turn_id, MIN(task_id) AS task_id, count(*) AS n,
+		SUM(CASE WHEN settled_at IS NULL THEN 1 ELSE 0 END) AS open,
+		MIN(` + d.Instant("observed_at") + `) AS first_us, MAX(` + d.Instant("observed_at") + `) AS last_us
+	FROM ` + Table + ` GROUP BY task_session_id, turn_id) p
+GROUP BY p.task_session_id
+ORDER BY last_us DESC, ` + d.Bytewise("p.task_session_id")
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	return q
+}
+
 // FirstActivityStatements give, per session in scope, the first activity
 // on record: the earliest observed_at of its rows (microseconds) and the
 // earliest created_at of its messages (a HostInstant).

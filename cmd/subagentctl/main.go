@@ -1,10 +1,11 @@
 // Command subagentctl is the operator's command line for subagentctx:
-// migrate, feed, inspect, health-check and view a store, or see the library
-// work in one command:
+// migrate, feed, inspect, health-check and view a store (in a terminal or a
+// browser), or see the library work in one command:
 //
 //	go run ./cmd/subagentctl demo
 //
-// It uses the library's public API only.
+// It reads and writes through the library's public API; its tree and web
+// view draw with internal/fanout and internal/web.
 package main
 
 import (
@@ -40,6 +41,8 @@ commands:
                                          coverage-aware statistics
   activation [--json]                    the activation state and keys
   health [--json]                        exit 0 healthy, 1 shortfall, 3 not activated, 2 error
+  serve [--addr HOST:PORT]               a read-only web view (default 127.0.0.1:7410; port 0 picks a free one);
+                                         prints "listening on http://HOST:PORT/", stops on SIGINT or SIGTERM
   demo                                   a self-contained demo in a temporary directory (no flags, no network)
   version                                the version (also --version)
   help [COMMAND]                         this text
@@ -102,7 +105,7 @@ type command struct {
 type opts struct {
 	json, tree    bool
 	session, turn string
-	task          string
+	task, addr    string
 	limit         int
 	pos           []string
 }
@@ -142,8 +145,10 @@ func init() {
 		}, args: none("stats"), run: cmdStats},
 		"activation": {flags: jsonOnly, args: none("activation"), run: cmdActivation},
 		"health":     {flags: jsonOnly, args: none("health"), run: cmdHealth},
-		"demo":       {flags: func(*flag.FlagSet, *opts) {}, args: none("demo"), run: cmdDemo, noDB: true},
-		"version":    {flags: func(*flag.FlagSet, *opts) {}, args: none("version"), run: cmdVersion, noDB: true},
+		"serve": {flags: func(fs *flag.FlagSet, o *opts) { fs.StringVar(&o.addr, "addr", defaultAddr, "") },
+			args: none("serve"), run: cmdServe},
+		"demo":    {flags: func(*flag.FlagSet, *opts) {}, args: none("demo"), run: cmdDemo, noDB: true},
+		"version": {flags: func(*flag.FlagSet, *opts) {}, args: none("version"), run: cmdVersion, noDB: true},
 		"help": {flags: func(*flag.FlagSet, *opts) {}, noDB: true, run: cmdHelp, args: func(pos []string) error {
 			if len(pos) > 1 {
 				return usagef("help: one command at most")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"testing"
+	"time"
 
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -123,4 +124,69 @@ func showMetric(m core.Metric) string {
 		avg = fmt.Sprint(*m.Average)
 	}
 	return fmt.Sprintf("{%d %d %s %s}", m.Reported, m.Unreported, sum, avg)
+}
+
+// testSessions: the sessions on record, the most recently observed first,
+// ties in byte order of the session id, each summarised (subagents, turns,
+// most in one turn, open ones, first and last observation) with the same
+// coverage verdict Stats gives it; a limit keeps the first ones.
+func testSessions(t *testing.T, s *suite) {
+	r, ok := s.Store.(core.Reader)
+	if !ok {
+		t.Skip("store does not implement core.Reader")
+	}
+	// Far after every other test's rows, so these sessions come first.
+	base := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+	busy, upper, lower := s.session(t, "sum-busy"), s.session(t, "sum-Zeta"), s.session(t, "sum-alpha")
+	write := func(sess, tool, turn, status string, sec int) {
+		f := s.bare(sess, tool, 0)
+		f.TurnID, f.ToolStatus, f.ObservedAt = turn, status, base.Add(time.Duration(sec)*time.Second+time.Microsecond)
+		s.write(t, f)
+	}
+	for i, turn := range []string{"t1", "t1", "t1", "t2", ""} {
+		status := "in_progress"
+		if i == 0 {
+			status = "completed"
+		}
+		if turn != "" {
+			turn = s.id("turn", turn)
+		}
+		write(busy, fmt.Sprint(i), turn, status, i+1)
+	}
+	write(upper, "1", s.id("turn", "z"), "", 10)
+	write(lower, "1", s.id("turn", "a"), "", 10)
+	got, err := r.Sessions(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, g := range got {
+		lines = append(lines, fmt.Sprintf("%s task=%s n=%d turns=%d max=%d open=%d %s..%s",
+			g.TaskSessionID, g.TaskID, g.Subagents, g.Turns, g.MaxFanOut, g.Open,
+			g.FirstObservedAt.Format(time.RFC3339Nano), g.LastObservedAt.Format(time.RFC3339Nano)))
+	}
+	task := s.id("task", "t")
+	want := []string{
+		upper + " task=" + task + " n=1 turns=1 max=1 open=1 2999-01-01T00:00:10.000001Z..2999-01-01T00:00:10.000001Z",
+		lower + " task=" + task + " n=1 turns=1 max=1 open=1 2999-01-01T00:00:10.000001Z..2999-01-01T00:00:10.000001Z",
+		busy + " task=" + task + " n=5 turns=2 max=3 open=4 2999-01-01T00:00:01.000001Z..2999-01-01T00:00:05.000001Z",
+	}
+	if fmt.Sprint(lines) != fmt.Sprint(want) {
+		t.Errorf("sessions:\n got  %q\n want %q", lines, want)
+	}
+	for _, g := range got {
+		st, err := r.Stats(context.Background(), core.StatsQuery{TaskSessionID: g.TaskSessionID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Sessions) != 1 || st.Sessions[0] != g.Coverage {
+			t.Errorf("%s: coverage %+v, Stats says %+v", g.TaskSessionID, g.Coverage, st.Sessions)
+		}
+	}
+	if two, err := r.Sessions(context.Background(), 2); err != nil || len(two) != 2 || two[1].TaskSessionID != lower {
+		t.Errorf("limit 2: %d sessions, %v", len(two), err)
+	}
+	if _, err := r.Sessions(context.Background(), -1); err == nil {
+		t.Error("a negative limit: want an error")
+	}
 }

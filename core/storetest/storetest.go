@@ -76,6 +76,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"HostileFrames", testHostileFrames},
 		{"ModelCheckAgainstMerge", testModelCheck},
 		{"AC25_StatsReportedOnlyUnknownCoverage", testStats},
+		{"SessionsSummarised", testSessions},
 		{"StatsExactSumsLiveBackfillApart", testStatsSums},
 		{"SessionMustExistWhereDeclared", testUnknownSession},
 		{"IDUniqueWithinSession", testIDUniqueWithinSession},

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/web"
+)
+
+// benchView measures the web view's page for a large session (600
+// subagents, nested in threes, one turn) beside what it cannot do without:
+// listing the session's rows.
+func benchView() result {
+	s := memory.New()
+	rec, _ := core.NewRecorder(s)
+	t0 := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+	for i := range 600 {
+		f := core.Frame{TaskSessionID: "big", TaskID: "task", TurnID: "turn", ExecutionID: "e", ToolCallID: fmt.Sprint("tool-", i),
+			ToolStatus: "completed", ObservedAt: t0.Add(time.Duration(i) * 50 * time.Millisecond),
+			Payload: &core.Payload{SubagentType: "worker", Description: "a realistic description of the task"}}
+		if i%3 != 0 {
+			f.ParentToolCallID = fmt.Sprint("tool-", i-i%3)
+		}
+		rec.Record(context.Background(), f)
+	}
+	h := web.New(s)
+	page := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", "/sessions/big", nil))
+			io.Copy(io.Discard, w.Body)
+		}
+	})
+	list := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			s.ListBySession(context.Background(), "big", core.Page{})
+		}
+	})
+	p, l := time.Duration(page.NsPerOp()), time.Duration(list.NsPerOp())
+	return result{what: "session page (web view)", dialect: "memory", size: "600 subagents, nested",
+		library: p.Round(10 * time.Microsecond).String(), baseline: l.Round(10*time.Microsecond).String() + " (list the rows)",
+		ratio: p.Seconds() / l.Seconds(), target: "< 50 ms a page", pass: p < 50*time.Millisecond}
+}

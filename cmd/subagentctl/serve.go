@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/subagentctx/subagentctx/internal/web"
+)
+
+// defaultAddr keeps the view on this machine unless asked otherwise.
+const defaultAddr = "127.0.0.1:7410"
+
+// cmdServe serves the read-only web view until SIGINT or SIGTERM. The
+// database is opened read-only, as for every read command; the view only
+// reads, and the first line on stdout says where it listens (with
+// --addr 127.0.0.1:0, on a free port).
+func cmdServe(ctx context.Context, e *env, o *opts) error {
+	s, err := e.open(ctx, readOnly)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	l, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           web.New(s, web.WithLogger(e.logger())),
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	fmt.Fprintf(e.stdout, "listening on http://%s/\n", l.Addr())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(stop); err != nil {
+		return fmt.Errorf("serve: stop: %w", err)
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

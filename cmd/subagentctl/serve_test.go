@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// TestServe: serve prints exactly where it listens as its first line,
+// serves the overview and the session pages read-only, never shows the
+// DSN, refuses writes, and stops cleanly on SIGINT and on SIGTERM.
+func TestServe(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		ctx := context.Background()
+		kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1")
+		dsn := strings.Replace(e.DSN, "postgres@", "postgres:S3cretPw@", 1) // loopback trusts any password
+		cli(t, "", "--db", dsn, "migrate").want(t, 0)
+		now := time.Now().UTC()
+		cli(t, jsonFrame("s1", "toolu_01", "exec-1", "completed", now, `{"description":"<script>alert(1)</script>","prompt":"","subagent_type":"explorer"}`),
+			"--db", dsn, "record").want(t, 0)
+		before := e.Count(t)
+
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			cmd := exec.Command(binary, "--db", dsn, "serve", "--addr", "127.0.0.1:0")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			if err != nil {
+				cmd.Process.Kill()
+				t.Fatalf("no first line: %v\n%s", err, stderr.String())
+			}
+			m := regexp.MustCompile(`^listening on (http://127\.0\.0\.1:[1-9][0-9]*/)\n$`).FindStringSubmatch(line)
+			if m == nil {
+				cmd.Process.Kill()
+				t.Fatalf("first line %q, want \"listening on http://127.0.0.1:PORT/\"", line)
+			}
+			base := m[1]
+			for _, path := range []string{"", "sessions/s1"} {
+				res, err := http.Get(base + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				page := string(body)
+				if res.StatusCode != 200 || !strings.Contains(page, "s1") || strings.Contains(page, "<script>") ||
+					strings.Contains(page, "S3cretPw") || strings.Contains(page, e.DSN) {
+					t.Errorf("%s: %d, or a script or the DSN in the page:\n%s", path, res.StatusCode, page)
+				}
+			}
+			res, err := http.Post(base+"sessions/s1", "text/plain", strings.NewReader("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("POST: %d, want 405", res.StatusCode)
+			}
+			cmd.Process.Signal(sig)
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("after %v: %v\n%s", sig, err, stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("still running 10 s after %v", sig)
+			}
+		}
+		if n := e.Count(t); n != before {
+			t.Errorf("serving changed the table: %d rows, then %d", before, n)
+		}
+	})
+}

@@ -1,0 +1,117 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/internal/web"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// The README's screenshot is written with
+//
+//	go test ./internal/web -run TestInBrowser -screenshot ../../docs/session.png
+var screenshot = flag.String("screenshot", "", "write a PNG of the demo session page to this path")
+
+// chromium finds a headless-capable Chromium: $SUBAGENTCTX_TEST_CHROMIUM
+// (scripts/test installs Debian's and sets it), else chromium on the PATH.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SUBAGENTCTX_TEST_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("browser test skipped: no Chromium (scripts/test installs Debian's chromium with apt-get when it can)")
+	return ""
+}
+
+// headless runs Chromium on url with the flags a closed, root-run CI
+// machine needs, plus extra, and returns its stdout.
+func headless(t *testing.T, bin, url string, extra ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
+		"--hide-scrollbars", "--user-data-dir=" + t.TempDir()}, extra...)
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", extra, err, errOut.String())
+	}
+	return out.Bytes()
+}
+
+// TestInBrowser loads the pages in a real headless Chromium and checks the
+// document it built: the timeline's bars and turns are there, the hostile
+// texts are text nodes (no element of theirs, no handler run: a handler
+// would have rewritten the title), and the stylesheet was allowed while
+// scripts were not.
+func TestInBrowser(t *testing.T) {
+	bin := chromium(t)
+	s := memory.New()
+	frames := kandevtest.Stream("demo-", t0)
+	record(t, s, frames)
+	record(t, s, hostileFrames("evil"))
+	srv := httptest.NewServer(web.New(s))
+	defer srv.Close()
+
+	dom := string(headless(t, bin, srv.URL+"/sessions/demo-sess", "--dump-dom", "--virtual-time-budget=2000"))
+	rows, _ := s.ListBySession(context.Background(), "demo-sess", pageAll)
+	if n := strings.Count(dom, `<rect class="bar"`); n != len(rows) {
+		t.Errorf("the browser's document has %d bars for %d rows", n, len(rows))
+	}
+	for _, want := range []string{"<title>demo-sess · subagentctx</title>", "Turn <span class=\"id\">demo-turn-3</span>", "not reported", "⟳"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the browser's document lacks %q", want)
+		}
+	}
+
+	// Hostile texts: a handler that ran would have set the title to pwned.
+	for _, h := range []string{`"><img src=x onerror="document.title='pwned'">`, `<script>document.title='pwned'</script>`} {
+		sess := "pwn-" + regexp.MustCompile(`\W`).ReplaceAllString(h, "")[:8]
+		record(t, s, hostileTitle(sess, h))
+		dom := string(headless(t, bin, srv.URL+"/sessions/"+sess, "--dump-dom", "--virtual-time-budget=2000"))
+		if strings.Contains(dom, "pwned</title>") || !strings.Contains(dom, "<title>"+sess) {
+			t.Errorf("%q ran in the browser: the title changed", h)
+		}
+		for _, tag := range tags.FindAllString(dom, -1) {
+			if l := strings.ToLower(tag); strings.HasPrefix(l, "<img") || strings.HasPrefix(l, "<script") || handlerAttr.MatchString(tag) {
+				t.Errorf("%q became markup in the browser: %s", h, tag)
+			}
+		}
+	}
+	dom = string(headless(t, bin, srv.URL+"/", "--dump-dom", "--virtual-time-budget=2000"))
+	if !strings.Contains(dom, `href="/sessions/demo-sess"`) || !strings.Contains(dom, "<title>overview · subagentctx</title>") {
+		t.Error("the overview in the browser lacks its title or the session's link")
+	}
+
+	if *screenshot != "" {
+		path, err := filepath.Abs(*screenshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		headless(t, bin, srv.URL+"/sessions/demo-sess", "--screenshot="+path, "--window-size=1280,1000")
+		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+			t.Fatalf("no screenshot at %s: %v", path, err)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/fanout"
+)
+
+// The timeline's geometry, in SVG user units: a label column, the plot,
+// one row per subagent.
+const (
+	labelWidth = 300
+	plotWidth  = 620
+	rowHeight  = 22
+	barHeight  = 14
+	axisHeight = 28
+	indentStep = 14
+	minBar     = 3 // a subagent settled within a blink still shows
+	openTail   = 14
+)
+
+// turnView is one turn: its timeline and its rows' details, in the same
+// (tree) order.
+type turnView struct {
+	ID            string
+	Count         int
+	Start, End    time.Time
+	Width, Height int
+	Ticks         []tick
+	Bars          []bar
+}
+
+type tick struct {
+	X     float64
+	Label string
+}
+
+// bar is one subagent: a bar from observed_at to settled_at, or an open
+// bar (not yet settled) that runs to the turn's last instant and on.
+type bar struct {
+	Row      core.Subagent
+	Anchor   string
+	Depth    int
+	Y, TextY int
+	X, W     float64
+	LabelX   int
+	Label    string
+	Class    string // by tool status: ok, failed, cancelled, running
+	Open     bool
+	Title    string
+}
+
+// layout places a turn's subagents: depth first, each under its parent,
+// on a time axis from the first observation to the last instant on record.
+func layout(t fanout.Turn, index int) turnView {
+	v := turnView{ID: t.TurnID, Count: t.Count}
+	var order []*fanout.Node
+	var walk func(nodes []*fanout.Node)
+	walk = func(nodes []*fanout.Node) {
+		for _, n := range nodes {
+			order = append(order, n)
+			walk(n.Children)
+		}
+	}
+	walk(t.Roots)
+	for i, n := range order {
+		r := n.Row
+		if i == 0 || r.ObservedAt.Before(v.Start) {
+			v.Start = r.ObservedAt
+		}
+		end := r.ObservedAt
+		if r.SettledAt != nil && r.SettledAt.After(end) {
+			end = *r.SettledAt
+		}
+		if end.After(v.End) {
+			v.End = end
+		}
+	}
+	span := v.End.Sub(v.Start)
+	if span <= 0 {
+		span = time.Second
+	}
+	x := func(at time.Time) float64 {
+		return tenth(labelWidth + float64(at.Sub(v.Start))/float64(span)*plotWidth)
+	}
+	for i := range 5 {
+		d := span * time.Duration(i) / 4
+		v.Ticks = append(v.Ticks, tick{X: labelWidth + float64(i)*plotWidth/4, Label: since(d)})
+	}
+	for i, n := range order {
+		r := n.Row
+		b := bar{Row: r, Anchor: fmt.Sprintf("t%d-%d", index, i), Depth: n.Depth,
+			Y: axisHeight + i*rowHeight + (rowHeight-barHeight)/2, TextY: axisHeight + i*rowHeight + rowHeight/2 + 4,
+			LabelX: 4 + n.Depth*indentStep, Class: statusClass(r.ToolStatus), Open: r.SettledAt == nil}
+		b.X = x(r.ObservedAt)
+		if b.Open {
+			b.W = tenth(labelWidth + plotWidth - b.X + openTail)
+		} else {
+			b.W = tenth(max(x(*r.SettledAt)-b.X, minBar))
+		}
+		b.Label = label(r, n.Depth)
+		b.Title = title(r)
+		v.Bars = append(v.Bars, b)
+	}
+	v.Width = labelWidth + plotWidth + openTail + 8
+	v.Height = axisHeight + len(order)*rowHeight + 4
+	return v
+}
+
+// statusClass colours a bar by its tool status.
+func statusClass(s *string) string {
+	if s == nil {
+		return "running"
+	}
+	switch *s {
+	case "complete", "completed", "success":
+		return "ok"
+	case "error", "failed":
+		return "failed"
+	case "cancelled":
+		return "cancelled"
+	}
+	return "running"
+}
+
+// label is the row's name in the label column, cut to fit beside its
+// indentation.
+func label(r core.Subagent, depth int) string {
+	parts := []string{}
+	if r.SubagentType != nil {
+		parts = append(parts, *r.SubagentType)
+	}
+	if r.Description != nil {
+		parts = append(parts, *r.Description)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, r.ToolCallID)
+	}
+	s := strings.Join(parts, ": ")
+	if r.IsAsync {
+		s = "⟳ " + s
+	}
+	limit := max(44-depth*2, 12)
+	if utf8.RuneCountInString(s) > limit {
+		s = string([]rune(s)[:limit-1]) + "…"
+	}
+	return s
+}
+
+// title is the bar's tooltip.
+func title(r core.Subagent) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s)", r.ToolCallID, text(r.ToolStatus))
+	if r.IsAsync {
+		b.WriteString(", async")
+	}
+	if r.SettledAt == nil {
+		b.WriteString(", not settled")
+	} else {
+		fmt.Fprintf(&b, ", settled after %s", r.SettledAt.Sub(r.ObservedAt).Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "; tokens %s, tool uses %s, duration_ms %s", num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs))
+	return b.String()
+}
+
+// tenth rounds a coordinate to a tenth of a unit: finer than any screen,
+// and short in the page.
+func tenth(v float64) float64 { return math.Round(v*10) / 10 }

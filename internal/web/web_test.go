@@ -1,0 +1,254 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/internal/web"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// Texts an agent could put in any stored field; each must render as
+// inert text.
+var hostile = []string{
+	`<script>alert(1)</script>`,
+	`"><img src=x onerror=alert(1)>`,
+	`</text></svg><svg onload=alert(1)>`,
+	`javascript:alert(1)`,
+}
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// record writes frames through a recorder and drains it.
+func record(t testing.TB, s core.Store, frames []core.Frame) {
+	t.Helper()
+	rec, err := core.NewRecorder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		rec.Record(context.Background(), f)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostileFrames is a session whose every text field is hostile, and a
+// nested subagent under one of them.
+func hostileFrames(sess string) []core.Frame {
+	var out []core.Frame
+	for i, h := range hostile {
+		out = append(out, core.Frame{TaskSessionID: sess, TaskID: "task-" + h, TurnID: "turn-" + h, ExecutionID: "exec-" + h,
+			ToolCallID: "tool-" + h, ToolStatus: "completed", ObservedAt: t0.Add(time.Duration(i) * time.Second),
+			Payload: &core.Payload{Description: h, SubagentType: h, Model: h, Status: h}})
+	}
+	out = append(out, core.Frame{TaskSessionID: sess, TaskID: "task", TurnID: "turn-" + hostile[0], ExecutionID: "exec-" + hostile[0],
+		ToolCallID: "child", ParentToolCallID: "tool-" + hostile[0], ObservedAt: t0.Add(2 * time.Second), Payload: &core.Payload{Description: hostile[1]}})
+	return out
+}
+
+var pageAll = core.Page{}
+
+// hostileTitle is one subagent whose description is h.
+func hostileTitle(sess, h string) []core.Frame {
+	return []core.Frame{{TaskSessionID: sess, TaskID: "task", TurnID: "turn", ExecutionID: "e", ToolCallID: "t",
+		ObservedAt: t0, Payload: &core.Payload{Description: h, SubagentType: h}}}
+}
+
+func get(t *testing.T, h http.Handler, method, path string) (*http.Response, string) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(method, path, nil))
+	res := w.Result()
+	body, _ := io.ReadAll(res.Body)
+	return res, string(body)
+}
+
+// tags are the page's real markup: escaped text never holds a literal '<'.
+var tags = regexp.MustCompile(`<[a-zA-Z][^>]*>`)
+
+// handlerAttr is an event handler attribute (onerror=, onload=, …).
+var handlerAttr = regexp.MustCompile(`(?i)\son[a-z]+\s*=`)
+
+// checkInert: no hostile text reaches the page as markup — no script or
+// image element, no event handler, no javascript: link — and the texts
+// show, escaped.
+func checkInert(t *testing.T, page, body string) {
+	t.Helper()
+	for _, tag := range tags.FindAllString(body, -1) {
+		lower := strings.ToLower(tag)
+		if strings.HasPrefix(lower, "<script") || strings.HasPrefix(lower, "<img") || strings.HasPrefix(lower, "<iframe") ||
+			handlerAttr.MatchString(tag) || strings.Contains(lower, "javascript:") {
+			t.Errorf("%s: hostile markup %q", page, tag)
+		}
+	}
+	if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("%s: the script text is not shown escaped", page)
+	}
+}
+
+// TestPages renders the overview and a session page on every store the
+// command line serves (memory too, as a host's test would) and checks
+// what they show.
+func TestPages(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { exercisePages(t, memory.New(), func(string) {}) })
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		exercisePages(t, e.Store, func(id string) { e.Session(t, id) })
+	})
+}
+
+func exercisePages(t *testing.T, s web.Source, session func(id string)) {
+	frames := kandevtest.Stream("demo-", t0)
+	sess := frames[0].TaskSessionID
+	bad := "evil-" + hostile[0]
+	session(sess)
+	session(bad)
+	record(t, s, frames)
+	record(t, s, hostileFrames(bad))
+	h := web.New(s)
+
+	res, body := get(t, h, "GET", "/")
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("overview: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+		t.Errorf("overview: Content-Security-Policy %q, want no script source at all", csp)
+	}
+	for _, want := range []string{`href="/sessions/demo-sess"`, `href="/sessions/evil-%3Cscript%3Ealert%281%29%3C%2Fscript%3E"`, "Health", "Activation"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("overview: %q missing", want)
+		}
+	}
+	checkInert(t, "overview", body)
+
+	res, body = get(t, h, "GET", "/sessions/"+sess)
+	if res.StatusCode != 200 {
+		t.Fatalf("session page: %d\n%s", res.StatusCode, body)
+	}
+	rows, err := s.ListBySession(context.Background(), sess, core.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(body, `<rect class="bar"`); n != len(rows) {
+		t.Errorf("session page: %d bars for %d rows", n, len(rows))
+	}
+	if n := strings.Count(body, `<tr id="t`); n != len(rows) {
+		t.Errorf("session page: %d detail rows for %d rows", n, len(rows))
+	}
+	// Every metric not reported says so, never 0.
+	unreported := 0
+	for _, r := range rows {
+		for _, m := range []*int64{r.TotalTokens, r.ToolUseCount, r.DurationMs} {
+			if m == nil {
+				unreported++
+			}
+		}
+	}
+	if n := strings.Count(body, `<td class="n">not reported</td>`); unreported == 0 || n != unreported {
+		t.Errorf("session page: %d cells say not reported; %d metrics are unreported", n, unreported)
+	}
+	for _, want := range []string{"⟳", " open", "Turn <span class=\"id\">demo-turn-"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("session page: %q missing (async, open bar, turns)", want)
+		}
+	}
+	// Nested subagents are drawn under their parent, indented.
+	nested := regexp.MustCompile(`<text class="label" x="(\d+)"`).FindAllStringSubmatch(body, -1)
+	indented := false
+	for _, m := range nested {
+		indented = indented || m[1] != "4"
+	}
+	if !indented {
+		t.Error("session page: no label is indented, although the stream nests a subagent")
+	}
+
+	res, body = get(t, h, "GET", "/sessions/evil-%3Cscript%3Ealert%281%29%3C%2Fscript%3E")
+	if res.StatusCode != 200 {
+		t.Fatalf("hostile session page: %d", res.StatusCode)
+	}
+	checkInert(t, "hostile session page", body)
+	for _, h := range hostile[1:] {
+		if !strings.Contains(body, escape(h)) {
+			t.Errorf("hostile session page: %q is not shown as text", h)
+		}
+	}
+
+	if res, _ := get(t, h, "GET", "/sessions/nobody"); res.StatusCode != 404 {
+		t.Errorf("unknown session: %d, want 404", res.StatusCode)
+	}
+	before, _ := s.ListBySession(context.Background(), sess, core.Page{})
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+		if res, _ := get(t, h, m, "/sessions/"+sess); res.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d, want 405", m, res.StatusCode)
+		}
+	}
+	after, _ := s.ListBySession(context.Background(), sess, core.Page{})
+	if len(after) != len(before) {
+		t.Errorf("requests changed the store: %d rows, then %d", len(before), len(after))
+	}
+	if res, body := get(t, h, "GET", "/style.css"); res.StatusCode != 200 || !strings.Contains(body, ".bar") {
+		t.Errorf("style.css: %d", res.StatusCode)
+	}
+}
+
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
+}
+
+// failing is a store whose every read fails with an error naming a DSN.
+type failing struct{ *memory.Store }
+
+var errDSN = errors.New(`dial postgres://admin:s3cret@db.internal:5432/prod: refused`)
+
+func (failing) Health(context.Context) (core.Health, error) { return core.Health{}, errDSN }
+func (failing) ListBySession(context.Context, string, core.Page) ([]core.Subagent, error) {
+	return nil, errDSN
+}
+
+// TestErrorsNameNoDatabase: a store that fails shows a plain error page,
+// never its error (which may hold a DSN and its password).
+func TestErrorsNameNoDatabase(t *testing.T) {
+	h := web.New(failing{memory.New()})
+	for _, path := range []string{"/", "/sessions/s"} {
+		res, body := get(t, h, "GET", path)
+		if res.StatusCode != 500 || strings.Contains(body, "s3cret") || strings.Contains(body, "postgres://") {
+			t.Errorf("%s: %d %q", path, res.StatusCode, body)
+		}
+	}
+}
+
+// TestLargeSession: hundreds of subagents in one turn stay one readable
+// timeline: a row each, the drawing as tall as its rows.
+func TestLargeSession(t *testing.T) {
+	s := memory.New()
+	var frames []core.Frame
+	for i := range 600 {
+		status := "completed"
+		if i%7 == 0 {
+			status = "in_progress"
+		}
+		frames = append(frames, core.Frame{TaskSessionID: "big", TaskID: "task", TurnID: "turn", ExecutionID: "e",
+			ToolCallID: "tool-" + string(rune('a'+i%26)) + time.Duration(i).String(), ToolStatus: status,
+			ObservedAt: t0.Add(time.Duration(i) * 10 * time.Millisecond), Payload: &core.Payload{SubagentType: "worker"}})
+	}
+	record(t, s, frames)
+	res, body := get(t, web.New(s), "GET", "/sessions/big")
+	if res.StatusCode != 200 || strings.Count(body, `<rect class="bar"`) != 600 {
+		t.Fatalf("%d, %d bars", res.StatusCode, strings.Count(body, `<rect class="bar"`))
+	}
+	if !strings.Contains(body, `height="13232"`) { // 28 + 600×22 + 4
+		t.Error("the timeline is not as tall as its 600 rows")
+	}
+}
