@@ -135,7 +135,7 @@ func benchThroughput(ctx context.Context, c config, dialect string, callers int)
 
 func viaRecorder(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][]core.Frame) error {
 	counters := core.NewCounters()
-	rec, err := core.NewRecorder(s, core.WithCounters(counters), core.WithLogger(slog.New(slog.DiscardHandler)))
+	rec, err := core.NewRecorder(s, core.WithCounters(counters), core.WithLogger(slog.Default()))
 	if err != nil {
 		return err
 	}

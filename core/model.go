@@ -38,6 +38,10 @@ type Frame struct {
 	ParentToolCallID string
 	// ToolStatus is the ACP status of the launching tool call, verbatim.
 	ToolStatus string
+	// Settled says the tool call is over whatever ToolStatus says: an async
+	// launch returns as soon as the subagent is started (docs/CONTRACT.md
+	// §7). It settles the row like a terminal tool status does (AC-11).
+	Settled bool
 	// ObservedAt is when the host observed this frame. Zero means "now" to
 	// the Recorder.
 	ObservedAt time.Time

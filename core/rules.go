@@ -76,8 +76,9 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		row.AgentExecutionID = UnknownExecution
 		v.UnknownExecution = true
 	}
-	// AC-11: settled_at is the observation time of a terminal tool_status.
-	if IsTerminalToolStatus(f.ToolStatus) {
+	// AC-11: settled_at is the observation time of a terminal tool_status
+	// (or of a frame the host knows settles its tool call, §7).
+	if f.Settled || IsTerminalToolStatus(f.ToolStatus) {
 		row.SettledAt = a.time(observed)
 	}
 	if p := f.Payload; p != nil {

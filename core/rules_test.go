@@ -77,6 +77,12 @@ func TestNormalize(t *testing.T) {
 				}
 			}
 		}},
+		{"AC11 a frame the host says is settled settles, its status verbatim", Frame{ToolStatus: "in_progress", Settled: true},
+			func(t *testing.T, r Subagent, v Verdict) {
+				if r.SettledAt == nil || !r.SettledAt.Equal(r.ObservedAt) || r.ToolStatus == nil || *r.ToolStatus != "in_progress" {
+					t.Errorf("settled_at %v, tool_status %v", r.SettledAt, r.ToolStatus)
+				}
+			}},
 		{"AC7 unreported metrics are NULL", Frame{Payload: &Payload{Status: "async_launched"}}, func(t *testing.T, r Subagent, v Verdict) {
 			if r.TotalTokens != nil || r.ToolUseCount != nil || r.DurationMs != nil || v.Anomalous {
 				t.Errorf("metrics %v %v %v", r.TotalTokens, r.ToolUseCount, r.DurationMs)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/subagentctx/subagentctx/acp"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
@@ -119,6 +120,12 @@ type recordReport struct {
 }
 
 func cmdRecord(ctx context.Context, e *env, o *opts) error {
+	switch {
+	case o.acp && (o.session == "" || o.task == ""):
+		return usagef("record --acp: give --task-session ID and --task ID (ACP carries neither)")
+	case !o.acp && (o.session != "" || o.task != "" || o.turn != "" || o.execution != "" || o.agent != ""):
+		return usagef("record: --task-session, --task, --turn, --execution and --agent go with --acp")
+	}
 	in := e.stdin
 	if name := firstOr(o.pos, "-"); name != "-" {
 		f, err := os.Open(name)
@@ -142,7 +149,16 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 		n := lines.Load()
 		return fmt.Sprintf("recorded %d lines (%.0f/s), %d frames pending", n, float64(n)/elapsed.Seconds(), rec.Counters().Values().Pending)
 	})
-	bad, readErr := e.recordLines(ctx, in, rec, &lines)
+	decode := func(line []byte) ([]core.Frame, error) {
+		f, err := core.DecodeFrame(line)
+		return []core.Frame{f}, err
+	}
+	if o.acp {
+		tr := acp.NewTracker()
+		id := acp.Identity{TaskSessionID: o.session, TaskID: o.task, TurnID: o.turn, ExecutionID: o.execution, Agent: acp.Agent(o.agent)}
+		decode = func(line []byte) ([]core.Frame, error) { return tr.Line(id, line) }
+	}
+	bad, readErr := e.recordLines(ctx, in, rec, &lines, decode)
 	// Drain before reporting: the counters are final.
 	closeErr := rec.Close(context.WithoutCancel(ctx))
 	stop()
@@ -172,18 +188,20 @@ func firstOr(xs []string, def string) string {
 	return def
 }
 
-// recordLines records each line in order; a bad line is reported with its
-// number and skipped.
-func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder, lines *atomic.Int64) (bad int, err error) {
+// recordLines records the frames of each line in order, as decode reads
+// them; a bad line is reported with its number and skipped.
+func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder, lines *atomic.Int64,
+	decode func([]byte) ([]core.Frame, error)) (bad int, err error) {
 	r := bufio.NewReader(in)
 	for n := 1; ; n++ {
 		line, readErr := r.ReadBytes('\n')
 		if len(strings.TrimSpace(string(line))) > 0 {
-			f, err := core.DecodeFrame(line)
+			frames, err := decode(line)
 			if err != nil {
 				e.warnf("line %d: %v (skipped)", n, err)
 				bad++
-			} else {
+			}
+			for _, f := range frames {
 				rec.Record(ctx, f)
 			}
 			lines.Add(1)

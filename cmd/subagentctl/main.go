@@ -35,6 +35,9 @@ commands:
   migrate [--json]                       run the migration pass; exit 1 when a step failed
   record [--json] [FILE|-]               record frames from JSON lines (default stdin), drain, print the counters;
                                          exit 1 if a line was bad or a frame failed
+  record --acp --task-session ID --task ID [--turn ID] [--execution ID] [--agent NAME] [--json] [FILE|-]
+                                         the same from ACP traffic: JSON-RPC messages (session/update, cursor/task;
+                                         others ignored) or bare session/update params; --agent codex for Codex
   list (--session ID | --turn ID) [--limit N] [--json | --tree]
                                          rows in observed_at, tool_call_id, agent_execution_id order, or as a tree
   stats [--session ID | --task ID] [--json]
@@ -103,11 +106,11 @@ type command struct {
 
 // opts holds every command's parsed flags.
 type opts struct {
-	json, tree    bool
-	session, turn string
-	task, addr    string
-	limit         int
-	pos           []string
+	json, tree, acp          bool
+	session, turn, execution string
+	task, addr, agent        string
+	limit                    int
+	pos                      []string
 }
 
 var commands map[string]command
@@ -124,7 +127,15 @@ func init() {
 	jsonOnly := func(fs *flag.FlagSet, o *opts) { fs.BoolVar(&o.json, "json", false, "") }
 	commands = map[string]command{
 		"migrate": {flags: jsonOnly, args: none("migrate"), run: cmdMigrate},
-		"record": {flags: jsonOnly, run: cmdRecord,
+		"record": {flags: func(fs *flag.FlagSet, o *opts) {
+			jsonOnly(fs, o)
+			fs.BoolVar(&o.acp, "acp", false, "")
+			fs.StringVar(&o.session, "task-session", "", "")
+			fs.StringVar(&o.task, "task", "", "")
+			fs.StringVar(&o.turn, "turn", "", "")
+			fs.StringVar(&o.execution, "execution", "", "")
+			fs.StringVar(&o.agent, "agent", "", "")
+		}, run: cmdRecord,
 			args: func(pos []string) error {
 				if len(pos) > 1 {
 					return usagef("record: one input at most, got %d", len(pos))

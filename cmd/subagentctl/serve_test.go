@@ -3,16 +3,21 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -91,4 +96,42 @@ func TestServe(t *testing.T) {
 			t.Errorf("serving changed the table: %d rows, then %d", before, n)
 		}
 	})
+}
+
+// TestRecordACP: record --acp reads ACP traffic (JSON-RPC messages and
+// bare params), records the subagent calls under the host's identity,
+// reports a line that is not JSON by its number (exit 1), and refuses a
+// command line without the identity ACP lacks.
+func TestRecordACP(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		ctx := context.Background()
+		kandevtest.InsertSession(ctx, e.DB, e.Tables, "s-acp", "task-acp")
+		traffic, err := os.ReadFile("../../acp/testdata/claude.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		input := string(traffic) + "not json\n" + `{"sessionId":"acp-claude","update":{"sessionUpdate":"tool_call","toolCallId":"aug","title":"sub-agent-planner: Plan"}}` + "\n"
+		r := cli(t, input, "--db", e.DSN, "record", "--acp", "--task-session", "s-acp", "--task", "task-acp", "--turn", "t1", "--execution", "x1", "--json").want(t, 1)
+		var counters map[string]int64
+		if err := json.Unmarshal([]byte(r.stdout), &counters); err != nil {
+			t.Fatalf("%v\n%s", err, r.stdout)
+		}
+		if counters["persisted"] == 0 || counters["failed"] != 0 || counters["bad_lines"] != 1 || !strings.Contains(r.stderr, "line 14:") {
+			t.Errorf("counters %v, stderr %q", counters, r.stderr)
+		}
+		rows, err := e.Store.ListBySession(ctx, "s-acp", core.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, row := range rows {
+			ids = append(ids, row.ToolCallID+"/"+row.AgentExecutionID+"/"+*row.TurnID)
+		}
+		slices.Sort(ids)
+		if fmt.Sprint(ids) != "[aug/x1/t1 toolu_01A/x1/t1 toolu_01C/x1/t1 toolu_02/x1/t1]" {
+			t.Errorf("rows %v", ids)
+		}
+	})
+	cli(t, "", "record", "--acp", "--task", "t").want(t, 2)
+	cli(t, "", "record", "--task-session", "s").want(t, 2)
 }

@@ -1,0 +1,153 @@
+package acp_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/acp"
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+)
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// clock is a tracker clock that advances a second a call.
+func clock() func() time.Time {
+	var mu sync.Mutex
+	n := 0
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return t0.Add(time.Duration(n) * time.Second)
+	}
+}
+
+func identity(sess string) acp.Identity {
+	return acp.Identity{TaskSessionID: sess, TaskID: "task-" + sess, TurnID: "turn-1", ExecutionID: "exec-1"}
+}
+
+// traffic reads a testdata file's lines through a tracker.
+func traffic(t *testing.T, tr *acp.Tracker, id acp.Identity, name string) []core.Frame {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var frames []core.Frame
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		out, err := tr.Line(id, sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		frames = append(frames, out...)
+	}
+	return frames
+}
+
+// describe is a row as the tests compare it.
+func describe(r core.Subagent) string {
+	s := func(p *string) string {
+		if p == nil {
+			return "-"
+		}
+		return *p
+	}
+	n := func(p *int64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprint(*p)
+	}
+	settled := "open"
+	if r.SettledAt != nil {
+		settled = "settled"
+	}
+	return fmt.Sprintf("%s type=%s desc=%q tool=%s %s agent=%s async=%v tokens=%s uses=%s ms=%s parent=%s child=%s model=%s id=%s",
+		r.ToolCallID, s(r.SubagentType), s(r.Description), s(r.ToolStatus), settled, s(r.AgentStatus), r.IsAsync,
+		n(r.TotalTokens), n(r.ToolUseCount), n(r.DurationMs), s(r.ParentToolCallID), s(r.ChildSessionID), s(r.Model), s(r.AgentID))
+}
+
+// providers are the replays: each provider's recorded-style traffic and
+// the rows it must leave.
+var providers = []struct {
+	name  string
+	agent acp.Agent
+	want  []string
+}{
+	{"claude", "", []string{
+		`toolu_01A type=general-purpose desc="Find flaky tests" tool=completed settled agent=completed async=false tokens=275717 uses=23 ms=48211 parent=- child=- model=claude-sonnet-4-5-20250929 id=a1b2c3`,
+		`toolu_01C type=explorer desc="Bisect the failing test" tool=failed settled agent=- async=false tokens=- uses=- ms=- parent=toolu_01A child=- model=- id=-`,
+		`toolu_02 type=security-reviewer desc="Audit auth middleware" tool=pending settled agent=async_launched async=true tokens=- uses=- ms=- parent=- child=- model=- id=d4e5`,
+	}},
+	{"opencode", "", []string{
+		`call_8 type=general desc="Review the migration" tool=completed settled agent=- async=false tokens=- uses=- ms=- parent=- child=ses_child_1 model=anthropic/claude-sonnet-4 id=-`,
+	}},
+	{"cursor", "", []string{
+		`tc_1 type=general desc="Refactor the parser" tool=completed settled agent=- async=false tokens=- uses=- ms=5300 parent=- child=- model=gpt-5 id=bc-1`,
+		`tc_2 type=- desc="Write the changelog" tool=completed settled agent=- async=true tokens=- uses=- ms=- parent=- child=- model=claude-4-sonnet id=bc-2`,
+	}},
+	{"auggie", "", []string{
+		`aug_2 type=explorer desc="Map the auth module" tool=completed settled agent=- async=false tokens=- uses=- ms=- parent=- child=- model=- id=-`,
+	}},
+	{"codex", acp.AgentCodex, []string{
+		`spawn_1 type=worker desc="Port the CLI flags" tool=completed settled agent=running async=false tokens=- uses=- ms=- parent=- child=thr-a model=gpt-5-codex id=-`,
+		`spawn_2 type=explorer desc="Find the flag parser" tool=completed settled agent=- async=false tokens=- uses=- ms=- parent=spawn_1 child=thr-b model=- id=-`,
+	}},
+}
+
+// TestReplay: each provider's traffic, through the tracker and the
+// Recorder, leaves exactly the expected rows on every store.
+func TestReplay(t *testing.T) {
+	run := func(t *testing.T, s core.Store, session func(string)) {
+		for _, p := range providers {
+			t.Run(p.name, func(t *testing.T) {
+				id := identity("s-" + p.name + "-" + t.Name()[len(t.Name())-4:])
+				id.Agent = p.agent
+				session(id.TaskSessionID)
+				frames := traffic(t, acp.NewTracker(acp.WithClock(clock())), id, p.name+".jsonl")
+				rec, err := core.NewRecorder(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range frames {
+					rec.Record(context.Background(), f)
+				}
+				if err := rec.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				rows, err := s.ListBySession(context.Background(), id.TaskSessionID, core.Page{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, r := range rows {
+					if r.TaskID != id.TaskID || r.AgentExecutionID != id.ExecutionID || r.TurnID == nil || *r.TurnID != id.TurnID {
+						t.Errorf("%s: identity %s %s %v, want the host's", r.ToolCallID, r.TaskID, r.AgentExecutionID, r.TurnID)
+					}
+					got = append(got, describe(r))
+				}
+				slices.Sort(got)
+				if strings.Join(got, "\n") != strings.Join(p.want, "\n") {
+					t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(p.want, "\n"))
+				}
+			})
+		}
+	}
+	t.Run("memory", func(t *testing.T) { run(t, memory.New(), func(string) {}) })
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		run(t, e.Store, func(id string) { e.Session(t, id) })
+	})
+}

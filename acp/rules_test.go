@@ -1,0 +1,239 @@
+package acp_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/subagentctx/subagentctx/acp"
+	"github.com/subagentctx/subagentctx/core"
+)
+
+func line(sess, kind, tool string, fields string) []byte {
+	return []byte(fmt.Sprintf(`{"sessionId":%q,"update":{"sessionUpdate":%q,"toolCallId":%q%s}}`, sess, kind, tool, fields))
+}
+
+func rowsOf(t *testing.T, frames []core.Frame) map[string]core.Subagent {
+	t.Helper()
+	rows := map[string]core.Subagent{}
+	for _, f := range frames {
+		r, v := core.Normalize(f)
+		if v.NoIdentity {
+			t.Fatalf("frame without identity: %+v", f)
+		}
+		prev, ok := rows[r.ToolCallID]
+		if ok {
+			r = core.Merge(&prev, r)
+		}
+		rows[r.ToolCallID] = r
+	}
+	return rows
+}
+
+// TestUnknownKindIgnored: the SDK decodes an unknown sessionUpdate kind
+// that has a tool call's fields as a tool call, without error; the
+// tracker checks the raw kind and ignores it, on both paths.
+func TestUnknownKindIgnored(t *testing.T) {
+	raw := line("s", "tool_call_preview", "toolu_9", `,"title":"Task","_meta":{"claudeCode":{"toolName":"Agent"}}`)
+	var n sdk.SessionNotification
+	if err := json.Unmarshal(raw, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Update.ToolCall == nil {
+		t.Fatal("the SDK no longer decodes an unknown kind as a tool call: this test no longer tests the guard")
+	}
+	tr := acp.NewTracker()
+	if f := tr.Update(identity("s"), n); len(f) != 0 {
+		t.Errorf("typed: %d frames from an unknown kind", len(f))
+	}
+	if f, err := tr.UpdateJSON(identity("s"), raw); err != nil || len(f) != 0 {
+		t.Errorf("raw: %d frames, %v", len(f), err)
+	}
+}
+
+// TestTypedAndRawAgree: the same traffic gives the same rows whether the
+// host hands over the SDK's typed notifications or the raw params.
+func TestTypedAndRawAgree(t *testing.T) {
+	id := identity("s")
+	rawTracker, typedTracker := acp.NewTracker(acp.WithClock(clock())), acp.NewTracker(acp.WithClock(clock()))
+	var rawFrames, typedFrames []core.Frame
+	for _, l := range [][]byte{
+		line("a", "tool_call", "t1", `,"title":"Task","status":"pending","rawInput":{"description":"d","subagent_type":"x"},"_meta":{"claudeCode":{"toolName":"Agent","parentToolUseId":"p"}}`),
+		line("a", "tool_call_update", "t1", `,"status":"completed"`),
+		line("a", "tool_call_update", "t1", `,"_meta":{"claudeCode":{"toolResponse":{"totalTokens":12,"totalToolUseCount":0,"status":"completed"}}}`),
+		line("a", "tool_call", "t2", `,"title":"sub-agent-planner: Plan it"`),
+	} {
+		f, err := rawTracker.UpdateJSON(id, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rawFrames = append(rawFrames, f...)
+		var n sdk.SessionNotification
+		if err := json.Unmarshal(l, &n); err != nil {
+			t.Fatal(err)
+		}
+		typedFrames = append(typedFrames, typedTracker.Update(id, n)...)
+	}
+	a, b := rowsOf(t, rawFrames), rowsOf(t, typedFrames)
+	if len(a) != 2 || fmt.Sprint(describe(a["t1"]), describe(a["t2"])) != fmt.Sprint(describe(b["t1"]), describe(b["t2"])) {
+		t.Errorf("raw:   %s | %s\ntyped: %s | %s", describe(a["t1"]), describe(a["t2"]), describe(b["t1"]), describe(b["t2"]))
+	}
+	if r := a["t1"]; r.ToolUseCount == nil || *r.ToolUseCount != 0 || r.TotalTokens == nil || *r.TotalTokens != 12 || r.SettledAt == nil {
+		t.Errorf("t1: %s; want a reported 0 tool uses, 12 tokens, settled", describe(r))
+	}
+}
+
+// TestStatusVerbatim: ACP's status is stored as it is; a call that never
+// reported one has NULL; a non-terminal status leaves the row open.
+func TestStatusVerbatim(t *testing.T) {
+	tr := acp.NewTracker()
+	var frames []core.Frame
+	for _, l := range [][]byte{
+		line("a", "tool_call", "none", `,"title":"sub-agent-x: no status"`),
+		line("a", "tool_call", "prog", `,"title":"sub-agent-x: running","status":"in_progress"`),
+		line("a", "tool_call", "odd", `,"title":"sub-agent-x: odd","status":"Weird-Status"`),
+	} {
+		f, _ := tr.UpdateJSON(identity("s"), l)
+		frames = append(frames, f...)
+	}
+	rows := rowsOf(t, frames)
+	if r := rows["none"]; r.ToolStatus != nil || r.SettledAt != nil {
+		t.Errorf("no status: %s", describe(r))
+	}
+	if r := rows["prog"]; r.ToolStatus == nil || *r.ToolStatus != "in_progress" || r.SettledAt != nil {
+		t.Errorf("in_progress: %s", describe(r))
+	}
+	if r := rows["odd"]; r.ToolStatus == nil || *r.ToolStatus != "Weird-Status" {
+		t.Errorf("verbatim: %s", describe(r))
+	}
+}
+
+// TestCodexOnlyWhenTheHostSaysSo: Codex's metadata is recognised only
+// for a session the host says is Codex's.
+func TestCodexOnlyWhenTheHostSaysSo(t *testing.T) {
+	if f := traffic(t, acp.NewTracker(), identity("s"), "codex.jsonl"); len(f) != 0 {
+		t.Errorf("%d frames from Codex traffic without the host saying the agent is Codex", len(f))
+	}
+}
+
+// TestNotSubagents: other tools — Claude Code's Read with a title of
+// "Task", a title merely containing "task", a Cursor read — make nothing.
+func TestNotSubagents(t *testing.T) {
+	tr := acp.NewTracker()
+	for _, l := range [][]byte{
+		line("a", "tool_call", "r", `,"title":"Task","_meta":{"claudeCode":{"toolName":"Read"}}`),
+		line("a", "tool_call", "b", `,"title":"run task list"`),
+		line("a", "tool_call", "c", `,"title":"Read","rawInput":{"_toolName":"read_file"}`),
+		line("a", "tool_call", "d", `,"title":"sub-agent-: nothing"`),
+		line("a", "tool_call_update", "", `,"title":"Task"`),
+	} {
+		if f, err := tr.UpdateJSON(identity("s"), l); err != nil || len(f) != 0 {
+			t.Errorf("%s: %d frames, %v", l, len(f), err)
+		}
+	}
+}
+
+// TestBounded: a session's calls are capped, the least recently used
+// session goes past the sessions' cap, and the host's end of a turn or of
+// a session releases what it says.
+func TestBounded(t *testing.T) {
+	tr := acp.NewTracker(acp.WithMaxCalls(3), acp.WithMaxSessions(2))
+	for i := range 10 {
+		tr.UpdateJSON(identity("s"), line("a", "tool_call", fmt.Sprint("t", i), `,"title":"bash"`))
+	}
+	if n := tr.Calls(); n != 3 {
+		t.Errorf("%d calls kept in a session capped at 3", n)
+	}
+	for _, s := range []string{"b", "c", "d"} {
+		tr.UpdateJSON(identity("s"), line(s, "tool_call", "t", `,"title":"bash"`))
+	}
+	if n := tr.Calls(); n != 2 {
+		t.Errorf("%d calls kept over sessions capped at 2 (one call each)", n)
+	}
+	tr = acp.NewTracker()
+	tr.UpdateJSON(identity("s"), line("a", "tool_call", "done", `,"title":"sub-agent-x: y","status":"completed"`))
+	tr.UpdateJSON(identity("s"), line("a", "tool_call", "open", `,"title":"sub-agent-x: y","status":"in_progress"`))
+	tr.UpdateJSON(identity("s"), line("a", "tool_call", "other", `,"title":"bash"`))
+	tr.EndTurn("a")
+	if n := tr.Calls(); n != 1 {
+		t.Errorf("%d calls after the turn ended, want the open subagent only", n)
+	}
+	// Its result after the turn still reaches a frame.
+	if f, _ := tr.UpdateJSON(identity("s"), line("a", "tool_call_update", "open", `,"status":"completed"`)); len(f) != 1 || f[0].Payload.SubagentType != "x" {
+		t.Errorf("the open call's result after its turn: %+v", f)
+	}
+	tr.EndSession("a")
+	if n := tr.Calls(); n != 0 {
+		t.Errorf("%d calls after the session ended", n)
+	}
+}
+
+// TestConcurrent: sessions fed from many goroutines at once, some sharing
+// a session, each call's frames complete (run under -race).
+func TestConcurrent(t *testing.T) {
+	tr := acp.NewTracker()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[string]int{}
+	for g := range 16 {
+		wg.Go(func() {
+			sess := fmt.Sprint("s", g%4)
+			for i := range 50 {
+				tool := fmt.Sprint("g", g, "-", i)
+				for _, l := range [][]byte{
+					line(sess, "tool_call", tool, `,"title":"sub-agent-w: x","status":"pending"`),
+					line(sess, "tool_call_update", tool, `,"status":"completed"`),
+				} {
+					f, err := tr.UpdateJSON(identity("s"), l)
+					if err != nil || len(f) != 1 {
+						t.Errorf("%s: %d frames, %v", l, len(f), err)
+						return
+					}
+					mu.Lock()
+					counts[f[0].ToolCallID]++
+					mu.Unlock()
+				}
+				if i%10 == 9 {
+					tr.EndTurn(sess)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(counts) != 16*50 {
+		t.Errorf("%d calls framed, want %d", len(counts), 16*50)
+	}
+}
+
+// FuzzTracker: no input makes the tracker panic or return a frame without
+// the host's identity and a tool call id.
+func FuzzTracker(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"a","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"Task","_meta":{"claudeCode":{"toolName":"Agent","toolResponse":{"totalTokens":1e400,"totalToolUseCount":-1}}}}}}`,
+		`{"method":"cursor/task","params":{"toolCallId":"t","agentId":[1],"model":{"x":1}}}`,
+		`{"sessionId":"a","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","rawInput":[],"rawOutput":"x","_meta":{"codex":{"collaboration":{"tool":"spawnAgent","receiverThreadIds":[null,1]}}}}}`,
+		`{"sessionId":"a","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"task","rawOutput":{"metadata":{"model":"m","sessionId":3}}}}`,
+		`{"update":null}`, `[]`, `null`, `{"method":"session/update","params":7}`,
+	} {
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, l string, codex bool) {
+		tr := acp.NewTracker(acp.WithMaxCalls(4))
+		id := identity("s")
+		if codex {
+			id.Agent = acp.AgentCodex
+		}
+		for range 2 {
+			frames, _ := tr.Line(id, []byte(l))
+			for _, fr := range frames {
+				if fr.TaskSessionID != id.TaskSessionID || fr.TaskID != id.TaskID || fr.ToolCallID == "" || fr.Payload == nil {
+					t.Fatalf("frame %+v", fr)
+				}
+			}
+		}
+		tr.EndTurn("a")
+	})
+}

@@ -1,0 +1,445 @@
+// Package acp turns Agent Client Protocol traffic into subagentctx frames,
+// for any host that speaks ACP (docs/CONTRACT.md §7). A Tracker takes the
+// agent's session/update notifications, typed (the SDK's
+// SessionNotification) or as raw JSON params, with the host's identity for
+// them (ACP carries no task session, task, turn or execution id), and
+// returns the frames of the subagent tool calls among them, recognised by
+// each provider's rules (providers.go). It is opt-in: nothing in core or
+// the adapters imports it.
+//
+// A replayed history (session/load sends a session's past notifications
+// again) is the host's to withhold: the tracker cannot tell a replay from
+// live traffic, and the live path would record old tool calls as new
+// observations.
+package acp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Agent names the agent behind a session, when the host knows it. Only
+// Codex needs it: its frames are recognised only when the host says the
+// agent is Codex.
+type Agent string
+
+// AgentCodex is OpenAI's Codex.
+const AgentCodex Agent = "codex"
+
+// Identity is the host's identity for one notification: what ACP does not
+// carry. A tool call keeps the identity of the notification that first
+// showed it.
+type Identity struct {
+	TaskSessionID, TaskID, TurnID, ExecutionID string
+	Agent                                      Agent
+}
+
+// Default bounds of a Tracker's memory.
+const (
+	// DefaultMaxCalls is how many tool calls one ACP session keeps; past
+	// it the oldest is forgotten (a session the host never ends).
+	DefaultMaxCalls = 4096
+	// DefaultMaxSessions is how many ACP sessions are kept; past it the
+	// least recently used is forgotten.
+	DefaultMaxSessions = 1024
+)
+
+// Tracker follows ACP sessions' tool calls across notifications. It is
+// safe for concurrent use.
+type Tracker struct {
+	mu          sync.Mutex
+	sessions    map[string]*session
+	tick        uint64 // last-use clock for the sessions' eviction
+	maxCalls    int
+	maxSessions int
+	now         func() time.Time
+}
+
+// Option configures a Tracker.
+type Option func(*Tracker)
+
+// WithMaxCalls bounds the tool calls kept per ACP session (at least 1).
+func WithMaxCalls(n int) Option { return func(t *Tracker) { t.maxCalls = max(n, 1) } }
+
+// WithMaxSessions bounds the ACP sessions kept (at least 1).
+func WithMaxSessions(n int) Option { return func(t *Tracker) { t.maxSessions = max(n, 1) } }
+
+// WithClock sets the clock that stamps frames (default time.Now).
+func WithClock(now func() time.Time) Option { return func(t *Tracker) { t.now = now } }
+
+// NewTracker returns an empty tracker.
+func NewTracker(opts ...Option) *Tracker {
+	t := &Tracker{sessions: map[string]*session{}, maxCalls: DefaultMaxCalls, maxSessions: DefaultMaxSessions, now: time.Now}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// session is one ACP session's state.
+type session struct {
+	calls    map[string]*call
+	order    []string           // tool call ids, oldest first, for the cap
+	cursor   map[string]jsonMap // cursor/task params waiting for their tool call
+	children map[string]string  // Codex: child thread id → the spawning tool call id
+	used     uint64
+	maxCalls int
+}
+
+// call is one tool call, as its notifications have shown it so far.
+type call struct {
+	id       Identity
+	provider provider // nil until recognised
+	title    string
+	status   string
+	input    jsonMap
+	output   any
+	meta     jsonMap
+	cursor   jsonMap // merged cursor/task params
+}
+
+// update is one tool_call or tool_call_update, decoded.
+type update struct {
+	toolCallID string
+	title      *string
+	status     *string
+	input      any
+	output     any
+	meta       jsonMap
+}
+
+// Update takes one typed session/update notification and returns the
+// frames it implies (none for anything but a subagent tool call). An
+// update whose raw sessionUpdate is neither tool_call nor tool_call_update
+// is ignored, whatever the SDK decoded it as.
+func (t *Tracker) Update(id Identity, n sdk.SessionNotification) []core.Frame {
+	var u update
+	switch {
+	case n.Update.ToolCall != nil && n.Update.ToolCall.SessionUpdate == "tool_call":
+		c := n.Update.ToolCall
+		status := string(c.Status)
+		u = update{toolCallID: string(c.ToolCallId), title: &c.Title, status: &status, input: c.RawInput, output: c.RawOutput, meta: c.Meta}
+		if status == "" {
+			u.status = nil
+		}
+	case n.Update.ToolCallUpdate != nil && n.Update.ToolCallUpdate.SessionUpdate == "tool_call_update":
+		c := n.Update.ToolCallUpdate
+		u = update{toolCallID: string(c.ToolCallId), title: c.Title, input: c.RawInput, output: c.RawOutput, meta: c.Meta}
+		if c.Status != nil {
+			s := string(*c.Status)
+			u.status = &s
+		}
+	default:
+		return nil
+	}
+	return t.apply(id, string(n.SessionId), u)
+}
+
+// ErrNotParams is returned for raw params that are not a JSON object.
+var ErrNotParams = errors.New("acp: params are not a JSON object")
+
+// UpdateJSON takes the raw params of one session/update notification
+// ({"sessionId":…,"update":{…}}) and returns the frames it implies.
+func (t *Tracker) UpdateJSON(id Identity, params []byte) ([]core.Frame, error) {
+	p, err := decodeObject(params)
+	if err != nil {
+		return nil, err
+	}
+	upd := p.object("update")
+	kind := upd.str("sessionUpdate")
+	if kind != "tool_call" && kind != "tool_call_update" {
+		return nil, nil
+	}
+	u := update{toolCallID: upd.str("toolCallId"), title: upd.strPtr("title"), status: upd.strPtr("status"),
+		input: upd["rawInput"], output: upd["rawOutput"], meta: upd.object("_meta")}
+	return t.apply(id, p.str("sessionId"), u), nil
+}
+
+// CursorTask takes the raw params of Cursor's cursor/task request, its
+// metadata for a task tool call (toolCallId, agentId, description, model),
+// and merges it into that tool call whether the call has been seen yet or
+// not. It returns the frames that implies (none until the call is seen).
+func (t *Tracker) CursorTask(id Identity, params []byte) ([]core.Frame, error) {
+	p, err := decodeObject(params)
+	if err != nil {
+		return nil, err
+	}
+	tool := p.str("toolCallId")
+	if tool == "" {
+		return nil, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.session(p.str("sessionId"))
+	c := s.calls[tool]
+	if c == nil {
+		if len(s.cursor) >= t.maxCalls {
+			clear(s.cursor) // metadata for calls that never came
+		}
+		s.cursor[tool] = mergeMaps(s.cursor[tool], p)
+		return nil, nil
+	}
+	c.cursor = mergeMaps(c.cursor, p)
+	return t.frames(s, tool, c), nil
+}
+
+// EndTurn releases what a finished turn leaves behind in an ACP session:
+// every tool call that is settled or not a subagent. Open subagent calls
+// stay (their results may come later), within the cap.
+func (t *Tracker) EndTurn(acpSessionID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.sessions[acpSessionID]
+	if s == nil {
+		return
+	}
+	kept := s.order[:0]
+	for _, id := range s.order {
+		c := s.calls[id]
+		if c.provider == nil || core.IsTerminalToolStatus(c.status) {
+			delete(s.calls, id)
+			continue
+		}
+		kept = append(kept, id)
+	}
+	s.order = kept
+	clear(s.cursor)
+}
+
+// EndSession releases everything kept for an ACP session.
+func (t *Tracker) EndSession(acpSessionID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.sessions, acpSessionID)
+}
+
+// Calls reports how many tool calls are kept, over every session (to
+// check the bounds).
+func (t *Tracker) Calls() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, s := range t.sessions {
+		n += len(s.calls)
+	}
+	return n
+}
+
+// session returns an ACP session's state, creating it (and evicting the
+// least recently used one past the cap). t.mu is held.
+func (t *Tracker) session(id string) *session {
+	t.tick++
+	s := t.sessions[id]
+	if s == nil {
+		if len(t.sessions) >= t.maxSessions {
+			var oldest string
+			for k, v := range t.sessions {
+				if oldest == "" || v.used < t.sessions[oldest].used {
+					oldest = k
+				}
+			}
+			delete(t.sessions, oldest)
+		}
+		s = &session{calls: map[string]*call{}, cursor: map[string]jsonMap{}, children: map[string]string{}, maxCalls: t.maxCalls}
+		t.sessions[id] = s
+	}
+	s.used = t.tick
+	return s
+}
+
+// apply merges one update into its tool call and returns the frames the
+// call now implies.
+func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
+	if u.toolCallID == "" {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.session(acpSession)
+	c := s.calls[u.toolCallID]
+	if c == nil {
+		if len(s.order) >= t.maxCalls {
+			delete(s.calls, s.order[0])
+			s.order = s.order[1:]
+		}
+		c = &call{id: id}
+		s.calls[u.toolCallID] = c
+		s.order = append(s.order, u.toolCallID)
+		if pending, ok := s.cursor[u.toolCallID]; ok {
+			c.cursor = pending
+			delete(s.cursor, u.toolCallID)
+		}
+	}
+	if u.title != nil {
+		c.title = *u.title
+	}
+	if u.status != nil {
+		c.status = *u.status
+	}
+	if in := (jsonMap{"in": u.input}).object("in"); in != nil {
+		c.input = in // ACP: an update replaces the raw input
+	}
+	if u.output != nil {
+		c.output = u.output
+	}
+	// _meta namespaces are merged key by key: a provider sends its tool's
+	// name once and its result later.
+	for k, v := range u.meta {
+		if sub, ok := v.(map[string]any); ok {
+			c.meta = mergeMaps(c.meta, jsonMap{k: mergeMaps(c.meta.object(k), sub)})
+		} else {
+			c.meta = mergeMaps(c.meta, jsonMap{k: v})
+		}
+	}
+	return t.frames(s, u.toolCallID, c)
+}
+
+// frames recognises the call if it is not yet, and returns its frame: the
+// whole call as known so far (the merge rules make repeating a value
+// harmless). t.mu is held.
+func (t *Tracker) frames(s *session, tool string, c *call) []core.Frame {
+	if c.provider == nil {
+		c.provider = recognise(c)
+		if c.provider == nil {
+			return nil
+		}
+	}
+	f := core.Frame{TaskSessionID: c.id.TaskSessionID, TaskID: c.id.TaskID, TurnID: c.id.TurnID, ExecutionID: c.id.ExecutionID,
+		ToolCallID: tool, ToolStatus: c.status, ObservedAt: t.now(), Payload: &core.Payload{}}
+	c.provider.fill(s, tool, c, &f)
+	if f.Payload.Status == "async_launched" || f.Payload.IsAsync {
+		// An async launch returns once the subagent is started: the tool
+		// call is over, whatever status ACP reported with it (§7).
+		f.Payload.IsAsync, f.Settled = true, true
+	}
+	return []core.Frame{f}
+}
+
+// jsonMap is a decoded JSON object.
+type jsonMap map[string]any
+
+func decodeObject(b []byte) (jsonMap, error) {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotParams, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, ErrNotParams
+	}
+	return m, nil
+}
+
+func (m jsonMap) object(k string) jsonMap {
+	switch v := m[k].(type) {
+	case map[string]any:
+		return v
+	case jsonMap:
+		return v
+	}
+	return nil
+}
+
+func (m jsonMap) str(k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func (m jsonMap) strPtr(k string) *string {
+	if s, ok := m[k].(string); ok {
+		return &s
+	}
+	return nil
+}
+
+// first is the first of keys holding a non-empty string.
+func (m jsonMap) first(keys ...string) string {
+	for _, k := range keys {
+		if s := m.str(k); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// integer is the first of keys holding an integral JSON number (or a
+// numeric string) within 64 bits.
+func (m jsonMap) integer(keys ...string) (int64, bool) {
+	for _, k := range keys {
+		if n, ok := toInt(m[k]); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// flag is the first of keys holding true.
+func (m jsonMap) flag(keys ...string) bool {
+	for _, k := range keys {
+		if b, ok := m[k].(bool); ok && b {
+			return true
+		}
+	}
+	return false
+}
+
+func toInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n, true
+		}
+		if f, err := x.Float64(); err == nil && f == float64(int64(f)) && f < 9.2e18 && f > -9.2e18 {
+			return int64(f), true
+		}
+	case float64:
+		if x == float64(int64(x)) && x < 9.2e18 && x > -9.2e18 {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+// mergeMaps is a with b's keys over it (a new map; neither is changed).
+func mergeMaps(a, b jsonMap) jsonMap {
+	out := make(jsonMap, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// Line takes one line of ACP traffic as JSON: a JSON-RPC message (a
+// session/update notification, or Cursor's cursor/task request; any other
+// method is ignored) or the bare params of a session/update
+// ({"sessionId":…,"update":{…}}). It returns the frames the line implies,
+// or ErrNotParams for a line that is not a JSON object.
+func (t *Tracker) Line(id Identity, line []byte) ([]core.Frame, error) {
+	m, err := decodeObject(line)
+	if err != nil {
+		return nil, err
+	}
+	params, _ := json.Marshal(m["params"])
+	switch method := m.str("method"); {
+	case method == "session/update":
+		return t.UpdateJSON(id, params)
+	case method == "cursor/task":
+		return t.CursorTask(id, params)
+	case method != "" || m["update"] == nil:
+		return nil, nil
+	}
+	return t.UpdateJSON(id, line)
+}

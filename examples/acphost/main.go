@@ -1,0 +1,117 @@
+// Command acphost is a host that speaks the Agent Client Protocol: its ACP
+// client sees the agent's session/update notifications, and hands them to
+// an acp.Tracker as well, whose frames go to the Recorder. Here a recorded
+// Claude Code turn stands in for the agent at the other end of the
+// connection:
+//
+//	go run ./examples/acphost
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/subagentctx/subagentctx/acp"
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// README: recording
+// RecordingClient is the host's ACP client with recording added: each
+// session/update reaches the host's own handler, and the tracker, whose
+// frames go to the Recorder (which never waits on the database).
+type RecordingClient struct {
+	sdk.Client // the host's own client: files, terminals, permissions, its UI
+	Tracker    *acp.Tracker
+	Recorder   *core.Recorder
+	// Identity maps an ACP session to the host's ids for its current turn
+	// (ACP carries no task session, task, turn or execution id).
+	Identity func(acpSession sdk.SessionId) acp.Identity
+}
+
+// SessionUpdate implements sdk.Client.
+func (c *RecordingClient) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
+	for _, f := range c.Tracker.Update(c.Identity(n.SessionId), n) {
+		c.Recorder.Record(ctx, f)
+	}
+	return c.Client.SessionUpdate(ctx, n)
+}
+
+// README: end
+
+// hostClient stands for the host's existing client; only its
+// SessionUpdate is exercised here.
+type hostClient struct {
+	sdk.Client
+	messages int
+}
+
+func (h *hostClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	if n.Update.AgentMessageChunk != nil {
+		h.messages++
+	}
+	return nil
+}
+
+//go:embed turn.jsonl
+var turn []byte
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, w io.Writer) error {
+	store := memory.New()
+	rec, err := core.NewRecorder(store)
+	if err != nil {
+		return err
+	}
+	host := &hostClient{}
+	client := &RecordingClient{Client: host, Tracker: acp.NewTracker(), Recorder: rec,
+		Identity: func(sdk.SessionId) acp.Identity {
+			return acp.Identity{TaskSessionID: "session-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1"}
+		}}
+	// The connection would call SessionUpdate for each notification the
+	// agent sends; the recorded turn is replayed through the same method.
+	sc := bufio.NewScanner(bytes.NewReader(turn))
+	for sc.Scan() {
+		var msg struct {
+			Params sdk.SessionNotification `json:"params"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+			return err
+		}
+		if err := client.SessionUpdate(ctx, msg.Params); err != nil {
+			return err
+		}
+	}
+	client.Tracker.EndTurn("acp-claude") // the prompt turn ended: release its finished calls
+	if err := rec.Close(ctx); err != nil {
+		return err
+	}
+	rows, err := store.ListBySession(ctx, "session-1", core.Page{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d agent message chunk(s) shown to the user; %d subagent row(s) recorded:\n", host.messages, len(rows))
+	for _, r := range rows {
+		parent := "-"
+		if r.ParentToolCallID != nil {
+			parent = *r.ParentToolCallID
+		}
+		fmt.Fprintf(w, "  %s %s parent=%s tool_status=%s settled=%v async=%v\n", r.ToolCallID, *r.SubagentType, parent, *r.ToolStatus, r.SettledAt != nil, r.IsAsync)
+	}
+	fmt.Fprintf(w, "%+v\n", rec.Counters().Values())
+	return nil
+}
