@@ -177,7 +177,7 @@ func Pass(messages []Message, sessions map[string]bool, stored []core.Subagent) 
 	for _, p := range pairs {
 		r := newest[p]
 		idKey := [2]string{r.Row.TaskSessionID, "id:" + r.Row.ID}
-		if held[p] || held[idKey] { // a pair with a row (§9.5); a taken id (ON CONFLICT DO NOTHING)
+		if held[p] || held[idKey] { // a pair with a row (§8.5); a taken id (ON CONFLICT DO NOTHING)
 			continue
 		}
 		held[idKey] = true

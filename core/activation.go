@@ -1,6 +1,6 @@
 package core
 
-// The activation keys in the host's meta table (SPEC §4). Each is written
+// The activation keys in the host's meta table (docs/CONTRACT.md §4.3). Each is written
 // once and never rewritten; values this project writes are RFC3339Nano UTC.
 const (
 	// ExecutionSinceKey: the table has its end shape (the

@@ -12,5 +12,5 @@
 // INSERT … ON CONFLICT DO UPDATE and are tested against Merge by the
 // conformance suite in core/storetest.
 //
-// AC numbers in comments refer to ../shared/SPEC.md (the legacy AC-1 … AC-34).
+// AC numbers and § references in comments refer to docs/CONTRACT.md.
 package core

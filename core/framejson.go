@@ -7,7 +7,7 @@ import (
 )
 
 // FrameJSON is a frame as one JSON object (the command line's `record`
-// input): the frame's fields under the SPEC's names, observed_at in RFC 3339
+// input): the frame's fields under the contract's column names, observed_at in RFC 3339
 // with an optional fraction (absent: the recorder's clock), and the
 // provider payload, Kandev's SubagentTaskPayload, under subagent_task.
 type FrameJSON struct {

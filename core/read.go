@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// ActivationState is one row of SPEC §4's consumer-contract table, read from
-// the keys, never from row presence.
+// ActivationState is one row of the activation-state table
+// (docs/CONTRACT.md §5.1), read from the keys, never from row presence.
 type ActivationState string
 
 // The four states.

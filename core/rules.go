@@ -145,7 +145,7 @@ func CanonicalTime(t time.Time) time.Time {
 
 // CeilMicro is t rounded up to the next whole microsecond (t itself when
 // it has no finer digits). A stored time, which has none, is at or after t
-// exactly when it is at or after CeilMicro(t) (docs/CONTRACT.md §9.7).
+// exactly when it is at or after CeilMicro(t) (docs/CONTRACT.md §8.7).
 func CeilMicro(t time.Time) time.Time {
 	c := CanonicalTime(t)
 	if c.Equal(t) {
@@ -208,7 +208,7 @@ func Sanitize(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// MaxIDBytes bounds every identifier (docs/CONTRACT.md §9.3): three of them,
+// MaxIDBytes bounds every identifier (docs/CONTRACT.md §8.3): three of them,
 // the unique key, always fit one PostgreSQL B-tree entry, so a longer one is
 // refused on every adapter alike.
 const MaxIDBytes = 512

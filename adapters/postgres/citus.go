@@ -9,7 +9,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 )
 
-// Citus (docs/CONTRACT.md §9.10): a host that outgrows one server shards
+// Citus (docs/CONTRACT.md §8.10): a host that outgrows one server shards
 // its sessions and messages by session id across Citus workers. The
 // record then lives with its session: task_session_subagents is
 // distributed by task_session_id and colocated with the sessions table, so

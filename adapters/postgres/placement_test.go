@@ -35,7 +35,7 @@ func placed(t *testing.T, db *gorm.DB, table string) (method, column string, col
 	return p[0].Method, p[0].Column, p[0].Colocation
 }
 
-// TestCitusPlacement (docs/CONTRACT.md §9.10): with the host's sessions
+// TestCitusPlacement (docs/CONTRACT.md §8.10): with the host's sessions
 // distributed, the table is distributed by task_session_id, colocated with
 // them, without any setting; a row lives on its session's shard and goes
 // with it.

@@ -95,7 +95,7 @@ var _ sqlstore.Dialect = Dialect{}
 func (Dialect) Name() string { return "postgres" }
 
 // ColumnType implements sqlstore.Dialect. Metrics are BIGINT (the upstream
-// 32-bit INTEGER was a defect, docs/CONTRACT.md §9.1); timestamps are
+// 32-bit INTEGER was a defect, docs/CONTRACT.md §8.1); timestamps are
 // TIMESTAMPTZ: instants, so neither writing nor comparing depends on the
 // session's TimeZone.
 func (Dialect) ColumnType(t core.Type) string {

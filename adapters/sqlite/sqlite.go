@@ -197,7 +197,7 @@ func (Dialect) Bytewise(x string) string { return x }
 // subagentMessages reads every candidate message through the registered
 // function subagentctx_message, which runs backfill.Recover: SQLite's own
 // JSON functions read duplicate keys, surrogates and numbers differently
-// from PostgreSQL (docs/CONTRACT.md §9.6). Only messages whose text can
+// from PostgreSQL (docs/CONTRACT.md §8.6). Only messages whose text can
 // spell the kind (literally, or through a \u escape) reach the function.
 const subagentMessages = `SELECT CAST(v.id AS TEXT) AS message_id, CAST(v.task_session_id AS TEXT) AS task_session_id,
 		CAST(v.task_id AS TEXT) AS task_id, json_extract(v.x, '$.tool_call_id') AS tool_call_id,

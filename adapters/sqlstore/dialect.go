@@ -46,7 +46,7 @@ type Dialect interface {
 	// ParseHostInstant reads a scanned HostInstant value (nil for NULL).
 	ParseHostInstant(v any) (*time.Time, error)
 	// Bytewise makes a text expression compare byte by byte, whatever the
-	// database's collation (docs/CONTRACT.md §9.4).
+	// database's collation (docs/CONTRACT.md §8.4).
 	Bytewise(expr string) string
 
 	// SubagentMessages is a SELECT over the host's messages yielding one

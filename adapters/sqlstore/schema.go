@@ -15,7 +15,7 @@ const (
 
 // PrimaryKeyColumns is the primary key: the session first, so that the key
 // contains the column a distributed database shards by (docs/CONTRACT.md
-// §2, §9.9).
+// §2, §8.9).
 var PrimaryKeyColumns = []string{"task_session_id", "id"}
 
 // Indexes are the three secondary indexes, by name and column.

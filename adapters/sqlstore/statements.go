@@ -48,7 +48,7 @@ func (s *Store) ranked() string {
 // backfillInsert inserts the newest message of each pair from source (a
 // relation with the ranked columns) whose session exists (AC-21a), unless
 // the pair already has a row under any execution id (docs/CONTRACT.md
-// §9.5), and never over a stored row (AC-22). Its one argument is
+// §8.5), and never over a stored row (AC-22). Its one argument is
 // updated_at. The session is checked here, on the newest message of each
 // pair only, rather than while ranking every message.
 func (s *Store) backfillInsert(source string) string {

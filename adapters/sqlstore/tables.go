@@ -54,7 +54,7 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // identifier of at most 63 characters, and none is this library's table.
 // A schema-qualified name is refused on every dialect, because SQLite cannot
 // declare a foreign key into another schema; on PostgreSQL, choose the
-// schema with search_path (docs/CONTRACT.md §9.2).
+// schema with search_path (docs/CONTRACT.md §8.2).
 func (t Tables) Validate() error {
 	t = t.WithDefaults()
 	for _, f := range []struct{ field, name string }{{"sessions", t.Sessions}, {"messages", t.Messages}, {"meta", t.Meta}} {

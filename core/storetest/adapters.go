@@ -67,7 +67,7 @@ func testIDUniqueWithinSession(t *testing.T, s *suite) {
 
 // testByteOrder: AC-13 ties on observed_at are broken by the tool call id
 // and the execution id compared byte by byte, whatever the database's
-// collation, and keyset pages follow the same order (docs/CONTRACT.md §9.4).
+// collation, and keyset pages follow the same order (docs/CONTRACT.md §8.4).
 func testByteOrder(t *testing.T, s *suite) {
 	sess := s.session(t, "bytes")
 	ids := []string{"b", "B", "a", "é", "e", "Z", "_", "aa", "a-b", "ab"}

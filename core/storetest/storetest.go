@@ -2,7 +2,7 @@
 // unchanged: the memory adapter and the SQL adapters each call Run from their
 // own test file, supplying only a constructor (River's riverdrivertest
 // pattern). Every test reads values back through the Store and asserts what
-// SPEC section 3 says; test names carry the AC they prove.
+// docs/CONTRACT.md §3 says; test names carry the AC they prove.
 package storetest
 
 import (

@@ -300,7 +300,8 @@ func testNested(t *testing.T, s *suite) {
 }
 
 func testAsyncLaunched(t *testing.T, s *suite) {
-	// SPEC §3: 75% of real traffic. All three metrics NULL, never 0.
+	// docs/CONTRACT.md §3.2: 75% of real traffic. All three metrics NULL,
+	// never 0.
 	sess := s.session(t, "a")
 	f := s.bare(sess, "1", 0)
 	f.ToolStatus = "completed"

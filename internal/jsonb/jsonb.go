@@ -1,6 +1,6 @@
 // Package jsonb reads JSON text exactly as PostgreSQL's jsonb type reads
 // it, so that Go code and PostgreSQL give one answer for any document
-// (docs/CONTRACT.md §4.2, §9.6):
+// (docs/CONTRACT.md §4.2, §8.6):
 //
 //   - strict RFC 8259 JSON in UTF-8: whitespace is space, tab, LF and CR only;
 //     no BOM, no trailing comma, no leading zero, no NaN;

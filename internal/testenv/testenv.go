@@ -142,7 +142,7 @@ func earlierTableRecreated(t testing.TB, db *gorm.DB) {
 // Citus is PostgreSQL on a Citus cluster (a coordinator and two workers):
 // a schema of its own per test, the host's sessions, turns and messages
 // distributed by session id and colocated, its meta table a reference
-// table, as docs/CONTRACT.md §9.10 asks of a host.
+// table, as docs/CONTRACT.md §8.10 asks of a host.
 func Citus() *sqltest.Driver {
 	d := postgresDriver("citus")
 	d.Open = func(t testing.TB) (*gorm.DB, string) {

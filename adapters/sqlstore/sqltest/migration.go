@@ -252,7 +252,7 @@ func testSkipRules(t *testing.T, d *Driver) {
 // testNoSecondRow: a pass that runs after live rows exist (a retry, or the
 // gap before a host's background backfill) never gives an invocation
 // already recorded live, under any execution id, a second 'unknown' row
-// (docs/CONTRACT.md §9.5); statistics and health count it once.
+// (docs/CONTRACT.md §8.5); statistics and health count it once.
 func testNoSecondRow(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
@@ -592,7 +592,7 @@ func testReplayAfterUpgrade(t *testing.T, d *Driver) {
 }
 
 // testPrimaryKeyUpgrade: a table of an earlier build (primary key id
-// alone, docs/CONTRACT.md §9.9) is upgraded to the primary key
+// alone, docs/CONTRACT.md §8.9) is upgraded to the primary key
 // (task_session_id, id), every row kept, with the legacy upgrade's
 // all-or-nothing guarantee: a fault at any stage keeps the old shape.
 func testPrimaryKeyUpgrade(t *testing.T, d *Driver) {
