@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
 	"time"
 )
 
@@ -309,6 +310,34 @@ type SessionSummary struct {
 	FirstObservedAt time.Time       `json:"first_observed_at"`
 	LastObservedAt  time.Time       `json:"last_observed_at"`
 	Coverage        SessionCoverage `json:"coverage"`
+}
+
+// AddCoverage gives each session of first — its first activity on
+// record, nil when it has none — its verdict, and counts the verdicts; a
+// scoped query lists them, in byte order of the session id, and includes
+// its session even when it has no activity (unknown, never zero).
+func (s *Stats) AddCoverage(first map[string]*time.Time) {
+	if id := s.Query.TaskSessionID; id != "" {
+		if _, ok := first[id]; !ok {
+			first[id] = nil
+		}
+	}
+	ids := make([]string, 0, len(first))
+	for id := range first {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		c := CoverageOf(s.Activation, id, first[id])
+		if c.Coverage == Known {
+			s.KnownSessions++
+		} else {
+			s.UnknownSessions++
+		}
+		if s.Query != (StatsQuery{}) {
+			s.Sessions = append(s.Sessions, c)
+		}
+	}
 }
 
 // CoverageOf decides a session's verdict from the activation and the

@@ -76,23 +76,7 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 		st.FanOutPerTurn = append(st.FanOutPerTurn, core.FanOut{Subagents: n, Turns: turns})
 	}
 	slices.SortFunc(st.FanOutPerTurn, func(a, b core.FanOut) int { return int(a.Subagents - b.Subagents) })
-	if q.TaskSessionID != "" {
-		if _, ok := first[q.TaskSessionID]; !ok {
-			first[q.TaskSessionID] = nil
-		}
-	}
-	ids := make([]string, 0, len(first))
-	for id := range first {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, strings.Compare)
-	for _, id := range ids {
-		c := core.CoverageOf(a, id, first[id])
-		st.UnknownSessions++ // never activated: coverage is unknown
-		if q != (core.StatsQuery{}) {
-			st.Sessions = append(st.Sessions, c)
-		}
-	}
+	st.AddCoverage(first) // never activated: every verdict is unknown
 	return st, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/big"
-	"slices"
 	"strings"
 	"time"
 
@@ -246,27 +245,7 @@ func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats)
 	if err != nil {
 		return err
 	}
-	if q.TaskSessionID != "" {
-		if _, ok := first[q.TaskSessionID]; !ok {
-			first[q.TaskSessionID] = nil
-		}
-	}
-	ids := make([]string, 0, len(first))
-	for id := range first {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, strings.Compare)
-	for _, id := range ids {
-		c := core.CoverageOf(st.Activation, id, first[id])
-		if c.Coverage == core.Known {
-			st.KnownSessions++
-		} else {
-			st.UnknownSessions++
-		}
-		if q != (core.StatsQuery{}) {
-			st.Sessions = append(st.Sessions, c)
-		}
-	}
+	st.AddCoverage(first)
 	return nil
 }
 
