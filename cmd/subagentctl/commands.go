@@ -151,7 +151,10 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 	})
 	decode := func(line []byte) ([]core.Frame, error) {
 		f, err := core.DecodeFrame(line)
-		return []core.Frame{f}, err
+		if err != nil {
+			return nil, err
+		}
+		return []core.Frame{f}, nil
 	}
 	if o.acp {
 		tr := acp.NewTracker()
