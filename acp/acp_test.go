@@ -118,16 +118,7 @@ func TestReplay(t *testing.T) {
 				id.Agent = p.agent
 				session(id.TaskSessionID)
 				frames := traffic(t, acp.NewTracker(acp.WithClock(clock())), id, p.name+".jsonl")
-				rec, err := core.NewRecorder(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, f := range frames {
-					rec.Record(context.Background(), f)
-				}
-				if err := rec.Close(context.Background()); err != nil {
-					t.Fatal(err)
-				}
+				testenv.Record(t, s, frames)
 				rows, err := s.ListBySession(context.Background(), id.TaskSessionID, core.Page{})
 				if err != nil {
 					t.Fatal(err)

@@ -153,14 +153,19 @@ func (t *Tracker) UpdateJSON(id Identity, params []byte) ([]core.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.updateParams(id, p), nil
+}
+
+// updateParams is UpdateJSON on decoded params.
+func (t *Tracker) updateParams(id Identity, p jsonMap) []core.Frame {
 	upd := p.object("update")
 	kind := upd.str("sessionUpdate")
 	if kind != "tool_call" && kind != "tool_call_update" {
-		return nil, nil
+		return nil
 	}
 	u := update{toolCallID: upd.str("toolCallId"), title: upd.strPtr("title"), status: upd.strPtr("status"),
 		input: upd["rawInput"], output: upd["rawOutput"], meta: upd.object("_meta")}
-	return t.apply(id, p.str("sessionId"), u), nil
+	return t.apply(id, p.str("sessionId"), u)
 }
 
 // CursorTask takes the raw params of Cursor's cursor/task request, its
@@ -172,9 +177,14 @@ func (t *Tracker) CursorTask(id Identity, params []byte) ([]core.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.cursorParams(p), nil
+}
+
+// cursorParams is CursorTask on decoded params.
+func (t *Tracker) cursorParams(p jsonMap) []core.Frame {
 	tool := p.str("toolCallId")
 	if tool == "" {
-		return nil, nil
+		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -185,10 +195,10 @@ func (t *Tracker) CursorTask(id Identity, params []byte) ([]core.Frame, error) {
 			clear(s.cursor) // metadata for calls that never came
 		}
 		s.cursor[tool] = mergeMaps(s.cursor[tool], p)
-		return nil, nil
+		return nil
 	}
 	c.cursor = mergeMaps(c.cursor, p)
-	return t.frames(s, tool, c), nil
+	return t.frames(s, tool, c)
 }
 
 // EndTurn releases what a finished turn leaves behind in an ACP session:
@@ -292,11 +302,14 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	}
 	// _meta namespaces are merged key by key: a provider sends its tool's
 	// name once and its result later.
+	if c.meta == nil && len(u.meta) > 0 {
+		c.meta = jsonMap{}
+	}
 	for k, v := range u.meta {
 		if sub, ok := v.(map[string]any); ok {
-			c.meta = mergeMaps(c.meta, jsonMap{k: mergeMaps(c.meta.object(k), sub)})
+			c.meta[k] = mergeMaps(c.meta.object(k), sub)
 		} else {
-			c.meta = mergeMaps(c.meta, jsonMap{k: v})
+			c.meta[k] = v
 		}
 	}
 	return t.frames(s, u.toolCallID, c)
@@ -432,14 +445,16 @@ func (t *Tracker) Line(id Identity, line []byte) ([]core.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	params, _ := json.Marshal(m["params"])
+	params := m.object("params")
 	switch method := m.str("method"); {
+	case (method == "session/update" || method == "cursor/task") && params == nil:
+		return nil, ErrNotParams
 	case method == "session/update":
-		return t.UpdateJSON(id, params)
+		return t.updateParams(id, params), nil
 	case method == "cursor/task":
-		return t.CursorTask(id, params)
+		return t.cursorParams(params), nil
 	case method != "" || m["update"] == nil:
 		return nil, nil
 	}
-	return t.UpdateJSON(id, line)
+	return t.updateParams(id, m), nil
 }

@@ -1,17 +1,16 @@
 package backfill_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -27,7 +26,7 @@ func TestRunnerRetriesInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := e.FailInserts(t, e.DB, "poison")
-	var logs syncBuffer
+	var logs testlog.Buffer
 	r := backfill.NewRunner(backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))),
 		backfill.WithRetry(5*time.Millisecond, 20*time.Millisecond))
 	r.Start(context.Background())
@@ -59,7 +58,7 @@ func TestRunnerRetriesInProcess(t *testing.T) {
 // claims success, and Wait says it was stopped.
 func TestRunnerStopIsCancellation(t *testing.T) {
 	e := testenv.SQLite().Env(t)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	reached, release := make(chan struct{}), make(chan struct{})
 	r := backfill.NewRunner(backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
 		backfill.WithHook(func(stage string) error {
@@ -90,17 +89,3 @@ func TestRunnerStopIsCancellation(t *testing.T) {
 		t.Errorf("keys after a cancelled backfill: %v", e.Keys(t))
 	}
 }
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

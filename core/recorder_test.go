@@ -16,6 +16,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 )
 
 // storeFunc is a Store whose Upsert is a function; listing is not used here.
@@ -98,7 +99,7 @@ func TestAC27_FailingStoreNeverReachesTheCaller(t *testing.T) {
 		{"hangs", func(context.Context, core.Subagent) error { <-release; return nil }, "still pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testlog.Buffer
 			rec, err := core.NewRecorder(tc.store, core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			if err != nil {
 				t.Fatal(err)
@@ -136,7 +137,7 @@ func TestAC27_FailingStoreNeverReachesTheCaller(t *testing.T) {
 // counted and logged.
 func TestRecordNeverWaits(t *testing.T) {
 	release, entered := make(chan struct{}), make(chan struct{}, 10)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { entered <- struct{}{}; <-release; return nil }),
 		core.WithQueue(4), core.WithWriters(1), core.WithBatch(1), core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	start := time.Now()
@@ -441,17 +442,3 @@ func TestWarnFloodSummarised(t *testing.T) {
 		t.Errorf("no summary of the 90 suppressed lines:\n%s", logs.String())
 	}
 }
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

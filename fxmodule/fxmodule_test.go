@@ -1,13 +1,11 @@
 package fxmodule_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"expvar"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -173,7 +172,7 @@ func TestBackfillInTheBackground(t *testing.T) {
 	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	var reader core.Reader
 	var runner *backfill.Runner
 	app := fxtest.New(t, supply(e.Store), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger, fx.Populate(&reader, &runner))
@@ -203,17 +202,3 @@ func TestSQLModuleWithoutStoreNamesIt(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

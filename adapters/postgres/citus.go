@@ -37,10 +37,16 @@ func citusInstalled(ctx context.Context, db *gorm.DB) (bool, error) {
 // placement reads a table's (a quoted name) placement; the zero value
 // without Citus or for a table on the coordinator alone.
 func placement(ctx context.Context, db *gorm.DB, table string) (tablePlacement, error) {
-	var p tablePlacement
 	if ok, err := citusInstalled(ctx, db); err != nil || !ok {
-		return p, err
+		return tablePlacement{}, err
 	}
+	return citusPlacement(ctx, db, table)
+}
+
+// citusPlacement reads a table's row in pg_dist_partition, on a database
+// known to have Citus.
+func citusPlacement(ctx context.Context, db *gorm.DB, table string) (tablePlacement, error) {
+	var p tablePlacement
 	err := db.WithContext(ctx).Raw(`SELECT partmethod AS method, column_to_column_name(logicalrelid, partkey) AS column, colocationid AS colocation
 		FROM pg_dist_partition WHERE logicalrelid = to_regclass(?)`, table).Scan(&p).Error
 	return p, err
@@ -50,15 +56,18 @@ func placement(ctx context.Context, db *gorm.DB, table string) (tablePlacement, 
 // table calls for it; sessions on the coordinator (or a reference table)
 // keep the record beside them there.
 func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables, createdMeta bool) error {
+	if ok, err := citusInstalled(ctx, db); err != nil || !ok {
+		return err
+	}
 	sessions := `"` + t.Sessions + `"`
-	sp, err := placement(ctx, db, sessions)
+	sp, err := citusPlacement(ctx, db, sessions)
 	if err != nil || sp.Method != "h" {
 		return err
 	}
 	if !sp.distributedBy("id") {
 		return fmt.Errorf("the sessions table %s is distributed by %s, not by id: task_session_subagents references sessions(id) and can only be colocated with sessions distributed by id", sessions, deref(sp.Column))
 	}
-	ours, err := placement(ctx, db, `"`+sqlstore.Table+`"`)
+	ours, err := citusPlacement(ctx, db, `"`+sqlstore.Table+`"`)
 	if err != nil {
 		return err
 	}
@@ -80,7 +89,7 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 		return nil
 	}
 	meta := `"` + t.Meta + `"`
-	if mp, err := placement(ctx, db, meta); err != nil || mp.Method != "" {
+	if mp, err := citusPlacement(ctx, db, meta); err != nil || mp.Method != "" {
 		return err
 	}
 	if err := db.WithContext(ctx).Exec(`SELECT create_reference_table(?)`, meta).Error; err != nil {

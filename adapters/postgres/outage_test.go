@@ -1,12 +1,10 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,22 +12,9 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestOutageLosesNothing: PostgreSQL stops for a few seconds under a steady
 // stream of frames with distinct keys. Record never waits; the writers keep
@@ -55,7 +40,7 @@ func TestOutageLosesNothing(t *testing.T) {
 	if err := store.EnsureSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	rec, _ := core.NewRecorder(store, core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), core.WithRetry(20*time.Millisecond, 200*time.Millisecond))
 	const frames = 600
 	var slowest time.Duration

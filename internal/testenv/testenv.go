@@ -18,6 +18,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -385,5 +386,21 @@ func scan(t testing.TB, db *gorm.DB, dst any, q string, args ...any) {
 	t.Helper()
 	if err := db.WithContext(context.Background()).Raw(q, args...).Scan(dst).Error; err != nil {
 		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// Record writes frames through a Recorder on s and drains it, failing the
+// test on error.
+func Record(t testing.TB, s core.Store, frames []core.Frame) {
+	t.Helper()
+	rec, err := core.NewRecorder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		rec.Record(context.Background(), f)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/web"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -66,8 +67,8 @@ func TestInBrowser(t *testing.T) {
 	bin := chromium(t)
 	s := memory.New()
 	frames := kandevtest.Stream("demo-", t0)
-	record(t, s, frames)
-	record(t, s, hostileFrames("evil"))
+	testenv.Record(t, s, frames)
+	testenv.Record(t, s, hostileFrames("evil"))
 	srv := httptest.NewServer(web.New(s))
 	defer srv.Close()
 
@@ -85,7 +86,7 @@ func TestInBrowser(t *testing.T) {
 	// Hostile texts: a handler that ran would have set the title to pwned.
 	for _, h := range []string{`"><img src=x onerror="document.title='pwned'">`, `<script>document.title='pwned'</script>`} {
 		sess := "pwn-" + regexp.MustCompile(`\W`).ReplaceAllString(h, "")[:8]
-		record(t, s, hostileTitle(sess, h))
+		testenv.Record(t, s, hostileTitle(sess, h))
 		dom := string(headless(t, bin, srv.URL+"/sessions/"+sess, "--dump-dom", "--virtual-time-budget=2000"))
 		if strings.Contains(dom, "pwned</title>") || !strings.Contains(dom, "<title>"+sess) {
 			t.Errorf("%q ran in the browser: the title changed", h)

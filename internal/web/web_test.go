@@ -30,21 +30,6 @@ var hostile = []string{
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
-// record writes frames through a recorder and drains it.
-func record(t testing.TB, s core.Store, frames []core.Frame) {
-	t.Helper()
-	rec, err := core.NewRecorder(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range frames {
-		rec.Record(context.Background(), f)
-	}
-	if err := rec.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // hostileFrames is a session whose every text field is hostile, and a
 // nested subagent under one of them.
 func hostileFrames(sess string) []core.Frame {
@@ -115,8 +100,8 @@ func exercisePages(t *testing.T, s web.Source, session func(id string)) {
 	bad := "evil-" + hostile[0]
 	session(sess)
 	session(bad)
-	record(t, s, frames)
-	record(t, s, hostileFrames(bad))
+	testenv.Record(t, s, frames)
+	testenv.Record(t, s, hostileFrames(bad))
 	h := web.New(s)
 
 	res, body := get(t, h, "GET", "/")
@@ -243,7 +228,7 @@ func TestLargeSession(t *testing.T) {
 			ToolCallID: "tool-" + string(rune('a'+i%26)) + time.Duration(i).String(), ToolStatus: status,
 			ObservedAt: t0.Add(time.Duration(i) * 10 * time.Millisecond), Payload: &core.Payload{SubagentType: "worker"}})
 	}
-	record(t, s, frames)
+	testenv.Record(t, s, frames)
 	res, body := get(t, web.New(s), "GET", "/sessions/big")
 	if res.StatusCode != 200 || strings.Count(body, `<rect class="bar"`) != 600 {
 		t.Fatalf("%d, %d bars", res.StatusCode, strings.Count(body, `<rect class="bar"`))
