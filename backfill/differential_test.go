@@ -2,36 +2,54 @@ package backfill_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
+	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storetest"
+	"github.com/subagentctx/subagentctx/history"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
-// A history is a script, one line each:
+// A script is a history of the host and the library, one step a line,
+// applied in order:
 //
 //	msg|id|session|task|turn|created|updated|metadata
-//	live|session|tool call id|execution id
+//	live|session|tool call id|execution id[|tool status|model|total tokens|turn]
+//	pass
+//	fail
 //
-// created and updated are RFC 3339 instants (stored as timestamps on every
-// dialect) or, prefixed with "text:", text stored as it is (SQLite only,
-// which keeps host timestamps as text). A session named "gone…" does not
-// exist in the sessions table. A live line records a frame before the pass.
-// Lines that do not parse are ignored, so the fuzzer may mutate freely.
-type history struct {
-	msgs      []histMsg
-	live      []core.Frame
-	sqlteOnly bool // something only SQLite can store
+// A msg line writes a host message. created and updated are RFC 3339
+// instants (stored as timestamps on every dialect) or, prefixed with
+// "text:", text stored as it is (SQLite only, which keeps host timestamps
+// as text). A session named "gone…" does not exist in the sessions table.
+// A live line records a frame. pass runs the migration pass; fail runs one
+// whose backfill fails just before it commits. A script without a pass
+// ends with one. Lines that do not parse are ignored, so the fuzzer may
+// mutate freely.
+type script struct {
+	steps      []step
+	sqliteOnly bool // something only SQLite can store
+}
+
+type step struct {
+	kind  string // "msg", "live", "pass", "fail"
+	msg   histMsg
+	frame core.Frame
 }
 
 type histMsg struct {
@@ -57,167 +75,343 @@ func parseStamp(s string) (stamp, bool) {
 	return stamp{t: &t}, true
 }
 
-func parseHistory(script string) history {
-	var h history
-	for _, line := range strings.Split(script, "\n") {
+// frameTime is when a script's first line's frame is observed; each
+// later line is a second later.
+var frameTime = time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+
+func parseScript(text string) script {
+	var sc script
+	ids := map[string]bool{}
+	for i, line := range strings.Split(text, "\n") {
 		f := strings.SplitN(line, "|", 8)
 		switch {
 		case len(f) == 8 && f[0] == "msg":
 			c, ok1 := parseStamp(f[5])
 			u, ok2 := parseStamp(f[6])
-			if !ok1 || !ok2 || f[1] == "" || f[2] == "" {
-				continue
-			}
-			m := histMsg{id: f[1], session: f[2], task: f[3], turn: f[4], created: c, updated: u, metadata: f[7]}
-			if slices.ContainsFunc(h.msgs, func(o histMsg) bool { return o.id == m.id }) {
+			if !ok1 || !ok2 || f[1] == "" || f[2] == "" || ids[f[1]] {
 				continue // the host's message ids are its primary key
 			}
-			h.msgs = append(h.msgs, m)
+			ids[f[1]] = true
+			m := histMsg{id: f[1], session: f[2], task: f[3], turn: f[4], created: c, updated: u, metadata: f[7]}
+			sc.steps = append(sc.steps, step{kind: "msg", msg: m})
 			for _, s := range []string{m.id, m.session, m.task, m.turn, m.metadata} {
-				h.sqlteOnly = h.sqlteOnly || !utf8.ValidString(s) || strings.ContainsRune(s, 0)
+				sc.sqliteOnly = sc.sqliteOnly || !utf8.ValidString(s) || strings.ContainsRune(s, 0)
 			}
 			for _, st := range []stamp{c, u} {
-				h.sqlteOnly = h.sqlteOnly || st.text != nil || !st.t.Equal(st.t.Truncate(time.Microsecond))
+				sc.sqliteOnly = sc.sqliteOnly || st.text != nil || !st.t.Equal(st.t.Truncate(time.Microsecond))
 			}
-		case len(f) == 4 && f[0] == "live" && f[1] != "" && f[2] != "" && !strings.HasPrefix(f[1], "gone"):
+		case (len(f) == 4 || len(f) == 8) && f[0] == "live" && f[1] != "" && f[2] != "" && !strings.HasPrefix(f[1], "gone"):
 			fr := core.Frame{TaskSessionID: f[1], TaskID: "task-" + f[1], ToolCallID: f[2], ExecutionID: f[3],
-				ObservedAt: time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC), Payload: &core.Payload{Model: "live"}}
-			if row, _ := core.Normalize(fr); row.Validate() == nil && core.CheckIdentifier("task-"+f[1]) == nil {
-				h.live = append(h.live, fr) // a row the live path could store
+				ObservedAt: frameTime.Add(time.Duration(i) * time.Second), Payload: &core.Payload{Model: "live"}}
+			if len(f) == 8 {
+				tokens, _ := strconv.ParseInt(f[6], 10, 64)
+				fr.ToolStatus, fr.Payload.Model, fr.Payload.TotalTokens, fr.TurnID = f[4], f[5], tokens, f[7]
 			}
+			if row, _ := core.Normalize(fr); row.Validate() == nil && core.CheckIdentifier("task-"+f[1]) == nil {
+				sc.steps = append(sc.steps, step{kind: "live", frame: fr}) // a row the live path could store
+			}
+		case line == "pass" || line == "fail":
+			sc.steps = append(sc.steps, step{kind: line})
 		}
 	}
-	return h
+	if !slices.ContainsFunc(sc.steps, func(s step) bool { return s.kind == "pass" }) {
+		sc.steps = append(sc.steps, step{kind: "pass"})
+	}
+	return sc
 }
 
-// reference is what the pass must produce, from backfill.Pass.
-func (h history) reference() ([]core.Subagent, string) {
-	var msgs []backfill.Message
-	sessions := map[string]bool{}
+// sessions are the host sessions a script's lines name (but "gone…").
+func (sc script) sessions() []string {
+	var out []string
+	for _, s := range sc.steps {
+		id := s.msg.session + s.frame.TaskSessionID
+		if id != "" && !strings.HasPrefix(id, "gone") && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// message is a script's message as the pass reads it (history.Message).
+func (m histMsg) message() history.Message {
 	str := func(s string) *string { return &s }
 	read := func(st stamp) *time.Time {
 		if st.text != nil {
-			if t, ok := backfill.ParseHostTime(*st.text); ok {
+			if t, ok := history.ParseHostTime(*st.text); ok {
 				return &t
 			}
 			return nil
 		}
-		if !backfill.ReadableInstant(*st.t) {
+		if !history.ReadableInstant(*st.t) {
 			return nil
 		}
 		return st.t
 	}
-	for _, m := range h.msgs {
-		if !strings.HasPrefix(m.session, "gone") {
-			sessions[m.session] = true
-		}
-		msgs = append(msgs, backfill.Message{ID: str(m.id), TaskSessionID: str(m.session), TaskID: str(m.task), TurnID: str(m.turn),
-			Metadata: str(m.metadata), CreatedAt: read(m.created), UpdatedAt: read(m.updated)})
-	}
-	var stored []core.Subagent
-	for _, f := range h.live {
-		row, _ := core.Normalize(f)
-		stored = append(stored, row)
-	}
-	rows, through := backfill.Pass(msgs, sessions, stored)
-	key := core.BackfillNothing
-	if through != nil {
-		key = through.UTC().Format(time.RFC3339Nano)
-	}
-	return rows, key
+	return history.Message{ID: str(m.id), TaskSessionID: str(m.session), TaskID: str(m.task), TurnID: str(m.turn),
+		Metadata: str(m.metadata), CreatedAt: read(m.created), UpdatedAt: read(m.updated)}
 }
 
-// apply writes the history into an environment and runs a pass.
-func (h history) apply(t *testing.T, e *sqltest.Env) backfill.Report {
+// model is the Go reference of a store and its host: core.Merge and the
+// seam's adoption (core.Adopts) for live frames, history.Pass for the
+// pass, which acts once, like the migration pass (it is skipped once
+// activated).
+type model struct {
+	rows      map[core.RowKey]core.Subagent
+	sessions  map[string]bool
+	msgs      []history.Message
+	activated bool
+	through   string
+}
+
+func newModel(sessions []string) *model {
+	m := &model{rows: map[core.RowKey]core.Subagent{}, sessions: map[string]bool{}}
+	for _, s := range sessions {
+		m.sessions[s] = true
+	}
+	return m
+}
+
+// upsert is one live frame's write.
+func (m *model) upsert(f core.Frame) {
+	row, _ := core.Normalize(f)
+	key := row.Key()
+	if s, ok := m.rows[key]; ok {
+		core.MergeInto(&s, &row)
+		m.rows[key] = s
+		return
+	}
+	seam := core.RowKey{TaskSessionID: key.TaskSessionID, AgentExecutionID: core.UnknownExecution, ToolCallID: key.ToolCallID}
+	if s, ok := m.rows[seam]; ok && core.Adopts(&s, &row) {
+		delete(m.rows, seam)
+		s.AgentExecutionID = row.AgentExecutionID
+		core.MergeInto(&s, &row)
+		m.rows[key] = s
+		return
+	}
+	row.ID = uuid.NewString() // never a message's id, as the store's UUIDs
+	m.rows[key] = row
+}
+
+func (m *model) pass() {
+	if m.activated {
+		return
+	}
+	stored := make([]core.Subagent, 0, len(m.rows))
+	for _, r := range m.rows {
+		stored = append(stored, r)
+	}
+	after, res := history.Pass(m.msgs, m.sessions, stored)
+	m.rows = map[core.RowKey]core.Subagent{}
+	for _, r := range after {
+		m.rows[r.Key()] = r
+	}
+	m.activated, m.through = true, core.BackfillNothing
+	if res.Through != nil {
+		m.through = res.Through.UTC().Format(time.RFC3339Nano)
+	}
+}
+
+// reference runs a script on the model.
+func (sc script) reference() *model {
+	m := newModel(sc.sessions())
+	for _, s := range sc.steps {
+		switch s.kind {
+		case "msg":
+			m.msgs = append(m.msgs, s.msg.message())
+		case "live":
+			m.upsert(s.frame)
+		case "pass":
+			m.pass()
+		}
+	}
+	return m
+}
+
+// host prepares an environment for a script: its sessions, and a messages
+// table without the foreign key to sessions (a message of a missing
+// session must be storable).
+func (sc script) host(t *testing.T, e *sqltest.Env) {
 	t.Helper()
-	ctx := context.Background()
-	for _, m := range h.msgs {
-		if !strings.HasPrefix(m.session, "gone") {
-			e.Session(t, m.session)
-		}
+	for _, s := range sc.sessions() {
+		e.Session(t, s)
 	}
-	for _, f := range h.live {
-		e.Session(t, f.TaskSessionID)
-		row, _ := core.Normalize(f)
-		if err := e.Store.Upsert(ctx, row); err != nil {
-			t.Fatal(err)
-		}
+	e.Exec(t, `ALTER TABLE task_session_messages RENAME TO task_session_messages_fk`)
+	e.Exec(t, `CREATE TABLE task_session_messages AS SELECT * FROM task_session_messages_fk WHERE 1 = 0`)
+	if e.Name == "citus" { // sharded with the sessions, as a host on Citus has it
+		e.Exec(t, `SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with => 'task_sessions')`)
 	}
+}
+
+func insertMessage(t *testing.T, e *sqltest.Env, m histMsg) {
+	t.Helper()
 	value := func(st stamp) any {
 		if st.text != nil {
 			return *st.text
 		}
 		return *st.t
 	}
-	// Messages of a missing session need the host's foreign key off.
-	e.Exec(t, `ALTER TABLE task_session_messages RENAME TO task_session_messages_fk`)
-	e.Exec(t, `CREATE TABLE task_session_messages AS SELECT * FROM task_session_messages_fk WHERE 1 = 0`)
-	if e.Name == "citus" { // sharded with the sessions, as a host on Citus has it
-		e.Exec(t, `SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with => 'task_sessions')`)
-	}
-	for _, m := range h.msgs {
-		e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 'agent', '', 'tool_call', ?, ?, ?)`, m.id, m.session, m.task, m.turn, m.metadata, value(m.created), value(m.updated))
-	}
-	return backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(ctx)
+	e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
+		VALUES (?, ?, ?, ?, 'agent', '', 'tool_call', ?, ?, ?)`, m.id, m.session, m.task, m.turn, m.metadata, value(m.created), value(m.updated))
 }
 
-// FuzzBackfill: for any history, the Go reference (backfill.Pass over
-// backfill.Recover), SQLite, PostgreSQL, PostgreSQL with an ICU
-// collation and a Citus cluster (when provided) insert exactly the same rows and write the same
-// backfill_through (docs/CONTRACT.md §4.1, §4.2). Its seed corpus holds
+// failBeforeCommit fails the backfill just before it commits.
+func failBeforeCommit(stage string) error {
+	if stage == "wrote "+core.CaptureSinceKey {
+		return errors.New("injected before the commit")
+	}
+	return nil
+}
+
+// apply runs a script on an environment, step by step.
+func (sc script) apply(t *testing.T, e *sqltest.Env) {
+	t.Helper()
+	ctx := context.Background()
+	sc.host(t, e)
+	quiet := backfill.WithLogger(slog.New(slog.DiscardHandler))
+	for _, s := range sc.steps {
+		switch s.kind {
+		case "msg":
+			insertMessage(t, e, s.msg)
+		case "live":
+			row, _ := core.Normalize(s.frame)
+			if err := e.Store.Upsert(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+		case "pass":
+			if r := backfill.New(e.Store, quiet).Run(ctx); r.Failed() {
+				t.Fatalf("%s: the pass failed:\n%s", e.Name, r)
+			}
+		case "fail":
+			r := backfill.New(e.Store, quiet, backfill.WithHook(failBeforeCommit)).Run(ctx)
+			if st := r.Step(backfill.StepBackfill); st.Status != backfill.Failed && st.Status != backfill.Skipped {
+				t.Fatalf("%s: the failing pass: %s", e.Name, r)
+			}
+		}
+	}
+}
+
+// compare checks the store against the model: the same rows, column by
+// column (but the id and updated_at, the store's own), the same
+// backfill_through, and the same statistics (counts, fan-out, sums).
+func (m *model) compare(t *testing.T, e *sqltest.Env) {
+	t.Helper()
+	ctx := context.Background()
+	var want []core.Subagent
+	for _, r := range m.rows {
+		want = append(want, r)
+	}
+	var got []core.Subagent
+	for s := range m.sessions {
+		rows, err := e.Store.ListBySession(ctx, s, core.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rows...)
+	}
+	sortRows(want)
+	sortRows(got)
+	if len(got) != len(want) {
+		t.Errorf("%s: %d rows, the reference %d:%s\nreference:%s", e.Name, len(got), len(want), keys(got), keys(want))
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i].Key() != want[i].Key() {
+			t.Errorf("%s: row %d is %+v, the reference's %+v", e.Name, i, got[i].Key(), want[i].Key())
+		} else if diff := storetest.Diff(want[i], got[i]); len(diff) > 0 {
+			t.Errorf("%s: row %+v differs from the reference: %v", e.Name, got[i].Key(), diff)
+		}
+	}
+	if m.activated {
+		if k := e.Keys(t)[core.BackfillThroughKey]; k != m.through {
+			t.Errorf("%s: backfill_through %q, the reference %q", e.Name, k, m.through)
+		}
+	}
+	ref := memory.New()
+	slices.SortFunc(want, func(a, b core.Subagent) int { // a backfilled row after its pair's others: no adoption
+		return strings.Compare(strconv.FormatBool(a.AgentExecutionID == core.UnknownExecution), strconv.FormatBool(b.AgentExecutionID == core.UnknownExecution))
+	})
+	for _, r := range want {
+		if err := ref.Upsert(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gs, err := e.Store.Stats(ctx, core.StatsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := ref.Stats(ctx, core.StatsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := statsOf(gs), statsOf(ws); g != w {
+		t.Errorf("%s: statistics\n%s\nthe reference's\n%s", e.Name, g, w)
+	}
+}
+
+// statsOf renders what statistics derive from the rows alone.
+func statsOf(s core.Stats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "subagents %d (live %d, backfill %d), without turn %d, unknown execution %d, fan-out %v", s.Subagents, s.Live, s.Backfill,
+		s.RowsWithoutTurn, s.UnknownExecutionRows, s.FanOutPerTurn)
+	for _, m := range s.Metrics() {
+		for _, part := range []core.Metric{m.Stats.All, m.Stats.Live, m.Stats.Backfill} {
+			fmt.Fprintf(&b, "; %s %d/%d sum %v", m.Column, part.Reported, part.Unreported, part.Sum)
+		}
+	}
+	return b.String()
+}
+
+func sortRows(rows []core.Subagent) {
+	slices.SortFunc(rows, func(a, b core.Subagent) int {
+		ka, kb := a.Key(), b.Key()
+		return strings.Compare(ka.TaskSessionID+"\x00"+ka.ToolCallID+"\x00"+ka.AgentExecutionID, kb.TaskSessionID+"\x00"+kb.ToolCallID+"\x00"+kb.AgentExecutionID)
+	})
+}
+
+func keys(rows []core.Subagent) string {
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "\n  %s/%s/%s", r.TaskSessionID, r.AgentExecutionID, r.ToolCallID)
+	}
+	return b.String()
+}
+
+// drivers are the SQL dialects the differential tests compare, each
+// against the reference.
+func drivers() []*sqltest.Driver {
+	d := []*sqltest.Driver{testenv.SQLite()}
+	if pgtest.Available() || pgtest.Required() {
+		d = append(d, testenv.Postgres(), testenv.PostgresICU(), testenv.PostgresPartitioned())
+	}
+	if pgtest.CitusAvailable() {
+		d = append(d, testenv.Citus())
+	}
+	return d
+}
+
+// FuzzBackfill: for any history of host messages, live frames and
+// migration passes (failed ones included), in any order, the Go reference
+// (history.Pass, core.Merge and the seam's adoption, docs/CONTRACT.md
+// §4.1, §8.5) and every SQL dialect end with exactly the same rows, the
+// same backfill_through and the same statistics. Its seed corpus holds
 // every odd case the contract names and runs in every go test.
 func FuzzBackfill(f *testing.F) {
 	for _, seed := range seeds {
 		f.Add(seed)
 	}
-	drivers := []*sqltest.Driver{testenv.SQLite()}
-	if pgtest.Available() || pgtest.Required() {
-		drivers = append(drivers, testenv.Postgres(), testenv.PostgresICU())
-	}
-	if pgtest.CitusAvailable() {
-		drivers = append(drivers, testenv.Citus())
-	}
-	f.Fuzz(func(t *testing.T, script string) {
-		h := parseHistory(script)
-		if len(h.msgs) == 0 || len(h.msgs) > 40 {
+	ds := drivers()
+	f.Fuzz(func(t *testing.T, text string) {
+		sc := parseScript(text)
+		if len(sc.steps) > 60 {
 			return
 		}
-		want, through := h.reference()
-		for _, d := range drivers {
-			if h.sqlteOnly && !d.Features.HostTimeText {
+		ref := sc.reference()
+		for _, d := range ds {
+			if sc.sqliteOnly && !d.Features.HostTimeText {
 				continue
 			}
 			e := d.Env(t)
-			r := h.apply(t, e)
-			if r.Failed() {
-				t.Fatalf("%s: the pass failed:\n%s", d.Name, r)
-			}
-			if got := e.Keys(t)[core.BackfillThroughKey]; got != through {
-				t.Errorf("%s: backfill_through %q, reference %q", d.Name, got, through)
-			}
-			if n := r.Step(backfill.StepBackfill).RowsInserted; n != int64(len(want)) {
-				t.Errorf("%s: %d rows inserted, reference %d", d.Name, n, len(want))
-			}
-			for _, w := range want {
-				rows, err := e.Store.ListBySession(context.Background(), w.TaskSessionID, core.Page{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got *core.Subagent
-				for i := range rows {
-					if rows[i].Key() == w.Key() {
-						got = &rows[i]
-					}
-				}
-				if got == nil {
-					t.Errorf("%s: no row for %+v; reference %+v", d.Name, w.Key(), w)
-					continue
-				}
-				if diff := storetest.Diff(w, *got); len(diff) > 0 || got.ID != w.ID {
-					t.Errorf("%s: row %+v differs from the reference (id %q, want %q): %v", d.Name, w.Key(), got.ID, w.ID, diff)
-				}
-			}
+			sc.apply(t, e)
+			ref.compare(t, e)
 		}
 	})
 }
@@ -241,11 +435,26 @@ var seeds = []string{
 		"msg|" + strings.Repeat("i", 1000) + "|" + strings.Repeat("s", 1000) + "|task|turn|2026-08-12T09:00:01Z|2026-08-12T09:00:01Z|" + meta(strings.Repeat("t", 1000), "completed", `{}`) + "\n" +
 		"msg|m3|s|task-s|turn-1|2026-08-12T09:00:02Z|2026-08-12T09:00:02Z|" + meta("ok", "completed", `{"model":"m"}`),
 	// An invocation recorded live (under an execution id, or none) gets no
-	// second row.
+	// second row: history merges into it.
 	"live|s|tc-live|exec-1\nlive|s|tc-unknown|\n" +
 		"msg|m1|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|" + meta("tc-live", "completed", `{"total_tokens":5}`) + "\n" +
 		"msg|m2|s|task-s|turn-1|2026-08-12T09:00:01Z|2026-08-12T09:00:01Z|" + meta("tc-unknown", "completed", `{}`) + "\n" +
 		"msg|m3|s|task-s|turn-1|2026-08-12T09:00:02Z|2026-08-12T09:00:02Z|" + meta("tc-new", "completed", `{}`),
+	// The deploy (docs/CONTRACT.md §8.5): subagents in flight when the pass
+	// runs, their later frames live under the execution id; one row each.
+	"msg|m1|s|task-s|turn-1|2026-08-12T08:59:00Z|2026-08-12T08:59:10Z|" + meta("inflight", "in_progress", `{"subagent_type":"explorer","description":"d"}`) + "\n" +
+		"msg|m2|s|task-s|turn-1|2026-08-12T08:59:01Z|2026-08-12T08:59:11Z|" + meta("async", "completed", `{"status":"async_launched","is_async":true}`) + "\n" +
+		"pass\n" +
+		"live|s|inflight|exec-1|completed|claude|1200|turn-2\n" +
+		"live|s|async|exec-1|completed||900|\n" +
+		"live|s|inflight|exec-1|failed|later|5|turn-3",
+	// Frames before the pass, during a failed one and after: the pair is
+	// one invocation whatever came first; the frame of another execution
+	// reusing a tool call id after the row was adopted keeps a row apart.
+	"live|s|a|exec-1|in_progress|m||turn-9\n" +
+		"msg|m1|s|task-s|turn-1|2026-08-12T08:59:00Z|2026-08-12T08:59:10Z|" + meta("a", "completed", `{"total_tokens":7,"model":"hist"}`) + "\n" +
+		"msg|m2|s|task-s|turn-1|2026-08-12T08:59:02Z|2026-08-12T08:59:12Z|" + meta("b", "pending", `{"agent_id":"x"}`) + "\n" +
+		"fail\nlive|s|b||in_progress|||\nlive|s|b|exec-2|completed|||\npass\nlive|s|b|exec-3|completed|other|3|\nlive|s|a|exec-1|failed|||",
 	// Duplicated keys: the last occurrence counts, for the kind, the tool
 	// call id and the metrics, at every level.
 	`msg|m1|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|{"tool_call_id":"first","tool_call_id":"last","normalized":{"kind":"message","kind":"subagent_task","subagent_task":{"total_tokens":1,"total_tokens":2,"model":"a"},"subagent_task":{"duration_ms":7}}}` + "\n" +

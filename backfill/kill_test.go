@@ -81,7 +81,7 @@ func TestKilledMidBackfill(t *testing.T) {
 		want := sessions * (perSession - perSession/3)
 		for _, stage := range []string{"inserted", "wrote " + core.BackfillThroughKey} {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestKilledBackfillHelper$", "-test.v")
-			cmd.Env = append(os.Environ(), "SUBAGENTCTX_KILL_DIALECT="+e.Store.Dialect().Name(), "SUBAGENTCTX_KILL_DSN="+e.DSN, "SUBAGENTCTX_KILL_STAGE="+stage)
+			cmd.Env = append(os.Environ(), "SUBAGENTCTX_KILL_DIALECT="+e.Dialect.Name(), "SUBAGENTCTX_KILL_DSN="+e.DSN, "SUBAGENTCTX_KILL_STAGE="+stage)
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -102,7 +102,7 @@ func TestKilledMidBackfill(t *testing.T) {
 			if !reached {
 				t.Fatalf("child never reached %q", stage)
 			}
-			if k := e.Keys(t); len(k) != 1 { // execution_since only: written before the backfill, in its own step
+			if k := e.ActivationKeys(t); len(k) != 1 { // execution_since only: written before the backfill, in its own step
 				t.Errorf("killed at %q: keys %v, want none of the backfill's", stage, k)
 			}
 			var n int64
@@ -114,8 +114,8 @@ func TestKilledMidBackfill(t *testing.T) {
 		r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
 		var n int64
 		e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&n)
-		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) || len(e.Keys(t)) != 3 {
-			t.Errorf("next pass: %d rows (want %d), keys %v", n, want, e.Keys(t))
+		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) || len(e.ActivationKeys(t)) != 3 {
+			t.Errorf("next pass: %d rows (want %d), keys %v", n, want, e.ActivationKeys(t))
 		}
 	})
 }

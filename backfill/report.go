@@ -34,10 +34,14 @@ type StepResult struct {
 	// Detail says what was done, why the step was skipped, or why it failed.
 	Detail string `json:"detail,omitempty"`
 	// Err is the failure, when Status is Failed.
-	Err          error         `json:"-"`
-	RowsInserted int64         `json:"rows_inserted,omitempty"`
-	KeysWritten  []string      `json:"keys_written,omitempty"`
-	Duration     time.Duration `json:"duration_ns"`
+	Err          error `json:"-"`
+	RowsInserted int64 `json:"rows_inserted,omitempty"`
+	// RowsMerged: in the backfill, live rows merged with their history; in
+	// the shape step, pairs an earlier build doubled, merged into one row
+	// (docs/CONTRACT.md §8.5).
+	RowsMerged  int64         `json:"rows_merged,omitempty"`
+	KeysWritten []string      `json:"keys_written,omitempty"`
+	Duration    time.Duration `json:"duration_ns"`
 }
 
 // Report is the outcome of one pass, step by step.

@@ -85,7 +85,7 @@ func TestRunnerStopIsCancellation(t *testing.T) {
 	if strings.Contains(logs.String(), "level=WARN") {
 		t.Errorf("a stop logged a warning: %s", logs.String())
 	}
-	if len(e.Keys(t)) != 1 { // execution_since only
-		t.Errorf("keys after a cancelled backfill: %v", e.Keys(t))
+	if len(e.ActivationKeys(t)) != 1 { // execution_since only
+		t.Errorf("keys after a cancelled backfill: %v", e.ActivationKeys(t))
 	}
 }

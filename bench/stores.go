@@ -126,7 +126,7 @@ func seed(ctx context.Context, s *sqlstore.Store, n int) (bytes int64, err error
 			batch = batch[:0]
 		}
 	}
-	if s.Dialect().Name() == "postgres" {
+	if db.Name() == "postgres" {
 		err = db.Exec("VACUUM ANALYZE").Error
 	}
 	return bytes, err

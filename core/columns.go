@@ -11,9 +11,12 @@ import (
 // derived from it: Merge, Clone, Validate, the DDL, the upsert's SET list,
 // the SQL argument and scan lists.
 //
-// Adding a column touches three places: a field of Subagent, its line here,
-// and the rule that fills it (Normalize for the live path, backfill.Recover
-// for history).
+// Adding a column touches three places: a field of Subagent, its line here
+// (with the metadata path the migration pass reads it from, and a metric's
+// floor), and the live rule that fills it (Normalize). Everything else
+// follows: the DDL and the additive upgrade of deployed tables, the SET
+// list, the history reader (history.Recover) and each dialect's message
+// view, argument and scan lists.
 var Columns = []Column{
 	{Name: "id", Type: Text, Identifier: true, Rule: RuleWriteOnce, field: text(func(s *Subagent) *string { return &s.ID })},
 	{Name: "task_session_id", Type: Text, Identifier: true, Rule: RuleKey, field: text(func(s *Subagent) *string { return &s.TaskSessionID })},
@@ -21,25 +24,33 @@ var Columns = []Column{
 	{Name: "turn_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFirstWins, field: nullText(func(s *Subagent) **string { return &s.TurnID })},
 	{Name: "agent_execution_id", Type: Text, Identifier: true, Rule: RuleKey, Default: UnknownExecution,
 		field: text(func(s *Subagent) *string { return &s.AgentExecutionID })},
-	{Name: "tool_call_id", Type: Text, Identifier: true, Rule: RuleKey, field: text(func(s *Subagent) *string { return &s.ToolCallID })},
-	{Name: "parent_tool_call_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFillForward,
+	{Name: "tool_call_id", Type: Text, Identifier: true, Rule: RuleKey, Metadata: top("tool_call_id"), field: text(func(s *Subagent) *string { return &s.ToolCallID })},
+	{Name: "parent_tool_call_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFillForward, Metadata: top("parent_tool_call_id"),
 		field: nullText(func(s *Subagent) **string { return &s.ParentToolCallID })},
-	{Name: "subagent_type", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.SubagentType })},
-	{Name: "description", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.Description })},
-	{Name: "agent_id", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.AgentID })},
-	{Name: "child_session_id", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.ChildSessionID })},
-	{Name: "model", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.Model })},
-	{Name: "agent_status", Type: Text, Nullable: true, Rule: RuleFillForward, field: nullText(func(s *Subagent) **string { return &s.AgentStatus })},
-	{Name: "tool_status", Type: Text, Nullable: true, Rule: RuleFrozenOnceSettled, field: nullText(func(s *Subagent) **string { return &s.ToolStatus })},
-	{Name: "is_async", Type: Bool, Rule: RuleSticky, Default: false, field: boolean(func(s *Subagent) *bool { return &s.IsAsync })},
-	{Name: "total_tokens", Type: Int64, Nullable: true, Rule: RuleFillForward, field: nullInt(func(s *Subagent) **int64 { return &s.TotalTokens })},
-	{Name: "tool_use_count", Type: Int64, Nullable: true, Rule: RuleFillForward, field: nullInt(func(s *Subagent) **int64 { return &s.ToolUseCount })},
-	{Name: "duration_ms", Type: Int64, Nullable: true, Rule: RuleFillForward, field: nullInt(func(s *Subagent) **int64 { return &s.DurationMs })},
+	{Name: "subagent_type", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("subagent_type"), field: nullText(func(s *Subagent) **string { return &s.SubagentType })},
+	{Name: "description", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("description"), field: nullText(func(s *Subagent) **string { return &s.Description })},
+	{Name: "agent_id", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("agent_id"), field: nullText(func(s *Subagent) **string { return &s.AgentID })},
+	{Name: "child_session_id", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("child_session_id"), field: nullText(func(s *Subagent) **string { return &s.ChildSessionID })},
+	{Name: "model", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("model"), field: nullText(func(s *Subagent) **string { return &s.Model })},
+	{Name: "agent_status", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("status"), field: nullText(func(s *Subagent) **string { return &s.AgentStatus })},
+	{Name: "tool_status", Type: Text, Nullable: true, Rule: RuleFrozenOnceSettled, Metadata: top("status"), field: nullText(func(s *Subagent) **string { return &s.ToolStatus })},
+	{Name: "is_async", Type: Bool, Rule: RuleSticky, Default: false, Metadata: task("is_async"), field: boolean(func(s *Subagent) *bool { return &s.IsAsync })},
+	{Name: "total_tokens", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 1, Metadata: task("total_tokens"),
+		field: nullInt(func(s *Subagent) **int64 { return &s.TotalTokens })},
+	{Name: "tool_use_count", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 0, Metadata: task("tool_use_count"),
+		field: nullInt(func(s *Subagent) **int64 { return &s.ToolUseCount })},
+	{Name: "duration_ms", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 1, Metadata: task("duration_ms"),
+		field: nullInt(func(s *Subagent) **int64 { return &s.DurationMs })},
 	{Name: "source", Type: Text, Rule: RuleWriteOnce, Default: string(SourceLive), field: text(func(s *Subagent) *string { return (*string)(&s.Source) })},
 	{Name: "observed_at", Type: Time, Rule: RuleWriteOnce, field: timestamp(func(s *Subagent) *time.Time { return &s.ObservedAt })},
 	{Name: SettledAtColumn, Type: Time, Nullable: true, Rule: RuleFirstWins, field: nullTime(func(s *Subagent) **time.Time { return &s.SettledAt })},
 	{Name: "updated_at", Type: Time, Rule: RuleLastWrite, field: timestamp(func(s *Subagent) *time.Time { return &s.UpdatedAt })},
 }
+
+// top and task are metadata paths: a key at the top of a message's
+// metadata, and one under normalized.subagent_task (docs/CONTRACT.md §4.1).
+func top(key string) []string  { return []string{key} }
+func task(key string) []string { return []string{"normalized", "subagent_task", key} }
 
 // The columns each operation visits: the record path runs several per
 // frame, so each skips the columns it leaves alone.
@@ -87,7 +98,18 @@ type Column struct {
 	// Default is the database default (nil: none). Metrics have none, on
 	// purpose: "not reported" must never become 0.
 	Default any
-	field   field
+	// Metadata is the JSON path under a host message's metadata from which
+	// the migration pass reads the column (nil: the pass fills it from the
+	// message's own columns or a constant, history.Recover). The column's
+	// type says what value counts: a JSON string for text ('' ⇒ NULL), an
+	// integral number of at least Min for a metric, true or a number equal
+	// to 1 for a boolean; anything else is NULL (docs/CONTRACT.md §4.2).
+	Metadata []string
+	// Min is the least value a metric keeps, on the live path and in
+	// history alike: a reported value below it is NULL (AC-7a), a negative
+	// one anomalous on the live path (AC-9).
+	Min   int64
+	field field
 }
 
 // Type is a column's kind of value; each SQL dialect maps it to a type.
@@ -158,6 +180,12 @@ func (c Column) Value(s *Subagent) any { return c.field.value(s) }
 // Scan semantics; a nullable field becomes nil for NULL).
 func (c Column) Dest(s *Subagent) any { return c.field.dest(s) }
 
+// Set stores v in the column's field of s: nil is NULL (false for a
+// boolean, the zero time for a required instant), otherwise a string, an
+// int64, a bool or a time.Time, as the column's type says. A value of
+// another type panics: it is a programming error.
+func (c Column) Set(s *Subagent, v any) { c.field.set(s, v) }
+
 // IsNull reports whether the column is NULL in s.
 func (c Column) IsNull(s *Subagent) bool { return c.field.null(s) }
 
@@ -169,6 +197,7 @@ func (c Column) Format(s *Subagent) string { return c.field.format(s) }
 type field interface {
 	value(*Subagent) any
 	dest(*Subagent) any
+	set(*Subagent, any)
 	null(*Subagent) bool
 	take(dst, src *Subagent)
 	clone(*Subagent, *arena)
@@ -183,6 +212,7 @@ type text func(*Subagent) *string
 
 func (f text) value(s *Subagent) any     { return *f(s) }
 func (f text) dest(s *Subagent) any      { return f(s) }
+func (f text) set(s *Subagent, v any)    { *f(s), _ = v.(string) }
 func (f text) null(s *Subagent) bool     { return false }
 func (f text) take(dst, src *Subagent)   { *f(dst) = *f(src) }
 func (f text) clone(*Subagent, *arena)   {}
@@ -208,6 +238,7 @@ func (f boolean) value(s *Subagent) any {
 	return int64(0)
 }
 func (f boolean) dest(s *Subagent) any           { return f(s) }
+func (f boolean) set(s *Subagent, v any)         { *f(s) = v != nil && v.(bool) }
 func (f boolean) null(s *Subagent) bool          { return !*f(s) }
 func (f boolean) take(dst, src *Subagent)        { *f(dst) = *f(src) }
 func (f boolean) clone(*Subagent, *arena)        {}
@@ -217,8 +248,14 @@ func (f boolean) check(*Column, *Subagent) error { return nil }
 
 type timestamp func(*Subagent) *time.Time
 
-func (f timestamp) value(s *Subagent) any   { return CanonicalTime(*f(s)) }
-func (f timestamp) dest(s *Subagent) any    { return f(s) }
+func (f timestamp) value(s *Subagent) any { return CanonicalTime(*f(s)) }
+func (f timestamp) dest(s *Subagent) any  { return f(s) }
+func (f timestamp) set(s *Subagent, v any) {
+	*f(s) = time.Time{}
+	if v != nil {
+		*f(s) = v.(time.Time)
+	}
+}
 func (f timestamp) null(*Subagent) bool     { return false }
 func (f timestamp) take(dst, src *Subagent) { *f(dst) = *f(src) }
 func (f timestamp) clone(*Subagent, *arena) {}
@@ -243,7 +280,14 @@ func (f nullText) value(s *Subagent) any {
 	}
 	return nil
 }
-func (f nullText) dest(s *Subagent) any    { return f(s) }
+func (f nullText) dest(s *Subagent) any { return f(s) }
+func (f nullText) set(s *Subagent, v any) {
+	*f(s) = nil
+	if v != nil {
+		t := v.(string)
+		*f(s) = &t
+	}
+}
 func (f nullText) null(s *Subagent) bool   { return *f(s) == nil }
 func (f nullText) take(dst, src *Subagent) { *f(dst) = *f(src) }
 func (f nullText) clone(s *Subagent, a *arena) {
@@ -278,7 +322,14 @@ func (f nullInt) value(s *Subagent) any {
 	}
 	return nil
 }
-func (f nullInt) dest(s *Subagent) any    { return f(s) }
+func (f nullInt) dest(s *Subagent) any { return f(s) }
+func (f nullInt) set(s *Subagent, v any) {
+	*f(s) = nil
+	if v != nil {
+		n := v.(int64)
+		*f(s) = &n
+	}
+}
 func (f nullInt) null(s *Subagent) bool   { return *f(s) == nil }
 func (f nullInt) take(dst, src *Subagent) { *f(dst) = *f(src) }
 func (f nullInt) clone(s *Subagent, a *arena) {
@@ -308,7 +359,14 @@ func (f nullTime) value(s *Subagent) any {
 	}
 	return nil
 }
-func (f nullTime) dest(s *Subagent) any    { return f(s) }
+func (f nullTime) dest(s *Subagent) any { return f(s) }
+func (f nullTime) set(s *Subagent, v any) {
+	*f(s) = nil
+	if v != nil {
+		t := v.(time.Time)
+		*f(s) = &t
+	}
+}
 func (f nullTime) null(s *Subagent) bool   { return *f(s) == nil }
 func (f nullTime) take(dst, src *Subagent) { *f(dst) = *f(src) }
 func (f nullTime) clone(s *Subagent, a *arena) {
@@ -342,12 +400,12 @@ func isCanonical(t time.Time) bool { return t.Location() == time.UTC && t.Nanose
 
 // arena backs the pointers of one row, so that a row's nullable columns
 // cost one allocation rather than one each (the record path is hot). Values
-// are placed in order; the capacities exceed what Columns declares (a test
-// checks).
+// are placed in order; the capacities leave room for columns yet to come
+// (a test checks they hold what Columns declares).
 type arena struct {
-	texts      [9]string
-	ints       [3]int64
-	times      [1]time.Time
+	texts      [12]string
+	ints       [6]int64
+	times      [2]time.Time
 	nt, ni, nm int
 }
 

@@ -41,7 +41,8 @@ func TestColumnsDeclareEveryField(t *testing.T) {
 	}
 }
 
-// TestArenaFitsTheDeclaration: a row's pointers fit one arena exactly.
+// TestArenaFitsTheDeclaration: a row's pointers fit one arena (a column
+// that does not fit fails here: raise the arena's capacity).
 func TestArenaFitsTheDeclaration(t *testing.T) {
 	var texts, ints, times int
 	for _, c := range Columns {
@@ -58,7 +59,7 @@ func TestArenaFitsTheDeclaration(t *testing.T) {
 		}
 	}
 	var a arena
-	if texts != len(a.texts) || ints != len(a.ints) || times != len(a.times) {
+	if texts > len(a.texts) || ints > len(a.ints) || times > len(a.times) {
 		t.Errorf("nullable columns: %d text, %d int, %d time; the arena holds %d, %d, %d", texts, ints, times, len(a.texts), len(a.ints), len(a.times))
 	}
 }

@@ -94,14 +94,30 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		// 0 ⇒ NULL. AC-8: tool_use_count is a pointer; nil ⇒ NULL, 0 ⇒ 0.
 		// AC-9: a negative metric ⇒ NULL for that field only, counted once.
 		var neg [3]bool
-		row.TotalTokens, neg[0] = a.metric(p.TotalTokens, 1)
-		row.DurationMs, neg[1] = a.metric(p.DurationMs, 1)
+		row.TotalTokens, neg[0] = a.metric(p.TotalTokens, floor.tokens)
+		row.DurationMs, neg[1] = a.metric(p.DurationMs, floor.duration)
 		if n := p.ToolUseCount; n != nil {
-			row.ToolUseCount, neg[2] = a.metric(*n, 0)
+			row.ToolUseCount, neg[2] = a.metric(*n, floor.toolUses)
 		}
 		v.Anomalous = neg[0] || neg[1] || neg[2]
 	}
 	return row, v
+}
+
+// floor holds each metric's declared Min (Columns), read once.
+var floor = struct{ tokens, duration, toolUses int64 }{
+	ColumnNamed("total_tokens").Min, ColumnNamed("duration_ms").Min, ColumnNamed("tool_use_count").Min,
+}
+
+// ColumnNamed returns the declared column of that name; it panics for a
+// name Columns does not declare (a programming error).
+func ColumnNamed(name string) *Column {
+	for i := range Columns {
+		if Columns[i].Name == name {
+			return &Columns[i]
+		}
+	}
+	panic("core: no column named " + name)
 }
 
 // Merge is the reference semantics of the upsert: the row that results when
@@ -135,6 +151,41 @@ func MergeInto(stored, incoming *Subagent) {
 			f.take(stored, incoming)
 		}
 	}
+}
+
+// Where history meets live capture (docs/CONTRACT.md §8.5) a
+// (task_session_id, tool_call_id) pair is one invocation: the row the
+// backfill recovered for it under the 'unknown' execution and the frames
+// recorded live under an execution id become one row, whatever came
+// first. History counts as the first write: the row is what the live
+// frames, merged by the ordinary rules, make of the row history gave, and
+// it takes the live execution id.
+
+// Adopts reports whether incoming, a live row whose key (session,
+// execution, tool call id) has no row yet, takes over stored: a row the
+// backfill wrote for the same session and tool call id, still under the
+// 'unknown' execution. The store then gives stored incoming's execution id
+// and merges incoming into it by the ordinary rules, in the same atomic
+// write.
+func Adopts(stored, incoming *Subagent) bool {
+	return stored.Source == SourceBackfill && stored.AgentExecutionID == UnknownExecution &&
+		incoming.AgentExecutionID != UnknownExecution &&
+		stored.TaskSessionID == incoming.TaskSessionID && stored.ToolCallID == incoming.ToolCallID
+}
+
+// MergeHistory is the row that results when the backfill meets live, a
+// row that live frames wrote first for the pair history (the row the
+// backfill recovered) describes: history's row with live merged into it
+// by the ordinary rules, as if history had been written first, keeping
+// live's id and execution id. So history gives the write-once columns
+// (observed_at, task_id, source 'backfill') and the first-wins ones where
+// it has them, live's values replace history's wherever live reported one,
+// and history fills what live never said.
+func MergeHistory(live, history Subagent) Subagent {
+	out := history
+	MergeInto(&out, &live)
+	out.ID, out.AgentExecutionID = live.ID, live.AgentExecutionID
+	return out
 }
 
 // CanonicalTime is the form in which every adapter stores a timestamp: UTC,

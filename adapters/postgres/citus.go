@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"gorm.io/gorm"
 
@@ -52,9 +53,16 @@ func citusPlacement(ctx context.Context, db *gorm.DB, table string) (tablePlacem
 	return p, err
 }
 
-// Distribute implements sqlstore.Dialect. Only a hash-distributed sessions
-// table calls for it; sessions on the coordinator (or a reference table)
-// keep the record beside them there.
+// Distributed implements sqlstore.Placement.
+func (Dialect) Distributed(ctx context.Context, db *gorm.DB) (bool, error) {
+	p, err := placement(ctx, db, `"`+sqlstore.Table+`"`)
+	return p.distributedBy("task_session_id"), err
+}
+
+// Distribute implements sqlstore.Placement. Only a hash-distributed
+// sessions table calls for it; sessions on the coordinator (or a reference
+// table) keep the record beside them there. The table is distributed once
+// it has its declared shape (the shape step upgrades an older one first).
 func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables, createdMeta bool) error {
 	if ok, err := citusInstalled(ctx, db); err != nil || !ok {
 		return err
@@ -77,8 +85,8 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 		return fmt.Errorf("%s is already in Citus's catalog (method %q, by %s) but not distributed by task_session_id colocated with %s, as the foreign key and every pushed-down statement need: undistribute it (SELECT undistribute_table('%s')) and run the migration pass again",
 			sqlstore.Table, ours.Method, deref(ours.Column), sessions, sqlstore.Table)
 	default:
-		shape, err := d.Shape(ctx, db)
-		if err != nil || !shape.EndState() {
+		info, err := d.Describe(ctx, db, sqlstore.Table)
+		if err != nil || !info.Exists || inferVersion(info) < 3 {
 			return err // the shape step upgrades the table first, then distributes it
 		}
 		if err := db.WithContext(ctx).Exec(`SELECT create_distributed_table(?, 'task_session_id', colocate_with => ?)`, sqlstore.Table, sessions).Error; err != nil {
@@ -96,6 +104,19 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 		return fmt.Errorf("make the meta table %s a reference table: %w", meta, err)
 	}
 	return nil
+}
+
+// inferVersion is how far the table is along the numbered steps that
+// Citus cares about: a distributed table's keys must contain the session,
+// so it is distributed only from the primary key (task_session_id, id) on
+// (step 3).
+func inferVersion(info sqlstore.TableInfo) int {
+	for _, x := range info.Indexes {
+		if x.Primary && slices.Equal(x.Columns, primaryKey) && info.Column("agent_execution_id") != nil {
+			return 3
+		}
+	}
+	return 0
 }
 
 func deref(s *string) string {

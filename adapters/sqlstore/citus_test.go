@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,12 +31,21 @@ func TestCitusPlans(t *testing.T) {
 	e := d.Env(t)
 	s := e.Store
 	capture := time.Date(2026, 8, 12, 23, 10, 0, 500001001, time.UTC)
-	row, _ := core.Normalize(core.Frame{TaskSessionID: "sess-1", TaskID: "task-1", ToolCallID: "toolu_01", ObservedAt: capture})
-	health, healthArgs := s.HealthStatement(capture)
-	list, listArgs := s.ListStatement("task_session_id", "sess-1", core.Page{})
-	byTurn, byTurnArgs := s.ListStatement("turn_id", "turn-1", core.Page{Limit: 100})
+	row, _ := core.Normalize(core.Frame{TaskSessionID: "sess-1", TaskID: "task-1", ExecutionID: "exec-1", ToolCallID: "toolu_01", ObservedAt: capture})
+	health, healthArgs := s.HealthSQL(capture)
+	list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
+	byTurn, byTurnArgs := s.ListSQL("turn_id", "turn-1", core.Page{Limit: 100})
 	where := " WHERE task_session_id = ?"
-	bf := s.Backfill(true)
+	bf, form := s.BackfillParts(), s.Form(true)
+	merge, remove := s.RepairSQL()
+	// The upsert calls a function (postgres.Dialect.Upsert); its two
+	// statements are what run on the shards.
+	insert, err := s.InsertSQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adoptArgs []any
+	adopt := sqlstore.AdoptSQL(func(c string) string { adoptArgs = append(adoptArgs, sqlstore.Args(&row)[column(c)]); return "?" })
 	plans := []struct {
 		name   string
 		plan   []string // planner settings, as the statement runs with them
@@ -43,16 +53,20 @@ func TestCitusPlans(t *testing.T) {
 		args   []any
 		shards int // tasks the plan must have; 0: every shard
 	}{
-		{"upsert", nil, s.UpsertSQL(), sqlstore.Args(&row), 1},
+		{"upsert_insert", nil, insert, sqlstore.Args(&row), 1},
+		{"upsert_adopt", nil, adopt, adoptArgs, 1},
 		{"list_by_session", nil, list, listArgs, 1},
 		{"list_by_turn", nil, byTurn, byTurnArgs, 0},
-		{"backfill_through", bf.Plan, bf.Through, nil, 0},
-		{"backfill_insert", bf.Plan, bf.Insert, []any{capture}, 0},
+		{"backfill_through", form.Plan, bf["through"], nil, 0},
+		{"backfill_merge", form.Plan, bf["merge"], []any{capture}, 0},
+		{"backfill_insert", form.Plan, bf["insert"], []any{capture}, 0},
+		{"repair_merge", nil, merge, []any{capture}, 0},
+		{"repair_remove", nil, remove, nil, 0},
 		{"health", nil, health, healthArgs, 0},
-		{"stats", nil, s.StatsStatement(""), nil, 0},
-		{"stats_session", nil, s.StatsStatement(where), []any{"sess-1"}, 1},
-		{"fan_out", nil, s.FanOutStatement(""), nil, 0},
-		{"sessions", nil, s.SessionsStatement(200), nil, 0},
+		{"stats", nil, s.StatsSQL(""), nil, 0},
+		{"stats_session", nil, s.StatsSQL(where), []any{"sess-1"}, 1},
+		{"fan_out", nil, s.FanOutSQL(""), nil, 0},
+		{"sessions", nil, s.SessionsSQL(200), nil, 0},
 	}
 	shardName := regexp.MustCompile(`_\d{6,}\b`)
 	port := regexp.MustCompile(`port=\d+`)
@@ -84,4 +98,9 @@ func TestCitusPlans(t *testing.T) {
 			check(t, filepath.Join("testdata", "citus", p.name+".plan"), "-- "+p.name+"\n"+text+"\n")
 		})
 	}
+}
+
+// column is the position of a declared column.
+func column(name string) int {
+	return slices.IndexFunc(core.Columns, func(c core.Column) bool { return c.Name == name })
 }

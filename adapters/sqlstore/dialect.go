@@ -10,100 +10,167 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 )
 
-// Dialect is what differs between the SQL databases: types, timestamp
-// arithmetic, how the host's messages are read, the catalog, error
-// classification. adapters/sqlite and adapters/postgres implement it; it is
-// exported so that they can, and is not a stable interface for others (it
-// changes whenever a statement needs something new from a dialect).
+// Dialect is what one SQL database supplies; everything else — the DDL, the
+// upsert, the lists, the migration pass's statements, health and
+// statistics — is rendered by this package from the column declaration
+// (core.Columns) and the dialect's answers. adapters/sqlite and
+// adapters/postgres implement it. It is an interface for dialect authors,
+// not a stable API for hosts: it changes when a statement needs something
+// new from a dialect. Each concern is a small interface of its own, so a
+// third dialect is a guided job (the README's "A third dialect" says what
+// each takes); Placement and Pipeliner are optional.
 //
-// Every statement is rendered by this package from the dialect's fragments;
-// testdata/*.sql holds each statement whole, per dialect, for review.
+// testdata/<dialect>/*.sql holds every statement whole, per dialect.
 type Dialect interface {
-	// Name is "sqlite" or "postgres".
-	Name() string
-	// ColumnType is the SQL type of a declared column type.
-	ColumnType(core.Type) string
-	// SchemaExtras are statements, each idempotent, that create what the
-	// dialect's fragments call (PostgreSQL's metadata function).
-	SchemaExtras() []string
-	// TableExists reports whether a table of that (validated, unqualified)
-	// name is visible.
-	TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error)
+	Fragments
+	MessageView
+	Catalog
+}
 
+// Fragments are the dialect's SQL pieces and its connection's behaviour:
+// types, expressions, the upsert's form, errors, handle settings.
+type Fragments interface {
+	// Name is the dialect's name ("sqlite", "postgres").
+	Name() string
+	// ColumnType is the SQL type of a declared column type, as the DDL
+	// spells it and as Describe reports it.
+	ColumnType(core.Type) string
 	// Instant is an SQL expression over one of this table's timestamp
 	// columns: its Unix time in microseconds, a 64-bit integer. Every
 	// comparison and ordering of those columns goes through it, so each is
-	// exact and independent of the session time zone (AC-24e).
+	// exact and independent of the session's time zone (AC-24e).
 	Instant(expr string) string
+	// Bytewise makes a text expression compare byte by byte, whatever the
+	// database's collation (docs/CONTRACT.md §8.4).
+	Bytewise(expr string) string
+	// Upsert gives the upsert its form on this database: the schema
+	// objects it needs (created with the table, each statement idempotent)
+	// and the statement run once per row, with one placeholder per column
+	// of core.Columns in that order (docs/CONTRACT.md §3.2, §8.5).
+	Upsert(u UpsertParts) (schema []string, statement string)
+	// Classify maps a driver error to core.ErrConstraint,
+	// core.ErrUnavailable or nil (unknown).
+	Classify(err error) error
+	// CheckHandle reports, with ErrHandleSettings, a setting of the
+	// handle's connections the store depends on and cannot safely set
+	// itself, naming the setting and how to set it.
+	CheckHandle(ctx context.Context, db *gorm.DB) error
+	// Writers is how many concurrent writers suit the database: a
+	// recorder's default (core.WriterHint).
+	Writers() int
+}
+
+// UpsertParts are the pieces of the upsert the dialect assembles
+// (Fragments.Upsert).
+type UpsertParts struct {
+	// Insert is the INSERT … VALUES … ON CONFLICT … DO UPDATE statement,
+	// rendered by GORM in the dialect's bind syntax, one placeholder per
+	// column in core.Columns order.
+	Insert string
+	// Adopt renders the statement that hands a backfilled row of the
+	// incoming row's (session, tool call id) pair to the incoming
+	// execution (core.Adopts), given how the dialect refers to the
+	// incoming value of a column (a trigger's NEW.col, a function's $n).
+	// Run just before Insert, in the same statement, it makes the insert
+	// merge into that row (docs/CONTRACT.md §8.5).
+	Adopt func(incoming func(column string) string) string
+}
+
+// MessageView is how the dialect reads the host's messages
+// (docs/CONTRACT.md §4.2) for the backfill, health and coverage.
+type MessageView interface {
+	// SubagentMessages is a SELECT over the host's messages yielding one
+	// row per subagent message with the columns MessageColumns names,
+	// exactly as history.Recover reads it, derived from the column
+	// declaration's metadata paths.
+	SubagentMessages(t Tables) string
 	// HostInstant is an SQL expression over a host timestamp column
 	// (messages' created_at, updated_at): a value that orders and compares
 	// as the instant at the host's full precision, NULL when the value is
-	// not an instant in years 1-9999 (docs/CONTRACT.md §4.2).
+	// not an instant in years 1-9999.
 	HostInstant(expr string) string
 	// HostInstantArg is t as a bound value comparable with HostInstant:
 	// HostInstant(x) >= HostInstantArg(t) exactly when x is at or after t.
 	HostInstantArg(t time.Time) any
 	// ParseHostInstant reads a scanned HostInstant value (nil for NULL).
 	ParseHostInstant(v any) (*time.Time, error)
-	// Bytewise makes a text expression compare byte by byte, whatever the
-	// database's collation (docs/CONTRACT.md §8.4).
-	Bytewise(expr string) string
-
-	// SubagentMessages is a SELECT over the host's messages yielding one
-	// row per subagent message (docs/CONTRACT.md §4.2) with the columns
-	// MessageColumns names, exactly as backfill.Recover reads it.
-	SubagentMessages(t Tables) string
-	// WithConn runs fn on one connection of db prepared for this dialect's
+	// WithConn runs fn on one connection of db prepared for the view's
 	// fragments (SQLite registers its functions there).
 	WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) error) error
 	// BackfillForm is how the backfill runs on this dialect; distributed
-	// tells whether the table is sharded (Shape.Distributed).
+	// tells whether the table is sharded (Placement).
 	BackfillForm(distributed bool) BackfillForm
-	// Distribute places task_session_subagents beside the host's sessions
-	// when the database shards them (Citus: distributed by task_session_id,
-	// colocated with the sessions table; the meta table, when createdMeta,
-	// a reference table). It is a no-op where the database does not shard,
-	// or while the table is absent or not yet in its end shape (EnsureSchema
-	// calls it before creating the table, to check that the sessions can be
-	// followed, and after; the shape step after upgrading), and fails,
-	// saying why, when the sessions are sharded and the table cannot follow
-	// them.
-	Distribute(ctx context.Context, db *gorm.DB, t Tables, createdMeta bool) error
-
-	// CheckHandle reports, with ErrHandleSettings, a setting of the
-	// handle's connections the store depends on and cannot safely set
-	// itself (SQLite's foreign keys and busy timeout; PostgreSQL's UTF-8
-	// encoding), naming the setting and how to set it.
-	CheckHandle(ctx context.Context, db *gorm.DB) error
-	// Writers is how many concurrent writers suit the database: a
-	// recorder's default (core.WriterHint).
-	Writers() int
-	// Classify maps a driver error to core.ErrConstraint,
-	// core.ErrUnavailable or nil (unknown).
-	Classify(err error) error
-	// Shape reads the current shape of task_session_subagents from the
-	// catalog.
-	Shape(ctx context.Context, db *gorm.DB) (Shape, error)
-	// Upgrade brings a table that exists but is not in its end shape to the
-	// end shape, every row kept. It runs inside the caller's transaction, so
-	// a failure leaves the old shape. hook is called after each statement
-	// with the stage's name (fault injection in tests; never nil).
-	Upgrade(ctx context.Context, tx *gorm.DB, t Tables, hook func(stage string) error) error
-	// UpgradeStages are the stage names Upgrade reports, in order, when it
-	// upgrades the first draft's table (the fault-injection tests walk them).
-	UpgradeStages() []string
 }
 
 // BackfillForm is how a dialect runs the backfill (docs/CONTRACT.md §4.1).
 type BackfillForm struct {
 	// Staged: the ranked messages are staged in a temporary table by one
-	// scan, which backfill_through and the insert then read (SQLite, which
-	// has no writable CTE). Otherwise the backfill is one statement, or, on
-	// a sharded table, two that each run on every shard (Store.Backfill).
+	// scan before the backfill's transaction begins, and the transaction
+	// reads them there (SQLite: the scan holds no write lock, so the
+	// host's own writes never wait for it). Otherwise the backfill is one
+	// statement, or, on a sharded table, one per part, each run on every
+	// shard.
 	Staged bool
-	// Plan: statements run first in the backfill's transaction (planner
-	// settings).
+	// Begin opens the transaction of the backfill (and of the shape
+	// step): "" for BEGIN; SQLite begins IMMEDIATE, taking the write lock
+	// at once, so no live write can come between what the transaction
+	// reads and what it writes.
+	Begin string
+	// Lock is run first in that transaction to serialise it with the live
+	// writes, so that neither misses the other's rows (PostgreSQL: a table
+	// lock the live upserts wait for; "" where Begin already does it).
+	Lock string
+	// Plan are planner settings run next in the backfill's transaction.
 	Plan []string
+}
+
+// Catalog is the table's shape as the database's catalog describes it,
+// and the numbered steps that bring an older shape to the declared one.
+type Catalog interface {
+	// TableExists reports whether a table of that (validated, unqualified)
+	// name is visible.
+	TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error)
+	// Describe reads a table's columns (types spelled as ColumnType spells
+	// them), keys, indexes and foreign keys.
+	Describe(ctx context.Context, db *gorm.DB, name string) (TableInfo, error)
+	// SchemaExtras are statements, each idempotent, that create what the
+	// dialect's fragments call (PostgreSQL's metadata function).
+	SchemaExtras() []string
+	// Steps are the dialect's numbered upgrade steps, the non-additive
+	// changes the table went through, in order. Each runs inside the shape
+	// step's transaction and does nothing to a table that has what it
+	// brings.
+	Steps() []Step
+}
+
+// Step is one numbered, non-additive change of the table's shape
+// (docs/CONTRACT.md §4 step 2). Its version is recorded in the meta table
+// once it has run, so it never runs again.
+type Step struct {
+	Version int
+	Name    string
+	// Stages are the names Apply passes to hook, in order, when the step
+	// has work to do (fault-injection tests walk them).
+	Stages []string
+	// Apply upgrades the table inside tx, every row kept; hook is called
+	// after each statement with the stage's name (never nil).
+	Apply func(ctx context.Context, tx *gorm.DB, t Tables, hook func(stage string) error) error
+}
+
+// Placement is implemented by a dialect whose database may shard the
+// table (Citus). Without it the table lives on one server.
+type Placement interface {
+	// Distribute places task_session_subagents beside the host's sessions
+	// when the database shards them (Citus: distributed by task_session_id,
+	// colocated with the sessions table; the meta table, when createdMeta,
+	// a reference table). It is a no-op where the database does not shard,
+	// or while the table is absent or not yet in its declared shape, and
+	// fails, saying why, when the sessions are sharded and the table cannot
+	// follow them.
+	Distribute(ctx context.Context, db *gorm.DB, t Tables, createdMeta bool) error
+	// Distributed reports whether task_session_subagents is sharded by
+	// task_session_id.
+	Distributed(ctx context.Context, db *gorm.DB) (bool, error)
 }
 
 // Pipeliner is implemented by a dialect whose driver can send many
@@ -117,11 +184,71 @@ type Pipeliner interface {
 	Pipeline(ctx context.Context, pool *sql.DB, query string, args [][]any) (at int, ok bool, err error)
 }
 
-// MessageColumns are the columns of Dialect.SubagentMessages, in order:
-// the message's identity, whether it is recoverable (0/1), its created_at
-// as a HostInstant, and the row it would insert (docs/CONTRACT.md §4.1).
-var MessageColumns = []string{
-	"message_id", "task_session_id", "task_id", "tool_call_id", "recoverable", "created",
-	"turn_id", "parent_tool_call_id", "subagent_type", "description", "agent_id", "child_session_id", "model",
-	"agent_status", "tool_status", "is_async", "total_tokens", "tool_use_count", "duration_ms", "observed_at", "settled_at",
+// TableInfo is a table as a catalog describes it.
+type TableInfo struct {
+	Exists      bool
+	Columns     []ColumnInfo
+	Indexes     []IndexInfo
+	ForeignKeys []ForeignKeyInfo
+}
+
+// ColumnInfo is one column of a catalog.
+type ColumnInfo struct {
+	Name    string
+	Type    string // as the dialect's ColumnType spells it
+	NotNull bool
+	Default string // an SQL literal, casts removed; "" for none
+}
+
+// IndexInfo is one index or unique constraint of a catalog.
+type IndexInfo struct {
+	Name       string
+	Unique     bool
+	Primary    bool
+	Columns    []string // in key order
+	Constraint string   // the constraint it backs ("" for a plain index)
+}
+
+// ForeignKeyInfo is one foreign key of a catalog.
+type ForeignKeyInfo struct {
+	Column, RefTable, RefColumn, OnDelete string // OnDelete as SQL spells it: CASCADE, NO ACTION, …
+}
+
+// Column returns the named column, or nil.
+func (t TableInfo) Column(name string) *ColumnInfo {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// MessageColumns are the columns of MessageView.SubagentMessages, in
+// order: the message's identity, whether it is recoverable (0/1), its
+// created_at as a HostInstant, then every column of the row history gives
+// (HistoryColumns).
+func MessageColumns() []string {
+	out := []string{"message_id", "task_session_id", "task_id", "tool_call_id", "recoverable", "created"}
+	for _, c := range HistoryColumns() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// HistoryColumns are the columns a message gives its row beyond its
+// identity (the message's id, session, task and tool call id) and what the
+// backfill sets itself (agent_execution_id 'unknown', source 'backfill',
+// updated_at): turn_id, the columns read from the metadata, observed_at
+// and settled_at, in declaration order.
+func HistoryColumns() []core.Column {
+	var out []core.Column
+	for _, c := range core.Columns {
+		switch c.Name {
+		case "id", "task_session_id", "task_id", "tool_call_id", "agent_execution_id", "source", "updated_at":
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }

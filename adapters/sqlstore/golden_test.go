@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -39,26 +40,29 @@ func TestGoldenStatements(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			e := d.Env(t)
 			s := e.Store
-			health, healthArgs := s.HealthStatement(capture)
-			list, listArgs := s.ListStatement("task_session_id", "sess-1", core.Page{})
-			keyset, keysetArgs := s.ListStatement("turn_id", "turn-1", core.Page{Limit: 100, After: &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}})
+			health, healthArgs := s.HealthSQL(capture)
+			list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
+			keyset, keysetArgs := s.ListSQL("turn_id", "turn-1", core.Page{Limit: 100, After: &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}})
 			where := " WHERE task_session_id = ?"
-			rows, messages := s.FirstActivityStatements(where)
+			rows, messages := s.FirstActivitySQL(where)
+			merge, remove := s.RepairSQL()
 			files := map[string]string{
-				"schema.sql":            strings.Join(sqlstore.SchemaStatements(s.Dialect(), s.Tables()), ";\n\n") + ";\n",
-				"upsert.sql":            s.UpsertSQL() + ";\n",
+				"schema.sql":            strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
+				"upsert.sql":            "-- per row; the arguments are core.Columns' values in order\n" + s.UpsertSQL() + ";\n",
 				"list_by_session.sql":   withArgs(list, listArgs),
 				"list_keyset.sql":       withArgs(keyset, keysetArgs),
-				"subagent_messages.sql": s.Dialect().SubagentMessages(s.Tables()) + ";\n",
+				"subagent_messages.sql": s.MessagesSQL() + ";\n",
 				"health.sql":            withArgs(health, healthArgs),
-				"stats.sql": "-- the aggregates\n" + s.StatsStatement(where) + ";\n\n-- fan-out per turn\n" + s.FanOutStatement(where) +
+				"stats.sql": "-- the aggregates\n" + s.StatsSQL(where) + ";\n\n-- fan-out per turn\n" + s.FanOutSQL(where) +
 					";\n\n-- first activity: rows\n" + rows + ";\n\n-- first activity: messages\n" + messages + ";\n",
 				"upgrade.sql":  upgradeStatements(t, d),
-				"sessions.sql": s.SessionsStatement(200) + ";\n",
+				"sessions.sql": s.SessionsSQL(200) + ";\n",
+				"repair.sql": "-- step 4, in the shape step's transaction: the pairs an earlier build doubled; the update takes updated_at\n" +
+					merge + ";\n\n" + remove + ";\n",
 			}
-			files["backfill.sql"] = backfillText(s.Backfill(false))
+			files["backfill.sql"] = backfillText(s.Form(false), s.BackfillSQL(false))
 			if d.Name == "postgres" {
-				files["backfill_sharded.sql"] = backfillText(s.Backfill(true))
+				files["backfill_sharded.sql"] = backfillText(s.Form(true), s.BackfillSQL(true))
 			}
 			for name, text := range files {
 				check(t, filepath.Join("testdata", d.Name, name), text)
@@ -67,18 +71,29 @@ func TestGoldenStatements(t *testing.T) {
 	}
 }
 
-// backfillText is a backfill's statements in the order they run, in one
-// transaction; the insert (or the single statement) takes updated_at.
-func backfillText(bf sqlstore.BackfillStatements) string {
-	var stmts []string
-	stmts = append(stmts, bf.Plan...)
-	if bf.Single != "" {
-		stmts = append(stmts, bf.Single)
-	} else {
-		stmts = append(stmts, bf.Drop, bf.Stage, bf.Through, bf.Insert, bf.Drop)
+// backfillText is a backfill's statements in the order they run: a stage
+// (where the dialect stages) before the transaction, then the
+// transaction, opened as the dialect opens it; the merge and the insert
+// take updated_at.
+func backfillText(form sqlstore.BackfillForm, stmts []string) string {
+	begin := form.Begin
+	if begin == "" {
+		begin = "BEGIN"
 	}
-	stmts = slices.DeleteFunc(stmts, func(s string) bool { return s == "" })
-	return "-- in one transaction; the argument is updated_at\n" + strings.Join(stmts, ";\n\n") + ";\n"
+	var before, in, after []string
+	for i, q := range stmts {
+		switch {
+		case form.Staged && i < 2:
+			before = append(before, q)
+		case form.Staged && i == len(stmts)-1:
+			after = append(after, q)
+		default:
+			in = append(in, q)
+		}
+	}
+	all := append(append(append(before, begin), slices.DeleteFunc(append([]string{form.Lock}, form.Plan...), func(q string) bool { return q == "" })...), in...)
+	all = append(append(all, "COMMIT"), after...)
+	return "-- the merge and the insert take updated_at\n" + strings.Join(all, ";\n\n") + ";\n"
 }
 
 // withArgs appends a statement's bound arguments as a comment.
@@ -112,18 +127,23 @@ func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 		t.Fatalf("upgrade: %s", r)
 	}
 	schema := map[string]bool{}
-	for _, q := range sqlstore.SchemaStatements(s.Dialect(), s.Tables()) {
+	for _, q := range s.SchemaSQL() {
 		schema[q] = true // the table step's, not the upgrade's
 	}
 	var out []string
 	for _, q := range log.statements {
-		if schema[q] || strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "SHOW") || strings.HasPrefix(q, "PRAGMA") || strings.Contains(q, "pragma_") || strings.Contains(q, "to_regclass") {
-			continue // catalog reads
+		if schema[q] || strings.HasPrefix(q, "DO $do$") || strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "SHOW") || strings.HasPrefix(q, "PRAGMA") ||
+			strings.Contains(q, "pragma_") || strings.Contains(q, "to_regclass") || strings.Contains(q, "subagent_context_schema_v") {
+			continue // the schema's own statements, catalog reads, version keys
 		}
-		out = append(out, q)
+		out = append(out, instant.ReplaceAllString(q, "?"))
 	}
-	return "-- the first draft's table upgraded in one transaction (statements between catalog reads)\n" + strings.Join(out, ";\n\n") + ";\n"
+	return "-- the first draft's table brought to its declared shape in one transaction (statements between catalog reads)\n" +
+		strings.Join(out, ";\n\n") + ";\n"
 }
+
+// instant is a time the logger wrote into a statement for its argument.
+var instant = regexp.MustCompile(`['"]\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?['"]`)
 
 // statementLog is a GORM logger that keeps the statements it sees while on.
 type statementLog struct {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -15,11 +16,15 @@ import (
 
 // Activation reads the three keys (docs/CONTRACT.md §5.1).
 func (s *Store) Activation(ctx context.Context) (core.Activation, error) {
+	return s.activation(s.db.WithContext(ctx))
+}
+
+func (s *Store) activation(db *gorm.DB) (core.Activation, error) {
 	var kv []struct{ Key, Value string }
-	err := s.db.WithContext(ctx).Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" IN ?`,
+	err := db.Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" IN ?`,
 		[]string{core.CaptureSinceKey, core.ExecutionSinceKey, core.BackfillThroughKey}).Scan(&kv).Error
 	if err != nil {
-		return core.Activation{}, s.opError("read activation keys", core.RowKey{}, err)
+		return core.Activation{}, s.opError("read activation keys", err)
 	}
 	keys := make(map[string]string, len(kv))
 	for _, p := range kv {
@@ -40,14 +45,14 @@ func (s *Store) Health(ctx context.Context) (core.Health, error) {
 	if !ok {
 		return h, nil
 	}
-	q, args := s.HealthStatement(capture)
+	q, args := s.healthStatement(capture)
 	var out struct {
 		Shortfall, Excess, Collisions int64
 		LastObservedUs, LastWriteUs   sql.NullInt64
 	}
 	err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) error { return db.Raw(q, args...).Scan(&out).Error })
 	if err != nil {
-		return core.Health{}, s.opError("health check", core.RowKey{}, err)
+		return core.Health{}, s.opError("health check", err)
 	}
 	h.Shortfall, h.Excess = out.Shortfall, out.Excess
 	if a.ExecutionSince.Present {
@@ -89,12 +94,23 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 	st := core.Stats{Query: q, Activation: a}
 	where, args := scope(q)
 	db := s.db.WithContext(ctx)
-	aggs, err := Query(db, s.StatsStatement(where), args...)
+	aggs, err := query(db, s.statsStatement(where), args...)
 	if err != nil {
-		return core.Stats{}, s.opError("stats", core.RowKey{}, err)
+		return core.Stats{}, s.opError("stats", err)
+	}
+	if len(aggs) != 1 {
+		return core.Stats{}, &core.OpError{Op: "stats", Err: fmt.Errorf("the aggregate returned %d rows, want 1", len(aggs))}
 	}
 	agg := aggs[0]
-	n := func(name string) int64 { v, _ := integer(agg[name]); return v.Int64() }
+	var bad error
+	n := func(name string) int64 {
+		v, err := integer(agg[name])
+		if err != nil {
+			bad = errors.Join(bad, fmt.Errorf("%s: %w", name, err))
+			return 0
+		}
+		return v.Int64()
+	}
 	st.Subagents, st.Live, st.Backfill = n("n"), n("live"), n("backfill")
 	st.RowsWithoutTurn, st.UnknownExecutionRows = n("no_turn"), n("unknown_exec")
 	if a.ExecutionSince.Present {
@@ -128,8 +144,11 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 		}
 		m.Stats.All.Set(st.Subagents, m.Stats.Live.Reported+m.Stats.Backfill.Reported, all)
 	}
-	if err := db.Raw(s.FanOutStatement(where), args...).Scan(&st.FanOutPerTurn).Error; err != nil {
-		return core.Stats{}, s.opError("stats: fan-out", core.RowKey{}, err)
+	if bad != nil {
+		return core.Stats{}, &core.OpError{Op: "stats", Err: bad}
+	}
+	if err := db.Raw(s.fanOutStatement(where), args...).Scan(&st.FanOutPerTurn).Error; err != nil {
+		return core.Stats{}, s.opError("stats: fan-out", err)
 	}
 	if st.FanOutPerTurn == nil {
 		st.FanOutPerTurn = []core.FanOut{}
@@ -140,9 +159,9 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 	return st, nil
 }
 
-// Query runs a query and returns its rows as column → value maps, each
+// query runs a query and returns its rows as column → value maps, each
 // value as the driver returns it.
-func Query(db *gorm.DB, q string, args ...any) ([]map[string]any, error) {
+func query(db *gorm.DB, q string, args ...any) ([]map[string]any, error) {
 	rows, err := db.Raw(q, args...).Rows()
 	if err != nil {
 		return nil, err
@@ -208,8 +227,8 @@ func (s *Store) Sessions(ctx context.Context, limit int) ([]core.SessionSummary,
 		Subagents, Turns, MaxFanOut, Open int64
 		FirstUs, LastUs                   int64
 	}
-	if err := s.db.WithContext(ctx).Raw(s.SessionsStatement(limit)).Scan(&out).Error; err != nil {
-		return nil, s.opError("sessions", core.RowKey{}, err)
+	if err := s.db.WithContext(ctx).Raw(s.sessionsStatement(limit)).Scan(&out).Error; err != nil {
+		return nil, s.opError("sessions", err)
 	}
 	sums := make([]core.SessionSummary, len(out))
 	if len(out) == 0 {
@@ -253,7 +272,7 @@ func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats)
 // earliest of its rows' observed_at and its messages' created_at, at the
 // host's precision (nil when neither is an instant).
 func (s *Store) firstActivity(ctx context.Context, where string, args []any) (map[string]*time.Time, error) {
-	rowsQ, msgsQ := s.FirstActivityStatements(where)
+	rowsQ, msgsQ := s.firstActivityStatements(where)
 	first := map[string]*time.Time{}
 	earliest := func(session string, t *time.Time) {
 		if cur, ok := first[session]; !ok || (t != nil && (cur == nil || t.Before(*cur))) {
@@ -265,17 +284,17 @@ func (s *Store) firstActivity(ctx context.Context, where string, args []any) (ma
 		First         sql.NullInt64
 	}
 	if err := s.db.WithContext(ctx).Raw(rowsQ, args...).Scan(&rows).Error; err != nil {
-		return nil, s.opError("first activity", core.RowKey{}, err)
+		return nil, s.opError("first activity", err)
 	}
 	for _, r := range rows {
 		earliest(r.TaskSessionID, micros(r.First))
 	}
 	if ok, err := s.d.TableExists(ctx, s.db, s.tables.Messages); err != nil {
-		return nil, s.opError("first activity", core.RowKey{}, err)
+		return nil, s.opError("first activity", err)
 	} else if ok {
 		var msgs []map[string]any
-		if err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) { msgs, err = Query(db, msgsQ, args...); return err }); err != nil {
-			return nil, s.opError("first activity", core.RowKey{}, err)
+		if err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) { msgs, err = query(db, msgsQ, args...); return err }); err != nil {
+			return nil, s.opError("first activity", err)
 		}
 		for _, m := range msgs {
 			t, err := s.d.ParseHostInstant(m["first"])

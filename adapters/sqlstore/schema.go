@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/subagentctx/subagentctx/core"
@@ -9,70 +10,81 @@ import (
 
 // The table's constraints and indexes, by name, on every dialect.
 const (
-	KeyConstraint     = Table + "_key"
-	SessionForeignKey = Table + "_session_fk"
+	keyConstraint     = Table + "_key"
+	sessionForeignKey = Table + "_session_fk"
 )
 
-// PrimaryKeyColumns is the primary key: the session first, so that the key
-// contains the column a distributed database shards by (docs/CONTRACT.md
-// §2, §8.9).
-var PrimaryKeyColumns = []string{"task_session_id", "id"}
+// primaryKeyColumns is the primary key: the session first, so that the
+// key contains the column a distributed database shards by
+// (docs/CONTRACT.md §2, §8.9).
+var primaryKeyColumns = []string{"task_session_id", "id"}
 
-// Indexes are the three secondary indexes, by name and column.
-var Indexes = []struct{ Name, Column string }{
+// legacyKeyColumns is the first draft's unique key, which the three-column
+// key replaced (AC-33).
+var legacyKeyColumns = []string{"task_session_id", "tool_call_id"}
+
+// secondaryIndexes are the three secondary indexes, by name and column.
+var secondaryIndexes = []struct{ Name, Column string }{
 	{"idx_subagents_session_id", "task_session_id"},
 	{"idx_subagents_task_id", "task_id"},
 	{"idx_subagents_turn_id", "turn_id"},
 }
 
-// CreateTable is the table's DDL, rendered from core.Columns: every column
-// with its dialect type, NOT NULL and default, the primary key, the
+// TableDDL is the table's CREATE TABLE, rendered from core.Columns: every
+// column with its dialect type, NOT NULL and default, the primary key, the
 // three-column key and the cascading foreign key to the host's sessions.
-// name is the table to create (Table, or a temporary name for a rebuild).
-func CreateTable(d Dialect, name string, t Tables) string {
+// name is the table to create (Table, or a temporary name for a dialect's
+// rebuild step).
+func TableDDL(d Fragments, name string, t Tables) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", name)
 	for _, c := range core.Columns {
-		fmt.Fprintf(&b, "\t%-20s %s", c.Name, d.ColumnType(c.Type))
-		if !c.Nullable {
-			b.WriteString(" NOT NULL")
-		}
-		if lit := DefaultLiteral(c); lit != "" {
-			b.WriteString(" DEFAULT " + lit)
-		}
-		b.WriteString(",\n")
+		fmt.Fprintf(&b, "\t%-20s %s,\n", c.Name, columnDDL(d, c))
 	}
-	fmt.Fprintf(&b, "\tPRIMARY KEY (%s),\n", strings.Join(PrimaryKeyColumns, ", "))
-	fmt.Fprintf(&b, "\tCONSTRAINT %s UNIQUE (%s),\n", KeyConstraint, strings.Join(core.KeyColumns, ", "))
-	fmt.Fprintf(&b, "\tCONSTRAINT %s FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE\n)", SessionForeignKey, quote(t.Sessions))
+	fmt.Fprintf(&b, "\tPRIMARY KEY (%s),\n", strings.Join(primaryKeyColumns, ", "))
+	fmt.Fprintf(&b, "\tCONSTRAINT %s UNIQUE (%s),\n", keyConstraint, strings.Join(core.KeyColumns, ", "))
+	fmt.Fprintf(&b, "\tCONSTRAINT %s FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE\n)", sessionForeignKey, quote(t.Sessions))
 	return b.String()
 }
 
-// CreateIndexes creates the secondary indexes if absent.
-func CreateIndexes() []string {
-	out := make([]string, len(Indexes))
-	for i, x := range Indexes {
+// columnDDL is a column's type, NOT NULL and default, as declared.
+func columnDDL(d Fragments, c core.Column) string {
+	s := d.ColumnType(c.Type)
+	if !c.Nullable {
+		s += " NOT NULL"
+	}
+	if lit := defaultLiteral(c); lit != "" {
+		s += " DEFAULT " + lit
+	}
+	return s
+}
+
+// IndexDDL creates the secondary indexes if absent.
+func IndexDDL() []string {
+	out := make([]string, len(secondaryIndexes))
+	for i, x := range secondaryIndexes {
 		out[i] = fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s(%s)", x.Name, Table, x.Column)
 	}
 	return out
 }
 
-// CreateMeta creates the meta table if absent (docs/CONTRACT.md §2).
-func CreateMeta(t Tables) string {
+// metaDDL creates the meta table if absent (docs/CONTRACT.md §2).
+func metaDDL(t Tables) string {
 	return `CREATE TABLE IF NOT EXISTS ` + quote(t.Meta) + ` (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
 }
 
-// SchemaStatements is the whole DDL of the store, every statement
-// idempotent: the table, its indexes, the meta table and the dialect's
-// extras.
-func SchemaStatements(d Dialect, t Tables) []string {
-	out := append([]string{CreateTable(d, Table, t)}, CreateIndexes()...)
-	return append(append(out, CreateMeta(t)), d.SchemaExtras()...)
+// schemaStatements is the whole DDL of the store, every statement
+// idempotent: the table, its indexes, the meta table, the dialect's extras
+// and what its upsert needs.
+func (s *Store) schemaStatements() []string {
+	out := append([]string{TableDDL(s.d, Table, s.tables)}, IndexDDL()...)
+	out = append(append(out, metaDDL(s.tables)), s.d.SchemaExtras()...)
+	return append(out, s.upsertSchema...)
 }
 
-// DefaultLiteral renders a column's declared default as an SQL literal,
+// defaultLiteral renders a column's declared default as an SQL literal,
 // "" when it has none.
-func DefaultLiteral(c core.Column) string {
+func defaultLiteral(c core.Column) string {
 	switch x := c.Default.(type) {
 	case nil:
 		return ""
@@ -87,67 +99,145 @@ func DefaultLiteral(c core.Column) string {
 	panic(fmt.Sprintf("sqlstore: no SQL literal for the default %#v of %s", c.Default, c.Name))
 }
 
-// Shape is what the migration pass needs to know about the table.
-type Shape struct {
-	Exists bool
-	// HasExecutionColumn: agent_execution_id exists.
-	HasExecutionColumn bool
-	// ThreeColumnKey: a unique constraint on exactly (task_session_id,
-	// agent_execution_id, tool_call_id), in that order.
-	ThreeColumnKey bool
-	// LegacyKey: a unique constraint or index on (task_session_id,
-	// tool_call_id), the first draft's key, still exists.
-	LegacyKey bool
-	// PrimaryKey holds the primary key's columns, comma-separated.
-	PrimaryKey string
-	// Indexes: the three secondary indexes exist.
-	Indexes bool
-	// Wide: metrics are 64-bit and timestamps are this dialect's type.
-	Wide bool
-	// Distributed: sharded by task_session_id (Citus). Not part of the end
-	// shape; it chooses how the backfill runs.
-	Distributed bool
+// addColumnDDL adds a declared column that a deployed table lacks: only a
+// nullable or defaulted one can be added to a table with rows.
+func addColumnDDL(d Fragments, c core.Column) string {
+	return "ALTER TABLE " + Table + " ADD COLUMN " + c.Name + " " + columnDDL(d, c)
 }
 
-// EndState reports whether the table has the end shape (docs/CONTRACT.md
-// §4 step 2): the execution column, the three-column key and no other, the
-// primary key (task_session_id, id), the indexes, 64-bit metrics.
-func (s Shape) EndState() bool {
-	return s.Exists && s.HasExecutionColumn && s.ThreeColumnKey && !s.LegacyKey && s.Indexes && s.Wide &&
-		s.PrimaryKey == strings.Join(PrimaryKeyColumns, ",")
+// additive reports whether a column can be added to a table with rows.
+func additive(c core.Column) bool { return c.Nullable || c.Default != nil }
+
+// shapeReport is how a table differs from its declaration.
+type shapeReport struct {
+	// missing are declared columns the table lacks that the pass can add.
+	missing []core.Column
+	// indexes are declared secondary indexes the table lacks.
+	indexes bool
+	// diffs are the other differences, each a sentence: what only a
+	// numbered step can change.
+	diffs []string
 }
 
-// CatalogIndex is one index (or unique constraint) as read from a catalog.
-type CatalogIndex struct {
-	Name    string
-	Unique  bool
-	Primary bool
-	Columns string // comma-separated, in key order
+// holds reports whether the table has its declared shape.
+func (r shapeReport) holds() bool { return len(r.missing) == 0 && !r.indexes && len(r.diffs) == 0 }
+
+func (r shapeReport) String() string {
+	var parts []string
+	for _, c := range r.missing {
+		parts = append(parts, "lacks column "+c.Name)
+	}
+	if r.indexes {
+		parts = append(parts, "lacks a secondary index")
+	}
+	return strings.Join(append(parts, r.diffs...), "; ")
 }
 
-// ShapeFrom derives the key and index parts of a Shape from a catalog's
-// indexes.
-func ShapeFrom(s Shape, idx []CatalogIndex) Shape {
-	key, legacy := strings.Join(core.KeyColumns, ","), "task_session_id,tool_call_id"
-	plain := map[string]bool{}
-	for _, i := range idx {
+// compare tells how a table, as its catalog describes it, differs from the
+// declaration (docs/CONTRACT.md §2): every column of core.Columns with its
+// type, nullability and default; the primary key, the three-column key and
+// no other unique key on the first draft's columns; the foreign key to the
+// sessions with its cascade; the secondary indexes. A column the table has
+// beyond the declaration is tolerated unless no insert could fill it (NOT
+// NULL without a default).
+func compare(d Fragments, t Tables, info TableInfo) shapeReport {
+	var r shapeReport
+	if !info.Exists {
+		r.diffs = append(r.diffs, "the table does not exist")
+		return r
+	}
+	declared := map[string]bool{}
+	for _, c := range core.Columns {
+		declared[c.Name] = true
+		got := info.Column(c.Name)
 		switch {
-		case i.Primary:
-			s.PrimaryKey = i.Columns
-		case i.Unique && i.Columns == key:
-			s.ThreeColumnKey = true
-		case i.Unique && i.Columns == legacy:
-			s.LegacyKey = true
-		case !i.Unique:
-			plain[i.Columns] = true
+		case got == nil && additive(c):
+			r.missing = append(r.missing, c)
+		case got == nil:
+			r.diffs = append(r.diffs, fmt.Sprintf("lacks column %s, NOT NULL without a default (only a numbered step can add it)", c.Name))
+		case got.Type != d.ColumnType(c.Type):
+			r.diffs = append(r.diffs, fmt.Sprintf("column %s is %s, declared %s", c.Name, got.Type, d.ColumnType(c.Type)))
+		case got.NotNull == c.Nullable:
+			r.diffs = append(r.diffs, fmt.Sprintf("column %s is %s, declared %s", c.Name, nullability(!got.NotNull), nullability(c.Nullable)))
+		case got.Default != defaultLiteral(c):
+			r.diffs = append(r.diffs, fmt.Sprintf("column %s defaults to %s, declared %s", c.Name, orNone(got.Default), orNone(defaultLiteral(c))))
 		}
 	}
-	s.Indexes = true
-	for _, x := range Indexes {
-		s.Indexes = s.Indexes && plain[x.Column]
+	for _, c := range info.Columns {
+		if !declared[c.Name] && c.NotNull && c.Default == "" {
+			r.diffs = append(r.diffs, fmt.Sprintf("column %s is not declared and is NOT NULL without a default: no insert could fill it", c.Name))
+		}
 	}
-	return s
+	var key, primary, legacy bool
+	plain := map[string]bool{}
+	for _, x := range info.Indexes {
+		switch {
+		case x.Primary:
+			primary = slices.Equal(x.Columns, primaryKeyColumns)
+			if !primary {
+				r.diffs = append(r.diffs, fmt.Sprintf("the primary key is (%s), declared (%s)", strings.Join(x.Columns, ", "), strings.Join(primaryKeyColumns, ", ")))
+			}
+		case x.Unique && slices.Equal(x.Columns, core.KeyColumns):
+			key = true
+		case x.Unique && slices.Equal(x.Columns, legacyKeyColumns):
+			legacy = true
+		case !x.Unique && len(x.Columns) == 1:
+			plain[x.Columns[0]] = true
+		}
+	}
+	if !key {
+		r.diffs = append(r.diffs, "lacks the unique key ("+strings.Join(core.KeyColumns, ", ")+")")
+	}
+	if legacy {
+		r.diffs = append(r.diffs, "still has the first draft's unique key ("+strings.Join(legacyKeyColumns, ", ")+")")
+	}
+	if !primary && !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Primary }) {
+		r.diffs = append(r.diffs, "has no primary key")
+	}
+	for _, x := range secondaryIndexes {
+		r.indexes = r.indexes || !plain[x.Column]
+	}
+	if !slices.ContainsFunc(info.ForeignKeys, func(f ForeignKeyInfo) bool {
+		return f.Column == "task_session_id" && f.RefTable == t.Sessions && f.RefColumn == "id" && f.OnDelete == "CASCADE"
+	}) {
+		r.diffs = append(r.diffs, "lacks the foreign key task_session_id → "+t.Sessions+"(id) ON DELETE CASCADE")
+	}
+	return r
 }
 
-// IsLegacyKey reports whether an index's columns are the first draft's key.
-func IsLegacyKey(columns string) bool { return columns == "task_session_id,tool_call_id" }
+func nullability(nullable bool) string {
+	if nullable {
+		return "nullable"
+	}
+	return "NOT NULL"
+}
+
+func orNone(lit string) string {
+	if lit == "" {
+		return "no default"
+	}
+	return lit
+}
+
+// inferVersion places a table that an earlier build left without a
+// recorded version (docs/CONTRACT.md §4 step 2): the first draft's key or
+// no execution column is version 0; then the declared column types
+// (PostgreSQL's 64-bit metrics and time-zone-aware timestamps), version 2;
+// the primary key (task_session_id, id), version 3 — the shape of every
+// build before the seam repair (step 4).
+func inferVersion(d Fragments, info TableInfo) int {
+	hasKey := slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, core.KeyColumns) })
+	legacy := slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, legacyKeyColumns) })
+	if info.Column("agent_execution_id") == nil || !hasKey || legacy {
+		return 0
+	}
+	for _, c := range core.Columns {
+		if got := info.Column(c.Name); got != nil && (c.Type == core.Int64 || c.Type == core.Time) && got.Type != d.ColumnType(c.Type) {
+			return 1
+		}
+	}
+	if !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKeyColumns) }) {
+		return 2
+	}
+	return 3
+}

@@ -8,105 +8,14 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 )
 
-// This file renders the statements that read the host's messages. Each
-// reads them through the dialect's SubagentMessages — the one definition of
-// a (recoverable) subagent message per dialect, checked against
-// backfill.Recover by a differential fuzz test — so the backfill and the
-// health check can never disagree on what a subagent message is.
+// This file renders the read side's statements. Those that read the
+// host's messages read them through the dialect's SubagentMessages — the
+// one definition of a (recoverable) subagent message per dialect, checked
+// against history.Recover by a differential fuzz test — so the backfill
+// and the health check can never disagree on what a subagent message is.
 // testdata/<dialect>/*.sql shows every statement whole.
 
-// StageTable holds, for one backfill transaction on a dialect that stages
-// (SQLite), the recoverable messages ranked per (session, tool call id).
-const StageTable = "subagentctx_backfill_stage"
-
-// BackfillStatements are the backfill's statements (docs/CONTRACT.md §4.1),
-// run in one transaction after Plan. Either Single is set (one statement
-// returning through and inserted), or Through then Insert run, preceded by
-// Stage and followed by Drop where those are set. Insert and Single take
-// one argument, the rows' updated_at.
-type BackfillStatements struct {
-	Plan           []string
-	Single         string
-	Stage, Through string
-	Insert, Drop   string
-}
-
-// ranked selects the recoverable messages, ranked newest first per
-// (session, tool call id): created_at at the host's precision, then the
-// greatest message id byte by byte (AC-21b). The tool call id leads the
-// partition so that no index on the messages' session id can presort it:
-// reading a whole history through an index costs more than sorting the
-// few subagent messages.
-func (s *Store) ranked() string {
-	d := s.d
-	return `SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
-		ORDER BY v.created DESC, ` + d.Bytewise("v.message_id") + ` DESC) AS rn
-	FROM (` + d.SubagentMessages(s.tables) + `) v
-	WHERE v.recoverable = 1`
-}
-
-// backfillInsert inserts the newest message of each pair from source (a
-// relation with the ranked columns) whose session exists (AC-21a), unless
-// the pair already has a row under any execution id (docs/CONTRACT.md
-// §8.5), and never over a stored row (AC-22). Its one argument is
-// updated_at. The session is checked here, on the newest message of each
-// pair only, rather than while ranking every message.
-func (s *Store) backfillInsert(source string) string {
-	values := make([]string, len(core.Columns))
-	for i, c := range core.Columns {
-		switch c.Name {
-		case "id":
-			values[i] = "r.message_id"
-		case "agent_execution_id":
-			values[i] = "'" + core.UnknownExecution + "'"
-		case "source":
-			values[i] = "'" + string(core.SourceBackfill) + "'"
-		case "updated_at":
-			values[i] = "?"
-		default:
-			values[i] = "r." + c.Name
-		}
-	}
-	return `INSERT INTO ` + Table + ` (` + columnList("") + `)
-	SELECT ` + strings.Join(values, ", ") + `
-	FROM ` + source + ` r
-	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM ` + quote(s.tables.Sessions) + ` x WHERE x.id = r.task_session_id)
-		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
-	ON CONFLICT DO NOTHING`
-}
-
-// Backfill renders the backfill for the store's dialect and the table's
-// placement: one scan of the messages (AC-23a) on one server; backfill_through
-// from every recoverable message, not from what this attempt inserts, and
-// never after the insert (AC-24).
-func (s *Store) Backfill(distributed bool) BackfillStatements {
-	form := s.d.BackfillForm(distributed)
-	switch {
-	case form.Staged:
-		return BackfillStatements{
-			Plan:    form.Plan,
-			Stage:   `CREATE TEMP TABLE ` + StageTable + ` AS ` + s.ranked(),
-			Through: `SELECT MAX(created) FROM ` + StageTable,
-			Insert:  s.backfillInsert(StageTable),
-			Drop:    `DROP TABLE IF EXISTS ` + StageTable,
-		}
-	case distributed:
-		// Sharded by session: two plain statements that each run on every
-		// shard in parallel, in one distributed transaction. A CTE would be
-		// gathered on the coordinator. Each scans the messages once.
-		return BackfillStatements{
-			Plan:    form.Plan,
-			Through: `SELECT MAX(v.created) FROM (` + s.d.SubagentMessages(s.tables) + `) v WHERE v.recoverable = 1`,
-			Insert:  s.backfillInsert("(" + s.ranked() + ")"),
-		}
-	}
-	return BackfillStatements{Plan: form.Plan, Single: `WITH staged AS MATERIALIZED (` + s.ranked() + `),
-	inserted AS (` + s.backfillInsert("staged") + `
-	RETURNING 1)
-SELECT (SELECT MAX(created) FROM staged) AS through, (SELECT count(*) FROM inserted) AS inserted`}
-}
-
-// HealthStatement is the health check (docs/CONTRACT.md §5.2) as one
+// healthStatement is the health check (docs/CONTRACT.md §5.2) as one
 // statement, so both sides are read in one snapshot. It joins nothing: the
 // subagent messages and the stored rows are stacked and grouped per
 // (session, tool call id) pair, and each pair's flags answer the questions
@@ -117,7 +26,7 @@ SELECT (SELECT MAX(created) FROM staged) AS through, (SELECT count(*) FROM inser
 // the planner's estimates (an anti-join planned as a nested loop over a
 // set it misjudges is quadratic), and it keeps every pair within its
 // session, so a database that shards by session counts each shard apart.
-func (s *Store) HealthStatement(capture time.Time) (string, []any) {
+func (s *Store) healthStatement(capture time.Time) (string, []any) {
 	d := s.d
 	observed, updated := d.Instant("t.observed_at"), d.Instant("t.updated_at")
 	q := `SELECT
@@ -146,19 +55,25 @@ FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.message
 	return q, []any{d.HostInstantArg(capture), atOrAfter, atOrAfter, atOrAfter, after}
 }
 
+// metricColumns are the metric columns statistics sum (core.Stats).
+func metricColumns() []string {
+	var out []string
+	for _, m := range new(core.Stats).Metrics() {
+		out = append(out, m.Column)
+	}
+	return out
+}
+
 // metricSources are the splits every metric is summed over
 // (docs/CONTRACT.md §5.3).
 var metricSources = []core.Source{core.SourceLive, core.SourceBackfill}
 
-// StatsMetrics are the metric columns statistics sum.
-var StatsMetrics = []string{"total_tokens", "tool_use_count", "duration_ms"}
-
-// StatsStatement aggregates the rows in scope (where, with its args): the
+// statsStatement aggregates the rows in scope (where, with its args): the
 // counts, and for each metric and source the number of reported values and
 // their sum, split into the high and low 32 bits of each value so that no
 // sum can overflow 64 bits on any dialect (the exact total is assembled in
 // Go).
-func (s *Store) StatsStatement(where string) string {
+func (s *Store) statsStatement(where string) string {
 	cols := []string{
 		"count(*) AS n",
 		"SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) AS live",
@@ -167,7 +82,7 @@ func (s *Store) StatsStatement(where string) string {
 		"SUM(CASE WHEN agent_execution_id = '" + core.UnknownExecution + "' THEN 1 ELSE 0 END) AS unknown_exec",
 		"count(DISTINCT CASE WHEN agent_execution_id <> '" + core.UnknownExecution + "' THEN agent_execution_id END) AS executions",
 	}
-	for _, m := range StatsMetrics {
+	for _, m := range metricColumns() {
 		for _, src := range metricSources {
 			v := fmt.Sprintf("CASE WHEN source = '%s' THEN %s END", src, m)
 			cols = append(cols,
@@ -179,11 +94,11 @@ func (s *Store) StatsStatement(where string) string {
 	return "SELECT " + strings.Join(cols, ",\n\t") + "\nFROM " + Table + where
 }
 
-// FanOutStatement counts turns by their number of subagents, over the rows
+// fanOutStatement counts turns by their number of subagents, over the rows
 // in scope that have a turn. A turn is counted within its session, which
 // also keeps each group on the shard of its session where the table is
 // sharded.
-func (s *Store) FanOutStatement(where string) string {
+func (s *Store) fanOutStatement(where string) string {
 	w := " WHERE turn_id IS NOT NULL"
 	if where != "" {
 		w = where + " AND turn_id IS NOT NULL"
@@ -192,11 +107,11 @@ func (s *Store) FanOutStatement(where string) string {
 		` GROUP BY task_session_id, turn_id) x GROUP BY n ORDER BY n`
 }
 
-// SessionsStatement summarises the sessions with rows, the most recently
+// sessionsStatement summarises the sessions with rows, the most recently
 // observed first, then by session id byte by byte, at most limit (0: all):
 // each (session, turn) is counted first, then the turns of each session.
 // Grouped by session, so on a sharded table each shard groups its own.
-func (s *Store) SessionsStatement(limit int) string {
+func (s *Store) sessionsStatement(limit int) string {
 	d := s.d
 	q := `SELECT p.task_session_id, MIN(p.task_id) AS task_id, SUM(p.n) AS subagents, count(p.turn_id) AS turns,
 	MAX(CASE WHEN p.turn_id IS NOT NULL THEN p.n END) AS max_fan_out, SUM(p.open) AS open,
@@ -213,10 +128,10 @@ ORDER BY last_us DESC, ` + d.Bytewise("p.task_session_id")
 	return q
 }
 
-// FirstActivityStatements give, per session in scope, the first activity
+// firstActivityStatements give, per session in scope, the first activity
 // on record: the earliest observed_at of its rows (microseconds) and the
 // earliest created_at of its messages (a HostInstant).
-func (s *Store) FirstActivityStatements(where string) (rows, messages string) {
+func (s *Store) firstActivityStatements(where string) (rows, messages string) {
 	d := s.d
 	rows = `SELECT task_session_id, MIN(` + d.Instant("observed_at") + `) AS first FROM ` + Table + where + ` GROUP BY task_session_id`
 	mw := " WHERE task_session_id IS NOT NULL"

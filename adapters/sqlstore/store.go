@@ -1,13 +1,13 @@
 // Package sqlstore is the one SQL implementation of core.Store and
 // core.Reader, shared by the SQLite and PostgreSQL adapters through GORM.
 // Each adapter supplies a Dialect (adapters/sqlite, adapters/postgres) and
-// constructors; everything else — the DDL, the upsert, the lists, the
-// migration pass's statements, health and statistics — is written once
-// here, from the columns declared in core.Columns.
+// constructors; everything else — the DDL and its evolution, the upsert,
+// the lists, the migration pass's statements, health and statistics — is
+// written once here, from the columns declared in core.Columns.
 //
 // A Store is what the adapters' constructors return:
 //
-//	store, err := sqlite.Open(ctx, "kandev.db")            // connects, creates the table if absent
+//	store, err := sqlite.Open(ctx, "kandev.db")                // connects, creates the table if absent
 //	store, err := postgres.New(hostDB, sqlstore.WithTables(t)) // wraps the host's *gorm.DB, touches nothing
 //
 // The verbs mean the same on every layer: Open connects and creates the
@@ -27,7 +27,6 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -39,13 +38,18 @@ type Store struct {
 	d      Dialect
 	tables Tables
 	now    func() time.Time
-	// upsertSQL is the upsert as GORM renders it for this handle's dialect,
-	// built once at New (a dry run: no I/O).
-	upsertSQL string
-	upsert    atomic.Pointer[sql.Stmt] // prepared on first use
-	mu        sync.Mutex               // serialises preparing it
-	owned     func() error             // closes connections the store opened; nil for a host's handle
-	checked   atomic.Bool              // the handle's settings were checked (Dialect.CheckHandle)
+	// upsertSQL is the statement run per row, in the dialect's form
+	// (Fragments.Upsert) around the INSERT … ON CONFLICT GORM renders for
+	// this handle, built once at New (a dry run: no I/O); upsertSchema are
+	// the schema objects it needs.
+	upsertSQL    string
+	upsertSchema []string
+	upsert       atomic.Pointer[sql.Stmt] // prepared on first use
+	mu           sync.Mutex               // serialises preparing it
+	owned        func() error             // closes connections the store opened; nil for a host's handle
+	checked      atomic.Bool              // the handle's settings were checked (Fragments.CheckHandle)
+	readOnly     bool                     // opened read-only (Open with ReadOnly)
+	noSchema     bool                     // Open creates nothing (NoSchema)
 }
 
 var (
@@ -61,6 +65,14 @@ type Option func(*Store)
 // WithTables names the host's tables (default: Kandev's).
 func WithTables(t Tables) Option { return func(s *Store) { s.tables = t } }
 
+// ReadOnly makes Open connect read-only: every write is refused by the
+// database, and nothing is created (an operator's reads, the web view).
+func ReadOnly() Option { return func(s *Store) { s.readOnly = true } }
+
+// NoSchema makes Open create nothing: the migration pass will (its table
+// step), or the host has created the table itself.
+func NoSchema() Option { return func(s *Store) { s.noSchema = true } }
+
 // ErrHandleSettings is returned (wrapped, with the setting and how to set
 // it) when a handle the host supplied lacks a setting the store depends on.
 var ErrHandleSettings = errors.New("the database handle lacks a setting subagentctx depends on")
@@ -70,19 +82,6 @@ var ErrHandleSettings = errors.New("the database handle lacks a setting subagent
 // never creates it.
 var ErrNoSessionsTable = errors.New("the host's sessions table does not exist")
 
-// CheckOptions reports what New would refuse in opts (a bad table name),
-// so that an adapter can refuse before it opens a connection or a file.
-func CheckOptions(opts ...Option) error {
-	var s Store
-	for _, o := range opts {
-		o(&s)
-	}
-	if err := s.tables.Validate(); err != nil {
-		return fmt.Errorf("subagentctx: %w", err)
-	}
-	return nil
-}
-
 // New returns a store on db without touching the database. The host's table
 // names are validated first (an *ErrInvalidTableName error names the one at
 // fault).
@@ -90,25 +89,35 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("subagentctx: sqlstore.New: *gorm.DB is nil")
 	}
-	s := &Store{db: db, d: d, now: time.Now}
-	if err := CheckOptions(opts...); err != nil {
+	if d == nil {
+		return nil, errors.New("subagentctx: sqlstore.New: the dialect is nil")
+	}
+	s, err := configure(opts)
+	if err != nil {
 		return nil, err
 	}
-	for _, o := range opts {
-		o(s)
-	}
-	s.tables = s.tables.WithDefaults()
-	q, err := s.renderUpsert()
+	s.db, s.d, s.now = db, d, time.Now
+	insert, err := s.renderInsert()
 	if err != nil {
 		return nil, fmt.Errorf("subagentctx: render the upsert: %w", err)
 	}
-	s.upsertSQL = q
+	s.upsertSchema, s.upsertSQL = d.Upsert(UpsertParts{Insert: insert, Adopt: adopt})
 	return s, nil
 }
 
-// Own makes Close also run closeFn (the adapters' Open passes the close of
-// the connections it opened; a host's handle is never closed).
-func (s *Store) Own(closeFn func() error) { s.owned = closeFn }
+// configure applies options to a new store, validating the table names
+// (an *ErrInvalidTableName error names the one at fault).
+func configure(opts []Option) (*Store, error) {
+	s := &Store{}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := s.tables.Validate(); err != nil {
+		return nil, fmt.Errorf("subagentctx: %w", err)
+	}
+	s.tables = s.tables.WithDefaults()
+	return s, nil
+}
 
 // Close releases the prepared statement and, when the store opened its own
 // connections, closes them; a host's handle stays open.
@@ -129,9 +138,6 @@ func (s *Store) Close() error {
 // DB is the underlying handle.
 func (s *Store) DB() *gorm.DB { return s.db }
 
-// Dialect is the store's dialect.
-func (s *Store) Dialect() Dialect { return s.d }
-
 // Tables are the host's table names in use (defaults filled in).
 func (s *Store) Tables() Tables { return s.tables }
 
@@ -147,7 +153,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	}
 	ok, err := s.d.TableExists(ctx, s.db, s.tables.Sessions)
 	if err != nil {
-		return s.opError("check the sessions table", core.RowKey{}, err)
+		return s.opError("check the sessions table", err)
 	}
 	if !ok {
 		return fmt.Errorf("subagentctx: %w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
@@ -155,20 +161,39 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	}
 	metaExisted, err := s.d.TableExists(ctx, s.db, s.tables.Meta)
 	if err != nil {
-		return s.opError("check the meta table", core.RowKey{}, err)
+		return s.opError("check the meta table", err)
+	}
+	existed, err := s.d.TableExists(ctx, s.db, Table)
+	if err != nil {
+		return s.opError("check the table", err)
 	}
 	// Before creating anything: sessions sharded so that the table cannot
 	// follow them fail here, saying why, rather than in the DDL.
-	if err := s.d.Distribute(ctx, s.db, s.tables, false); err != nil {
-		return s.opError("place the table beside the sessions", core.RowKey{}, err)
-	}
-	for _, stmt := range SchemaStatements(s.d, s.tables) {
-		if err := s.db.WithContext(ctx).Exec(stmt).Error; err != nil {
-			return s.opError("create schema", core.RowKey{}, fmt.Errorf("%w\n  in: %s", err, stmt))
+	p, shards := s.d.(Placement)
+	if shards {
+		if err := p.Distribute(ctx, s.db, s.tables, false); err != nil {
+			return s.opError("place the table beside the sessions", err)
 		}
 	}
-	if err := s.d.Distribute(ctx, s.db, s.tables, !metaExisted); err != nil {
-		return s.opError("place the table beside the sessions", core.RowKey{}, err)
+	db := s.db.WithContext(ctx)
+	for _, stmt := range s.schemaStatements() {
+		if err := db.Exec(stmt).Error; err != nil {
+			return s.opError("create schema", fmt.Errorf("%w\n  in: %s", err, stmt))
+		}
+	}
+	if !existed {
+		// Created in the declared shape: every numbered step is in it.
+		at := formatKey(s.now())
+		for _, st := range s.steps(new(int64)) {
+			if _, err := s.writeKey(db, VersionKey(st.Version), at); err != nil {
+				return s.opError("record the schema version", err)
+			}
+		}
+	}
+	if shards {
+		if err := p.Distribute(ctx, s.db, s.tables, !metaExisted); err != nil {
+			return s.opError("place the table beside the sessions", err)
+		}
 	}
 	return nil
 }
@@ -186,81 +211,20 @@ func (s *Store) checkHandle(ctx context.Context) error {
 		if errors.Is(err, ErrHandleSettings) {
 			return fmt.Errorf("subagentctx: %w", err)
 		}
-		return s.opError("check the handle's settings", core.RowKey{}, err)
+		return s.opError("check the handle's settings", err)
 	}
 	s.checked.Store(true)
 	return nil
 }
 
-// mergeSet is core.Merge written as the DO UPDATE of the upsert, one
-// assignment per column from its declared rule (AC-14: no read-then-write).
-// Stored-row references are qualified with the table (clause.CurrentTable):
-// PostgreSQL rejects an unqualified column there as ambiguous, SQLite would
-// silently accept it. In an UPDATE's SET list every reference reads the row
-// as it was before this statement, on both dialects, so order does not
-// matter. Key and write-once columns are absent: they never change.
-func mergeSet() clause.Set {
-	stored := func(name string) clause.Column { return clause.Column{Table: clause.CurrentTable, Name: name} }
-	var set clause.Set
-	for _, c := range core.Columns {
-		in := "excluded." + c.Name
-		var e clause.Expr
-		switch c.Rule {
-		case core.RuleKey, core.RuleWriteOnce:
-			continue
-		case core.RuleFirstWins:
-			e = clause.Expr{SQL: "COALESCE(?, " + in + ")", Vars: []any{stored(c.Name)}}
-		case core.RuleFillForward:
-			e = clause.Expr{SQL: "COALESCE(" + in + ", ?)", Vars: []any{stored(c.Name)}}
-		case core.RuleFrozenOnceSettled:
-			e = clause.Expr{SQL: "CASE WHEN ? IS NOT NULL THEN ? ELSE COALESCE(" + in + ", ?) END",
-				Vars: []any{stored(core.SettledAtColumn), stored(c.Name), stored(c.Name)}}
-		case core.RuleSticky:
-			e = clause.Expr{SQL: "CASE WHEN ? = 1 OR " + in + " = 1 THEN 1 ELSE 0 END", Vars: []any{stored(c.Name)}}
-		case core.RuleLastWrite:
-			e = clause.Expr{SQL: in}
-		default:
-			panic(fmt.Sprintf("sqlstore: column %s has no SQL form for rule %v", c.Name, c.Rule))
-		}
-		set = append(set, clause.Assignment{Column: clause.Column{Name: c.Name}, Value: e})
-	}
-	return set
-}
-
-// renderUpsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key)
-// DO UPDATE SET … from clauses, in the handle's dialect (quoting, bind
-// variables), with one placeholder per declared column.
-func (s *Store) renderUpsert() (string, error) {
-	cols := make([]clause.Column, len(core.Columns))
-	values := make([]any, len(core.Columns))
-	for i, c := range core.Columns {
-		cols[i] = clause.Column{Name: c.Name}
-	}
-	key := make([]clause.Column, len(core.KeyColumns))
-	for i, c := range core.KeyColumns {
-		key[i] = clause.Column{Name: c}
-	}
-	db := s.db.Session(&gorm.Session{DryRun: true, NewDB: true})
-	stmt := &gorm.Statement{DB: db, Table: Table, Clauses: map[string]clause.Clause{}}
-	stmt.AddClause(clause.Insert{Table: clause.Table{Name: Table}})
-	stmt.AddClause(clause.Values{Columns: cols, Values: [][]any{values}})
-	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet()})
-	stmt.Build("INSERT", "VALUES", "ON CONFLICT")
-	return stmt.SQL.String(), stmt.Error
-}
-
-// UpsertSQL is the upsert statement, with one placeholder per column of
-// core.Columns in that order.
-func (s *Store) UpsertSQL() string { return s.upsertSQL }
-
-// Args are a row's values for the upsert's placeholders, in core.Columns
+// args are a row's values for the upsert's placeholders, in core.Columns
 // order.
-func Args(row *core.Subagent) []any {
-	args := make([]any, len(core.Columns))
+func args(row *core.Subagent) []any {
+	out := make([]any, len(core.Columns))
 	for i, c := range core.Columns {
-		args[i] = c.Value(row)
+		out[i] = c.Value(row)
 	}
-	return args
+	return out
 }
 
 // Upsert writes one row in one atomic statement with core.Merge's
@@ -278,16 +242,16 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	if pool, ok := s.db.Statement.ConnPool.(*sql.DB); ok {
 		var stmt *sql.Stmt
 		if stmt, err = s.upsertStmt(ctx, pool); err == nil {
-			_, err = stmt.ExecContext(ctx, Args(&row)...)
+			_, err = stmt.ExecContext(ctx, args(&row)...)
 		}
 	} else {
 		// Not a plain pool (a host's transaction, or GORM's own
 		// prepared-statement pool): the same statement through GORM, on
 		// that handle.
-		err = s.db.WithContext(ctx).Exec(s.upsertSQL, Args(&row)...).Error
+		err = s.db.WithContext(ctx).Exec(s.upsertSQL, args(&row)...).Error
 	}
 	if err != nil {
-		return s.opError("upsert", row.Key(), err)
+		return s.keyError("upsert", row.Key(), err)
 	}
 	return nil
 }
@@ -326,10 +290,10 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 		case err == nil:
 			return rowErrs, nil
 		case at < 0: // the transaction itself: not one row's fault
-			return nil, s.opError("upsert batch", core.RowKey{}, err)
+			return nil, s.opError("upsert batch", err)
 		}
 		row := rows[todo[at]]
-		if rowErrs[todo[at]] = s.opError("upsert", row.Key(), err); errors.Is(rowErrs[todo[at]], core.ErrUnavailable) {
+		if rowErrs[todo[at]] = s.keyError("upsert", row.Key(), err); errors.Is(rowErrs[todo[at]], core.ErrUnavailable) {
 			return nil, rowErrs[todo[at]]
 		}
 		todo = append(todo[:at], todo[at+1:]...)
@@ -342,11 +306,11 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 // beginning or committing failed.
 func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subagent, todo []int) (at int, err error) {
 	if p, ok := s.d.(Pipeliner); ok {
-		args := make([][]any, len(todo))
+		all := make([][]any, len(todo))
 		for n, i := range todo {
-			args[n] = Args(&rows[i])
+			all[n] = args(&rows[i])
 		}
-		if at, ok, err := p.Pipeline(ctx, pool, s.upsertSQL, args); ok {
+		if at, ok, err := p.Pipeline(ctx, pool, s.upsertSQL, all); ok {
 			return at, err
 		}
 	}
@@ -360,7 +324,7 @@ func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subag
 	}
 	stmt := tx.StmtContext(ctx, prepared)
 	for n, i := range todo {
-		if _, err := stmt.ExecContext(ctx, Args(&rows[i])...); err != nil {
+		if _, err := stmt.ExecContext(ctx, args(&rows[i])...); err != nil {
 			return n, errors.Join(err, tx.Rollback())
 		}
 	}
@@ -372,7 +336,7 @@ func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subag
 // them.
 func (s *Store) onHandle(ctx context.Context, rows []core.Subagent, todo []int) (int, error) {
 	for n, i := range todo {
-		if err := s.db.WithContext(ctx).Exec(s.upsertSQL, Args(&rows[i])...).Error; err != nil {
+		if err := s.db.WithContext(ctx).Exec(s.upsertSQL, args(&rows[i])...).Error; err != nil {
 			return n, err
 		}
 	}
@@ -428,10 +392,10 @@ func (s *Store) list(ctx context.Context, op, column, value string, page core.Pa
 	if err := page.Validate(); err != nil {
 		return nil, &core.OpError{Op: op, Err: err}
 	}
-	q, args := s.ListStatement(column, value, page)
-	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
+	q, qargs := s.listStatement(column, value, page)
+	rows, err := s.db.WithContext(ctx).Raw(q, qargs...).Rows()
 	if err != nil {
-		return nil, s.opError(op, core.RowKey{}, err)
+		return nil, s.opError(op, err)
 	}
 	defer rows.Close()
 	out := make([]core.Subagent, 0)
@@ -442,20 +406,20 @@ func (s *Store) list(ctx context.Context, op, column, value string, page core.Pa
 			dest[i] = c.Dest(&r)
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, s.opError(op, core.RowKey{}, err)
+			return nil, s.opError(op, err)
 		}
 		out = append(out, r.Canonical())
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.opError(op, core.RowKey{}, err)
+		return nil, s.opError(op, err)
 	}
 	return out, nil
 }
 
-// ListStatement is the list query: one session's or one turn's rows in
+// listStatement is the list query: one session's or one turn's rows in
 // AC-13 order (observed_at, tool_call_id, agent_execution_id, text compared
 // byte by byte; never id), after page.After, at most page.Limit of them.
-func (s *Store) ListStatement(column, value string, page core.Page) (string, []any) {
+func (s *Store) listStatement(column, value string, page core.Page) (string, []any) {
 	d := s.d
 	order := []string{d.Instant("observed_at"), d.Bytewise("tool_call_id"), d.Bytewise("agent_execution_id")}
 	q := "SELECT " + columnList("") + " FROM " + Table + " WHERE " + column + " = ?"
@@ -483,7 +447,11 @@ func columnList(prefix string) string {
 	return strings.Join(names, ", ")
 }
 
-func (s *Store) opError(op string, key core.RowKey, err error) error {
+// opError is a failed operation's error, classified by the dialect.
+func (s *Store) opError(op string, err error) error { return s.keyError(op, core.RowKey{}, err) }
+
+// keyError is opError for a write of one row's key.
+func (s *Store) keyError(op string, key core.RowKey, err error) error {
 	var kind error
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		kind = s.d.Classify(err)

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
-
-	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
@@ -59,61 +56,22 @@ const (
 	writing
 )
 
-// open opens the store as the mode says. It never creates a SQLite file:
-// a path that does not exist is refused with its name.
+// open opens the store as the mode says, through the adapters' Open. It
+// never creates a SQLite file: a path that does not exist is refused with
+// its name.
 func (e *env) open(ctx context.Context, m mode) (*sqlstore.Store, error) {
-	opt := sqlstore.WithTables(e.tables)
-	var db *gorm.DB
-	var err error
-	switch {
-	case e.dsn.postgres && m == readOnly:
-		db, err = postgres.OpenDB(readOnlyDSN(e.dsn.value))
-	case e.dsn.postgres:
-		db, err = postgres.OpenDB(e.dsn.value)
-	default:
-		if _, statErr := os.Stat(e.dsn.value); statErr != nil {
-			return nil, fmt.Errorf("no SQLite database at %s", e.dsn.value)
-		}
-		if m == readOnly {
-			db, err = sqlite.OpenReadOnly(e.dsn.value)
-		} else {
-			db, err = sqlite.OpenDB(e.dsn.value)
-		}
+	opts := []sqlstore.Option{sqlstore.WithTables(e.tables)}
+	switch m {
+	case readOnly:
+		opts = append(opts, sqlstore.ReadOnly())
+	case migrating:
+		opts = append(opts, sqlstore.NoSchema())
 	}
-	if err != nil {
-		return nil, err
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, err
-	}
-	var s *sqlstore.Store
 	if e.dsn.postgres {
-		s, err = postgres.New(db, opt)
-	} else {
-		s, err = sqlite.New(db, opt)
+		return postgres.Open(ctx, e.dsn.value, opts...)
 	}
-	if err == nil && m == writing {
-		err = s.EnsureSchema(ctx)
+	if _, err := os.Stat(e.dsn.value); err != nil {
+		return nil, fmt.Errorf("no SQLite database at %s", e.dsn.value)
 	}
-	if err != nil {
-		return nil, errors.Join(err, sqlDB.Close())
-	}
-	s.Own(sqlDB.Close)
-	return s, nil
-}
-
-// readOnlyDSN asks PostgreSQL for read-only transactions on every
-// connection: a read command can never change the database.
-func readOnlyDSN(d string) string {
-	if u, err := url.Parse(d); err == nil && u.Scheme != "" {
-		// Appended as text: re-encoding the query would escape other
-		// parameters' values (a time zone's "/"), which pgx passes on as is.
-		if u.RawQuery != "" {
-			u.RawQuery += "&"
-		}
-		u.RawQuery += "default_transaction_read_only=on"
-		return u.String()
-	}
-	return d + " default_transaction_read_only=on"
+	return sqlite.Open(ctx, e.dsn.value, opts...)
 }

@@ -313,7 +313,7 @@ func TestMigrateWithoutHostTables(t *testing.T) {
 		if strings.Contains(r.stdout+r.stderr, "next pass") || !strings.HasPrefix(r.stderr, "subagentctl: warning: ") {
 			t.Errorf("stderr: %q", r.stderr)
 		}
-		if ok, _ := e.Store.Dialect().TableExists(context.Background(), e.DB, "task_session_subagents"); ok {
+		if ok, _ := e.Dialect.TableExists(context.Background(), e.DB, "task_session_subagents"); ok {
 			t.Error("migrate created the library's table beside no host tables")
 		}
 	})

@@ -47,7 +47,8 @@ func Each(t *testing.T, fn func(t *testing.T, e *sqltest.Env)) {
 // SQLite is the SQLite driver: a file in the test's temporary directory.
 func SQLite() *sqltest.Driver {
 	return &sqltest.Driver{
-		Name: "sqlite",
+		Name:    "sqlite",
+		Dialect: sqlite.Dialect{},
 		Open: func(t testing.TB) (*gorm.DB, string) {
 			t.Helper()
 			path := filepath.Join(t.TempDir(), "host.db")
@@ -59,7 +60,6 @@ func SQLite() *sqltest.Driver {
 			return db, "sqlite:" + path
 		},
 		New:          sqlite.New,
-		Catalog:      sqliteCatalog,
 		Unavailable:  sqliteLocked,
 		LegacyTable:  legacyTable,
 		EarlierTable: sqliteEarlierTable,
@@ -83,18 +83,19 @@ func PostgresICU() *sqltest.Driver { return postgresDriver("postgres-icu", pgtes
 
 func postgresDriver(name string, with ...string) *sqltest.Driver {
 	return &sqltest.Driver{
-		Name: name,
+		Name:    name,
+		Dialect: postgres.Dialect{},
 		Open: func(t testing.TB) (*gorm.DB, string) {
 			t.Helper()
 			dsn := pgtest.NewDatabase(t, with...)
 			return pgtest.Open(t, dsn), dsn
 		},
 		New:         postgres.New,
-		Catalog:     postgresCatalog,
 		Unavailable: postgresUnreachable,
 		LegacyTable: legacyTable,
 		EarlierTable: func(t testing.TB, db *gorm.DB) {
 			exec(t, db, `ALTER TABLE task_session_subagents DROP CONSTRAINT task_session_subagents_pkey, ADD PRIMARY KEY (id)`)
+			unversioned(t, db)
 		},
 		FailInserts: func(t testing.TB, db *gorm.DB, toolCallID string) func() {
 			t.Helper()
@@ -113,7 +114,7 @@ func PostgresPartitioned() *sqltest.Driver {
 	d := postgresDriver("postgres-partitioned")
 	d.Host = func(t testing.TB, db *gorm.DB) {
 		t.Helper()
-		exec(t, db, sqlstore.CreateTable(postgres.Dialect{}, sqlstore.Table, sqlstore.Tables{}.WithDefaults())+` PARTITION BY HASH (task_session_id)`)
+		exec(t, db, sqlstore.TableDDL(postgres.Dialect{}, sqlstore.Table, sqlstore.Tables{}.WithDefaults())+` PARTITION BY HASH (task_session_id)`)
 		for i := range 4 {
 			exec(t, db, fmt.Sprintf(`CREATE TABLE task_session_subagents_p%d PARTITION OF task_session_subagents FOR VALUES WITH (MODULUS 4, REMAINDER %d)`, i, i))
 		}
@@ -128,6 +129,7 @@ func PostgresPartitioned() *sqltest.Driver {
 // so; a host upgrading from that build has the plain table.)
 func earlierTableRecreated(t testing.TB, db *gorm.DB) {
 	t.Helper()
+	unversioned(t, db)
 	exec(t, db, `CREATE TABLE earlier (LIKE task_session_subagents INCLUDING DEFAULTS)`)
 	exec(t, db, `INSERT INTO earlier SELECT * FROM task_session_subagents`)
 	exec(t, db, `DROP TABLE task_session_subagents`)
@@ -135,7 +137,7 @@ func earlierTableRecreated(t testing.TB, db *gorm.DB) {
 	exec(t, db, `ALTER TABLE task_session_subagents ADD PRIMARY KEY (id),
 		ADD CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
 		ADD CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id) REFERENCES task_sessions(id) ON DELETE CASCADE`)
-	for _, q := range sqlstore.CreateIndexes() {
+	for _, q := range sqlstore.IndexDDL() {
 		exec(t, db, q)
 	}
 }
@@ -194,6 +196,13 @@ func citusHost(t testing.TB, db *gorm.DB) {
 	}
 }
 
+// unversioned removes the recorded schema versions, as an earlier build,
+// which recorded none, left the meta table.
+func unversioned(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	exec(t, db, `DELETE FROM kandev_meta WHERE "key" LIKE 'subagent_context_schema_v%'`)
+}
+
 func exec(t testing.TB, db *gorm.DB, q string, args ...any) {
 	t.Helper()
 	if err := db.Exec(q, args...).Error; err != nil {
@@ -215,6 +224,7 @@ func closeAtCleanup(t testing.TB, db *gorm.DB) {
 // TIMESTAMP columns.
 func legacyTable(t testing.TB, db *gorm.DB) {
 	t.Helper()
+	unversioned(t, db)
 	exec(t, db, `DROP TABLE task_session_subagents`)
 	exec(t, db, `CREATE TABLE task_session_subagents (
 		id TEXT PRIMARY KEY, task_session_id TEXT NOT NULL, task_id TEXT NOT NULL, turn_id TEXT,
@@ -224,7 +234,7 @@ func legacyTable(t testing.TB, db *gorm.DB) {
 		source TEXT NOT NULL DEFAULT 'live', observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,
 		UNIQUE (task_session_id, tool_call_id),
 		FOREIGN KEY (task_session_id) REFERENCES task_sessions(id) ON DELETE CASCADE)`)
-	for _, q := range sqlstore.CreateIndexes() {
+	for _, q := range sqlstore.IndexDDL() {
 		exec(t, db, q)
 	}
 }
@@ -233,10 +243,11 @@ func legacyTable(t testing.TB, db *gorm.DB) {
 // (SQLite cannot alter a primary key).
 func sqliteEarlierTable(t testing.TB, db *gorm.DB) {
 	t.Helper()
-	create := strings.Replace(sqlstore.CreateTable(sqlite.Dialect{}, "earlier", sqlstore.Tables{}.WithDefaults()),
+	unversioned(t, db)
+	create := strings.Replace(sqlstore.TableDDL(sqlite.Dialect{}, "earlier", sqlstore.Tables{}.WithDefaults()),
 		"PRIMARY KEY (task_session_id, id)", "PRIMARY KEY (id)", 1)
 	for _, q := range append([]string{create, `INSERT INTO earlier SELECT * FROM task_session_subagents`,
-		`DROP TABLE task_session_subagents`, `ALTER TABLE earlier RENAME TO task_session_subagents`}, sqlstore.CreateIndexes()...) {
+		`DROP TABLE task_session_subagents`, `ALTER TABLE earlier RENAME TO task_session_subagents`}, sqlstore.IndexDDL()...) {
 		exec(t, db, q)
 	}
 }
@@ -290,103 +301,6 @@ func postgresUnreachable(t testing.TB) (*sqlstore.Store, string) {
 		t.Fatal(err)
 	}
 	return s, password
-}
-
-func sqliteCatalog(t testing.TB, db *gorm.DB) sqltest.Catalog {
-	t.Helper()
-	var c sqltest.Catalog
-	columns := func(table string) []sqltest.CatalogColumn {
-		var cols []struct {
-			Name, Type string
-			NotNull    int
-			Dflt       *string `gorm:"column:dflt_value"`
-		}
-		scan(t, db, &cols, `SELECT name, type, "notnull" AS not_null, dflt_value FROM pragma_table_info(?) ORDER BY cid`, table)
-		out := make([]sqltest.CatalogColumn, len(cols))
-		for i, col := range cols {
-			out[i] = sqltest.CatalogColumn{Name: col.Name, Type: col.Type, NotNull: col.NotNull == 1}
-			if col.Dflt != nil {
-				out[i].Default = *col.Dflt
-			}
-		}
-		return out
-	}
-	c.Columns, c.Meta = columns(sqlstore.Table), columns(sqlstore.DefaultMetaTable)
-	var idx []struct{ Name, Origin, Columns string }
-	scan(t, db, &idx, `SELECT il.name AS name, il.origin AS origin,
-		(SELECT group_concat(name, ',' ORDER BY seqno) FROM pragma_index_info(il.name)) AS columns
-		FROM pragma_index_list('task_session_subagents') il ORDER BY il.name`)
-	c.Indexes = map[string]string{}
-	for _, i := range idx {
-		switch i.Origin {
-		case "pk":
-			c.PrimaryKey = i.Columns
-		case "u":
-			c.UniqueKeys = append(c.UniqueKeys, i.Columns)
-		default:
-			c.Indexes[i.Name] = i.Columns
-		}
-	}
-	scan(t, db, &c.ForeignKeys, `SELECT "table", "from" AS "column", "to" AS ref_column, on_delete FROM pragma_foreign_key_list('task_session_subagents')`)
-	return c
-}
-
-func postgresCatalog(t testing.TB, db *gorm.DB) sqltest.Catalog {
-	t.Helper()
-	var c sqltest.Catalog
-	spell := map[string]string{"text": "TEXT", "bigint": "BIGINT", "integer": "INTEGER", "timestamp with time zone": "TIMESTAMPTZ",
-		"timestamp without time zone": "TIMESTAMP"}
-	columns := func(table string) []sqltest.CatalogColumn {
-		var cols []struct {
-			Name, Type string
-			NotNull    bool
-			Dflt       *string
-		}
-		scan(t, db, &cols, `SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.attnotnull AS not_null,
-			pg_get_expr(d.adbin, d.adrelid) AS dflt FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-			WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, table)
-		out := make([]sqltest.CatalogColumn, len(cols))
-		for i, col := range cols {
-			out[i] = sqltest.CatalogColumn{Name: col.Name, Type: spell[col.Type], NotNull: col.NotNull}
-			if col.Dflt != nil {
-				out[i].Default = strings.TrimSuffix(*col.Dflt, "::text")
-			}
-		}
-		return out
-	}
-	c.Columns, c.Meta = columns(sqlstore.Table), columns(sqlstore.DefaultMetaTable)
-	var idx []struct {
-		Name, Columns   string
-		Primary, Unique bool
-	}
-	scan(t, db, &idx, `SELECT c.relname AS name, i.indisprimary AS "primary", i.indisunique AS "unique",
-		(SELECT string_agg(a.attname, ',' ORDER BY k.ord) FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
-		 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) AS columns
-		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'task_session_subagents'::regclass ORDER BY c.relname`)
-	c.Indexes = map[string]string{}
-	for _, i := range idx {
-		switch {
-		case i.Primary:
-			c.PrimaryKey = i.Columns
-		case i.Unique:
-			c.UniqueKeys = append(c.UniqueKeys, i.Columns)
-		default:
-			c.Indexes[i.Name] = i.Columns
-		}
-	}
-	scan(t, db, &c.ForeignKeys, `SELECT confrelid::regclass::text AS "table", a.attname AS "column", r.attname AS ref_column,
-		CASE confdeltype WHEN 'c' THEN 'CASCADE' ELSE confdeltype::text END AS on_delete
-		FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
-		JOIN pg_attribute r ON r.attrelid = k.confrelid AND r.attnum = k.confkey[1]
-		WHERE k.conrelid = 'task_session_subagents'::regclass AND k.contype = 'f'`)
-	return c
-}
-
-func scan(t testing.TB, db *gorm.DB, dst any, q string, args ...any) {
-	t.Helper()
-	if err := db.WithContext(context.Background()).Raw(q, args...).Scan(dst).Error; err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
 }
 
 // Record writes frames through a Recorder on s and drains it, failing the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -44,6 +45,19 @@ func (e *Env) Keys(t testing.TB) map[string]string {
 	out := map[string]string{}
 	for _, p := range kv {
 		out[p.Key] = p.Value
+	}
+	return out
+}
+
+// ActivationKeys are the meta table's activation keys and their values
+// (docs/CONTRACT.md §4.3), without the schema's version keys.
+func (e *Env) ActivationKeys(t testing.TB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for k, v := range e.Keys(t) {
+		if k == core.CaptureSinceKey || k == core.ExecutionSinceKey || k == core.BackfillThroughKey {
+			out[k] = v
+		}
 	}
 	return out
 }
@@ -91,6 +105,26 @@ func rows(t *testing.T, e *Env, s string) map[string]core.Subagent {
 	return out
 }
 
+// describe reads a table from the catalog.
+func (e *Env) describe(t testing.TB, table string) sqlstore.TableInfo {
+	t.Helper()
+	info, err := e.Dialect.Describe(context.Background(), e.DB, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// shapeHolds reports whether the table has its declared shape.
+func (e *Env) shapeHolds(t testing.TB) bool {
+	t.Helper()
+	diff, err := e.Store.ShapeDiff(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return diff == ""
+}
+
 // Count is the number of rows in the table.
 func (e *Env) Count(t testing.TB) int64 {
 	t.Helper()
@@ -105,11 +139,7 @@ func (e *Env) Count(t testing.TB) int64 {
 func snapshot(t *testing.T, e *Env) string {
 	t.Helper()
 	var b strings.Builder
-	shape, err := e.Store.Dialect().Shape(context.Background(), e.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(&b, "shape %+v\n", shape)
+	fmt.Fprintf(&b, "shape %+v\n", e.describe(t, "task_session_subagents"))
 	var all []map[string]any
 	e.DB.Raw(`SELECT * FROM task_session_subagents ORDER BY id`).Scan(&all)
 	for _, r := range all {

@@ -1,7 +1,8 @@
 // Package sqltest is the suite every SQL dialect runs unchanged, through one
 // entry point (River's riverdrivertest.Exercise pattern): the store
 // conformance suite (core/storetest), the catalog shape against the column
-// declaration, error classification, the migration pass and the read side.
+// declaration, error classification, the migration pass (its evolution
+// path and the seam between history and live capture) and the read side.
 // A dialect's test supplies a Driver; where dialects legitimately differ,
 // the Driver declares it in Features and the suite tests each declared
 // difference, visibly.
@@ -20,16 +21,15 @@ import (
 
 // Driver is what a dialect's test supplies.
 type Driver struct {
-	// Name is the dialect's name ("sqlite", "postgres", …).
+	// Name is the driver's name ("sqlite", "postgres-icu", …).
 	Name string
+	// Dialect is the store's dialect.
+	Dialect sqlstore.Dialect
 	// Open returns a fresh, empty database, dropped at the test's cleanup,
 	// as a handle and as the DSN the command line takes.
 	Open func(t testing.TB) (db *gorm.DB, dsn string)
 	// New wraps a handle (the adapter's New).
 	New func(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error)
-	// Catalog reads the table's shape back from the database's catalog,
-	// types spelled as the dialect's DDL spells them.
-	Catalog func(t testing.TB, db *gorm.DB) Catalog
 	// Unavailable returns a store whose database cannot be reached right
 	// now (PostgreSQL: nothing listens; SQLite: the file is locked past the
 	// busy timeout), and the password of its DSN (to check it never leaks).
@@ -39,8 +39,8 @@ type Driver struct {
 	// (task_session_id, tool_call_id), no agent_execution_id, primary key
 	// id.
 	LegacyTable func(t testing.TB, db *gorm.DB)
-	// EarlierTable turns the table into an earlier build's: the end shape
-	// but for a primary key on id alone, every row kept.
+	// EarlierTable turns the table into an earlier build's: the declared
+	// shape but for a primary key on id alone, every row kept.
 	EarlierTable func(t testing.TB, db *gorm.DB)
 	// FailInserts makes every insert of that tool call id into the table
 	// fail with "injected failure", until stop is called.
@@ -60,26 +60,6 @@ type Features struct {
 	// microsecond timestamps.
 	HostTimeText bool
 }
-
-// Catalog is the table as a database's catalog describes it.
-type Catalog struct {
-	Columns     []CatalogColumn
-	PrimaryKey  string   // columns, comma-separated, in key order
-	UniqueKeys  []string // each unique constraint's columns
-	ForeignKeys []ForeignKey
-	Indexes     map[string]string // name → columns, for plain indexes
-	Meta        []CatalogColumn   // the meta table's columns
-}
-
-// CatalogColumn is one column of a catalog.
-type CatalogColumn struct {
-	Name, Type string
-	NotNull    bool
-	Default    string // as the catalog renders it, casts removed; "" for none
-}
-
-// ForeignKey is one foreign key of the table.
-type ForeignKey struct{ Table, Column, RefColumn, OnDelete string }
 
 // Env is one fresh database of a Driver's dialect with Kandev-shaped host
 // tables and the store in it, its schema created.

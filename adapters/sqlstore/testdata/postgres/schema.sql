@@ -49,3 +49,17 @@ EXCEPTION WHEN others THEN
 END $f$;
 END IF;
 END $do$;
+
+DO $do$ BEGIN
+IF to_regprocedure('subagentctx_upsert_7fc49a59(text,text,text,text,text,text,text,text,text,text,text,text,text,text,integer,bigint,bigint,bigint,text,timestamptz,timestamptz,timestamptz)') IS NULL THEN
+CREATE FUNCTION subagentctx_upsert_7fc49a59(text,text,text,text,text,text,text,text,text,text,text,text,text,text,integer,bigint,bigint,bigint,text,timestamptz,timestamptz,timestamptz) RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+	UPDATE task_session_subagents SET agent_execution_id = $5
+	WHERE task_session_id = $2 AND tool_call_id = $6 AND $5 <> 'unknown'
+		AND agent_execution_id = 'unknown' AND source = 'backfill'
+		AND NOT EXISTS (SELECT 1 FROM task_session_subagents x WHERE x.task_session_id = $2
+			AND x.agent_execution_id = $5 AND x.tool_call_id = $6);
+	INSERT INTO "task_session_subagents" ("id","task_session_id","task_id","turn_id","agent_execution_id","tool_call_id","parent_tool_call_id","subagent_type","description","agent_id","child_session_id","model","agent_status","tool_status","is_async","total_tokens","tool_use_count","duration_ms","source","observed_at","settled_at","updated_at") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22) ON CONFLICT ("task_session_id","agent_execution_id","tool_call_id") DO UPDATE SET "turn_id"=COALESCE("task_session_subagents"."turn_id", excluded.turn_id),"parent_tool_call_id"=COALESCE(excluded.parent_tool_call_id, "task_session_subagents"."parent_tool_call_id"),"subagent_type"=COALESCE(excluded.subagent_type, "task_session_subagents"."subagent_type"),"description"=COALESCE(excluded.description, "task_session_subagents"."description"),"agent_id"=COALESCE(excluded.agent_id, "task_session_subagents"."agent_id"),"child_session_id"=COALESCE(excluded.child_session_id, "task_session_subagents"."child_session_id"),"model"=COALESCE(excluded.model, "task_session_subagents"."model"),"agent_status"=COALESCE(excluded.agent_status, "task_session_subagents"."agent_status"),"tool_status"=CASE WHEN "task_session_subagents"."settled_at" IS NOT NULL THEN "task_session_subagents"."tool_status" ELSE COALESCE(excluded.tool_status, "task_session_subagents"."tool_status") END,"is_async"=CASE WHEN "task_session_subagents"."is_async" = 1 OR excluded.is_async = 1 THEN 1 ELSE 0 END,"total_tokens"=COALESCE(excluded.total_tokens, "task_session_subagents"."total_tokens"),"tool_use_count"=COALESCE(excluded.tool_use_count, "task_session_subagents"."tool_use_count"),"duration_ms"=COALESCE(excluded.duration_ms, "task_session_subagents"."duration_ms"),"settled_at"=COALESCE("task_session_subagents"."settled_at", excluded.settled_at),"updated_at"=excluded.updated_at;
+END $f$;
+END IF;
+END $do$;

@@ -33,3 +33,12 @@ CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_
 CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id);
 
 CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
+
+CREATE TRIGGER IF NOT EXISTS subagentctx_adopt_v1 BEFORE INSERT ON task_session_subagents FOR EACH ROW
+BEGIN
+	UPDATE task_session_subagents SET agent_execution_id = NEW.agent_execution_id
+	WHERE task_session_id = NEW.task_session_id AND tool_call_id = NEW.tool_call_id AND NEW.agent_execution_id <> 'unknown'
+		AND agent_execution_id = 'unknown' AND source = 'backfill'
+		AND NOT EXISTS (SELECT 1 FROM task_session_subagents x WHERE x.task_session_id = NEW.task_session_id
+			AND x.agent_execution_id = NEW.agent_execution_id AND x.tool_call_id = NEW.tool_call_id);
+END;

@@ -1,4 +1,11 @@
-package backfill
+// Package history is how the host's message history reads as subagent
+// rows: one message (Recover), a whole history over the rows already
+// stored (Pass), and the host's timestamps (ParseHostTime). It is the Go
+// reference the migration pass must match on every dialect
+// (docs/CONTRACT.md §4.1, §4.2); differential fuzz tests hold each
+// dialect's SQL to it. It reads the column declaration (core.Columns): a
+// column's metadata path and metric floor are declared there, not here.
+package history
 
 import (
 	"bytes"
@@ -24,19 +31,20 @@ type Recovered struct {
 	// Subagent: the metadata is a JSON object whose normalized.kind is the
 	// string "subagent_task".
 	Subagent bool
-	// Recoverable: a subagent message the backfill inserts a row for (when
+	// Recoverable: a subagent message the backfill reads a row from (when
 	// it is the newest of its pair and its session exists).
 	Recoverable bool
 	// Created is created_at at the host's precision (nil: unreadable).
 	Created *time.Time
-	// Row is the row it would insert (for a subagent message): every column
-	// but updated_at, which is the pass's time.
+	// Row is the row it reads (for a subagent message): every column but
+	// updated_at, which is the pass's time.
 	Row core.Subagent
 }
 
 // Recover reads one message the way the migration pass does, on every
-// dialect: the Go reference that both SQL dialects must match exactly
-// (docs/CONTRACT.md §4.1, §4.2; a differential fuzz test checks them).
+// dialect (docs/CONTRACT.md §4.1, §4.2). The message's own columns give
+// the ids and times; every column that declares a metadata path reads it
+// there, as its type says.
 func Recover(m Message) Recovered {
 	var doc any
 	if m.Metadata != nil {
@@ -50,7 +58,6 @@ func Recover(m Message) Recovered {
 	if kind, _ := jsonb.Lookup(doc, "normalized", "kind").(string); kind != "subagent_task" {
 		return Recovered{}
 	}
-	task := func(key string) any { return jsonb.Lookup(doc, "normalized", "subagent_task", key) }
 	r := Recovered{Subagent: true, Created: m.CreatedAt}
 	r.Row = core.Subagent{
 		ID:               deref(m.ID),
@@ -58,20 +65,12 @@ func Recover(m Message) Recovered {
 		TaskID:           deref(m.TaskID),
 		TurnID:           nonEmpty(deref(m.TurnID)),
 		AgentExecutionID: core.UnknownExecution,
-		ToolCallID:       deref(nonEmpty(text(jsonb.Lookup(doc, "tool_call_id")))),
-		ParentToolCallID: nonEmpty(text(jsonb.Lookup(doc, "parent_tool_call_id"))),
-		SubagentType:     nonEmpty(text(task("subagent_type"))),
-		Description:      nonEmpty(text(task("description"))),
-		AgentID:          nonEmpty(text(task("agent_id"))),
-		ChildSessionID:   nonEmpty(text(task("child_session_id"))),
-		Model:            nonEmpty(text(task("model"))),
-		AgentStatus:      nonEmpty(text(task("status"))),
-		ToolStatus:       nonEmpty(text(jsonb.Lookup(doc, "status"))),
-		IsAsync:          isTrue(task("is_async")),
-		TotalTokens:      metric(task("total_tokens"), 1),
-		ToolUseCount:     metric(task("tool_use_count"), 0),
-		DurationMs:       metric(task("duration_ms"), 1),
 		Source:           core.SourceBackfill,
+	}
+	for _, c := range core.Columns {
+		if c.Metadata != nil {
+			c.Set(&r.Row, Read(c, jsonb.Lookup(doc, c.Metadata...)))
+		}
 	}
 	if m.CreatedAt != nil {
 		r.Row.ObservedAt = core.CanonicalTime(*m.CreatedAt)
@@ -83,6 +82,29 @@ func Recover(m Message) Recovered {
 	r.Recoverable = m.CreatedAt != nil && r.Row.TaskSessionID != "" && r.Row.TaskID != "" && r.Row.ToolCallID != "" &&
 		storable(r.Row.ID, r.Row.TaskSessionID, r.Row.TaskID, deref(r.Row.TurnID), r.Row.ToolCallID, deref(r.Row.ParentToolCallID))
 	return r
+}
+
+// Read is a metadata value (a jsonb.Parse result, nil when absent) as the
+// column c holds it (docs/CONTRACT.md §4.2), for Column.Set: text takes a
+// JSON string (” ⇒ NULL), a metric a JSON number whose value is an
+// integer within 64 bits and at least the column's Min, a boolean true or
+// a number equal to 1. Anything else is NULL (false for a boolean).
+func Read(c core.Column, v any) any {
+	switch c.Type {
+	case core.Text:
+		if s, _ := v.(string); s != "" || !c.Nullable {
+			return s
+		}
+	case core.Int64:
+		if n, ok := v.(jsonb.Number); ok {
+			if i, ok := n.Int(); ok && i >= c.Min {
+				return i
+			}
+		}
+	case core.Bool:
+		return isTrue(v)
+	}
+	return nil
 }
 
 // storable: every identifier could be stored live, and the row has an id.
@@ -97,9 +119,6 @@ func storable(id string, ids ...string) bool {
 	}
 	return true
 }
-
-// text is a JSON string's value; anything else is "" (NULL).
-func text(v any) string { s, _ := v.(string); return s }
 
 // isTrue: true, or a number equal to 1 (AC-23).
 func isTrue(v any) bool {
@@ -128,46 +147,53 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-// metric is an integer metric of at least min, else NULL (AC-23).
-func metric(v any, min int64) *int64 {
-	n, ok := v.(jsonb.Number)
-	if !ok {
-		return nil
-	}
-	i, ok := n.Int()
-	if !ok || i < min {
-		return nil
-	}
-	return &i
+// Result is what one pass does.
+type Result struct {
+	// Inserted: rows written for pairs that had none.
+	Inserted int64
+	// Merged: rows live frames wrote first, into which history was merged
+	// (core.MergeHistory).
+	Merged int64
+	// Through is backfill_through: the newest created_at among the
+	// recoverable messages (nil: none matched, the '' sentinel).
+	Through *time.Time
 }
 
-// Pass is the reference of one whole backfill: the rows it inserts, in
-// no particular order, and backfill_through (nil for the ” sentinel).
-// sessions are the host's session ids; stored are the rows already in the
-// table. Each message counts as Recover reads it (docs/CONTRACT.md §4.1).
-func Pass(messages []Message, sessions map[string]bool, stored []core.Subagent) (rows []core.Subagent, through *time.Time) {
+// Pass is the reference of one whole backfill (docs/CONTRACT.md §4.1,
+// §8.5): given the host's messages and session ids and the rows already
+// stored, the table's rows after it, in no particular order. Each
+// (session, tool call id) pair reads its newest recoverable message
+// (AC-21b). A pair without a row gets that message's row, unless its
+// session does not exist (AC-21a) or its id is taken in the session (the
+// primary key; the insert does nothing). A pair with rows merges history
+// into its first row in AC-13 order (core.MergeHistory): one invocation,
+// one row, whichever came first.
+func Pass(messages []Message, sessions map[string]bool, stored []core.Subagent) ([]core.Subagent, Result) {
+	var res Result
 	newest := map[[2]string]Recovered{}
 	for _, m := range messages {
 		r := Recover(m)
 		if !r.Recoverable {
 			continue
 		}
-		if through == nil || r.Created.After(*through) {
+		if res.Through == nil || r.Created.After(*res.Through) {
 			t := *r.Created
-			through = &t
-		}
-		if !sessions[r.Row.TaskSessionID] {
-			continue
+			res.Through = &t
 		}
 		pair := [2]string{r.Row.TaskSessionID, r.Row.ToolCallID}
 		if cur, ok := newest[pair]; !ok || newer(r, cur) {
 			newest[pair] = r
 		}
 	}
-	held := map[[2]string]bool{}
-	for _, s := range stored {
-		held[[2]string{s.TaskSessionID, s.ToolCallID}] = true
-		held[[2]string{s.TaskSessionID, "id:" + s.ID}] = true
+	rows := slices.Clone(stored)
+	first := map[[2]string]int{} // pair → index of its first row in AC-13 order
+	held := map[[2]string]bool{} // (session, id) taken
+	for i, s := range rows {
+		pair := [2]string{s.TaskSessionID, s.ToolCallID}
+		if j, ok := first[pair]; !ok || s.Cursor().Less(rows[j].Cursor()) {
+			first[pair] = i
+		}
+		held[[2]string{s.TaskSessionID, s.ID}] = true
 	}
 	pairs := make([][2]string, 0, len(newest))
 	for p := range newest {
@@ -176,14 +202,20 @@ func Pass(messages []Message, sessions map[string]bool, stored []core.Subagent) 
 	slices.SortFunc(pairs, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
 	for _, p := range pairs {
 		r := newest[p]
-		idKey := [2]string{r.Row.TaskSessionID, "id:" + r.Row.ID}
-		if held[p] || held[idKey] { // a pair with a row (§8.5); a taken id (ON CONFLICT DO NOTHING)
+		if i, ok := first[p]; ok {
+			rows[i] = core.MergeHistory(rows[i], r.Row)
+			res.Merged++
 			continue
 		}
-		held[idKey] = true
+		id := [2]string{r.Row.TaskSessionID, r.Row.ID}
+		if !sessions[r.Row.TaskSessionID] || held[id] {
+			continue
+		}
+		held[id] = true
 		rows = append(rows, r.Row)
+		res.Inserted++
 	}
-	return rows, through
+	return rows, res
 }
 
 // newer: a is newer than b for AC-21b: later created_at, then the greater

@@ -1,4 +1,4 @@
-package backfill
+package history
 
 import (
 	"time"

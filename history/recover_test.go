@@ -1,4 +1,4 @@
-package backfill_test
+package history_test
 
 import (
 	"context"
@@ -12,15 +12,15 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/history"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 )
 
 // FuzzRecover: for any metadata document, each dialect's view of one
-// message (Dialect.SubagentMessages) reads exactly what backfill.Recover
-// reads: whether it is a subagent message, whether it is recoverable, and
+// message (MessageView.SubagentMessages) reads exactly what
+// history.Recover reads: whether it is a subagent message, whether it is recoverable, and
 // every column of its row. One message at a time, so the fuzzer explores
 // JSON itself quickly.
 func FuzzRecover(f *testing.F) {
@@ -73,7 +73,7 @@ func FuzzRecover(f *testing.F) {
 		}
 		at = at.UTC()
 		id, sess, task, turn := "m", "s", "task-s", "turn"
-		r := backfill.Recover(backfill.Message{ID: &id, TaskSessionID: &sess, TaskID: &task, TurnID: &turn, Metadata: &doc,
+		r := history.Recover(history.Message{ID: &id, TaskSessionID: &sess, TaskID: &task, TurnID: &turn, Metadata: &doc,
 			CreatedAt: readable(at), UpdatedAt: readable(at)})
 		want := describe(r.Subagent, r.Recoverable, r.Row)
 		for _, p := range probes {
@@ -91,18 +91,19 @@ func FuzzRecover(f *testing.F) {
 }
 
 func readable(t time.Time) *time.Time {
-	if !backfill.ReadableInstant(t) {
+	if !history.ReadableInstant(t) {
 		return nil
 	}
 	return &t
 }
 
-// view reads the one message through the dialect's SubagentMessages.
+// view reads the one message through the dialect's SubagentMessages, each
+// of sqlstore.MessageColumns decoded as its declared column's type.
 func view(t *testing.T, e *sqltest.Env) string {
 	t.Helper()
 	var out []map[string]any
-	err := e.Store.Dialect().WithConn(context.Background(), e.DB, func(db *gorm.DB) (err error) {
-		out, err = sqlstore.Query(db, `SELECT * FROM (`+e.Store.Dialect().SubagentMessages(e.Tables)+`) v`)
+	err := e.Dialect.WithConn(context.Background(), e.DB, func(db *gorm.DB) (err error) {
+		out, err = scanMaps(db, `SELECT * FROM (`+e.Dialect.SubagentMessages(e.Tables)+`) v`)
 		return err
 	})
 	if err != nil {
@@ -128,28 +129,63 @@ func view(t *testing.T, e *sqltest.Env) string {
 		}
 		return nil
 	}
-	hostTime := func(name string) *time.Time {
-		switch x := v[name].(type) {
-		case time.Time:
-			u := x.UTC()
-			return &u
-		case string:
-			if tm, ok := backfill.ParseHostTime(x); ok {
-				return &tm
+	row := core.Subagent{ID: deref(text("message_id")), TaskSessionID: deref(text("task_session_id")), TaskID: deref(text("task_id")),
+		ToolCallID: deref(text("tool_call_id"))}
+	for _, c := range sqlstore.HistoryColumns() {
+		switch c.Type {
+		case core.Text:
+			if p := text(c.Name); p != nil {
+				c.Set(&row, *p)
+			}
+		case core.Int64:
+			if p := num(c.Name); p != nil {
+				c.Set(&row, *p)
+			}
+		case core.Bool:
+			c.Set(&row, deref64(num(c.Name)) == 1)
+		case core.Time:
+			switch x := v[c.Name].(type) {
+			case time.Time:
+				c.Set(&row, x.UTC())
+			case string:
+				if tm, ok := history.ParseHostTime(x); ok {
+					c.Set(&row, tm)
+				}
 			}
 		}
-		return nil
-	}
-	row := core.Subagent{ID: deref(text("message_id")), TaskSessionID: deref(text("task_session_id")), TaskID: deref(text("task_id")),
-		TurnID: text("turn_id"), ToolCallID: deref(text("tool_call_id")), ParentToolCallID: text("parent_tool_call_id"),
-		SubagentType: text("subagent_type"), Description: text("description"), AgentID: text("agent_id"),
-		ChildSessionID: text("child_session_id"), Model: text("model"), AgentStatus: text("agent_status"), ToolStatus: text("tool_status"),
-		IsAsync: deref64(num("is_async")) == 1, TotalTokens: num("total_tokens"), ToolUseCount: num("tool_use_count"),
-		DurationMs: num("duration_ms"), SettledAt: hostTime("settled_at")}
-	if o := hostTime("observed_at"); o != nil {
-		row.ObservedAt = *o
 	}
 	return describe(true, deref64(num("recoverable")) == 1, row)
+}
+
+// scanMaps runs a query and returns its rows as column → value maps, each
+// value as the driver returns it.
+func scanMaps(db *gorm.DB, q string) ([]map[string]any, error) {
+	rows, err := db.Raw(q).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		m := make(map[string]any, len(cols))
+		for i, c := range cols {
+			m[c] = vals[i]
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 func deref(p *string) string {

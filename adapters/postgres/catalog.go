@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// TableExists implements sqlstore.Catalog: a table visible on the
+// search_path.
+func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
+	var ok bool
+	err := db.WithContext(ctx).Raw(`SELECT to_regclass(?) IS NOT NULL`, `"`+name+`"`).Scan(&ok).Error
+	return ok, err
+}
+
+// typeNames spells pg_catalog's type names as ColumnType does.
+var typeNames = map[string]string{"text": "TEXT", "bigint": "BIGINT", "integer": "INTEGER",
+	"timestamp with time zone": "TIMESTAMPTZ", "timestamp without time zone": "TIMESTAMP"}
+
+// onDelete spells pg_constraint.confdeltype.
+var onDelete = map[string]string{"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
+
+// Describe implements sqlstore.Catalog from pg_catalog (a query on
+// information_schema's views costs milliseconds, at every boot). A
+// partitioned table is described by its parent, which carries the keys.
+func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlstore.TableInfo, error) {
+	var info sqlstore.TableInfo
+	ok, err := d.TableExists(ctx, db, name)
+	if err != nil || !ok {
+		return info, err
+	}
+	info.Exists = true
+	db = db.WithContext(ctx)
+	rel := `"` + name + `"`
+	var cols []struct {
+		Name, Type string
+		NotNull    bool
+		Dflt       *string
+	}
+	if err := db.Raw(`SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.attnotnull AS not_null,
+		pg_get_expr(x.adbin, x.adrelid) AS dflt FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
+		WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, rel).Scan(&cols).Error; err != nil {
+		return info, err
+	}
+	for _, c := range cols {
+		col := sqlstore.ColumnInfo{Name: c.Name, Type: c.Type, NotNull: c.NotNull}
+		if t, ok := typeNames[c.Type]; ok {
+			col.Type = t
+		}
+		if c.Dflt != nil {
+			col.Default = strings.TrimSuffix(*c.Dflt, "::text")
+		}
+		info.Columns = append(info.Columns, col)
+	}
+	if info.Indexes, err = indexes(db, rel); err != nil {
+		return info, err
+	}
+	var fks []struct{ Column, RefTable, RefColumn, DelType string }
+	if err := db.Raw(`SELECT a.attname AS "column", r.relname AS ref_table, ra.attname AS ref_column, k.confdeltype AS del_type
+		FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
+		JOIN pg_class r ON r.oid = k.confrelid JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
+		WHERE k.conrelid = to_regclass(?) AND k.contype = 'f' AND k.conparentid = 0`, rel).Scan(&fks).Error; err != nil {
+		return info, err
+	}
+	for _, f := range fks {
+		info.ForeignKeys = append(info.ForeignKeys, sqlstore.ForeignKeyInfo{Column: f.Column, RefTable: f.RefTable, RefColumn: f.RefColumn, OnDelete: onDelete[f.DelType]})
+	}
+	return info, nil
+}
+
+// indexes lists a table's indexes with their columns in key order, and
+// the constraint each backs.
+func indexes(db *gorm.DB, rel string) ([]sqlstore.IndexInfo, error) {
+	var out []struct {
+		Name, Columns, Constraint string
+		Unique, Primary           bool
+	}
+	err := db.Raw(`SELECT c.relname AS name, i.indisunique AS "unique", i.indisprimary AS "primary", x.columns,
+		COALESCE((SELECT k.conname FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u')), '') AS "constraint"
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) x
+		WHERE i.indrelid = to_regclass(?) ORDER BY c.relname`, rel).Scan(&out).Error
+	idx := make([]sqlstore.IndexInfo, len(out))
+	for n, i := range out {
+		idx[n] = sqlstore.IndexInfo{Name: i.Name, Unique: i.Unique, Primary: i.Primary, Columns: strings.Split(i.Columns, ","), Constraint: i.Constraint}
+	}
+	return idx, err
+}
+
+// SchemaExtras implements sqlstore.Catalog: the message view's function.
+func (Dialect) SchemaExtras() []string { return []string{metadataFunction} }
+
+var (
+	legacyKey  = []string{"task_session_id", "tool_call_id"}
+	primaryKey = []string{"task_session_id", "id"}
+)
+
+// Steps implements sqlstore.Catalog: PostgreSQL changes the table in
+// place, each step doing only what the catalog shows is missing. Its DDL
+// is transactional: a failed step leaves the table as it was.
+func (d Dialect) Steps() []sqlstore.Step {
+	return []sqlstore.Step{
+		{Version: 1, Name: "agent_execution_id in the key", Stages: []string{"add column", "drop legacy key", "add key"}, Apply: d.executionKey},
+		{Version: 2, Name: "64-bit metrics and time zones", Stages: []string{"widen metrics", "timestamps to timestamptz"}, Apply: d.widen},
+		{Version: 3, Name: "primary key (task_session_id, id)", Stages: []string{"primary key"}, Apply: d.primaryKey},
+	}
+}
+
+// run executes one statement of a step and reports its stage.
+func run(db *gorm.DB, hook func(string) error, stage, q string) error {
+	if err := db.Exec(q).Error; err != nil {
+		return fmt.Errorf("%s: %w", stage, err)
+	}
+	return hook(stage)
+}
+
+// executionKey is step 1 (AC-33): the execution column with its DEFAULT
+// (every row gets 'unknown'), the first draft's key dropped, the
+// three-column key added.
+func (d Dialect) executionKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables, hook func(string) error) error {
+	db := tx.WithContext(ctx)
+	info, err := d.Describe(ctx, db, sqlstore.Table)
+	if err != nil {
+		return err
+	}
+	if info.Column("agent_execution_id") == nil {
+		if err := run(db, hook, "add column", `ALTER TABLE `+sqlstore.Table+` ADD COLUMN agent_execution_id TEXT NOT NULL DEFAULT '`+core.UnknownExecution+`'`); err != nil {
+			return err
+		}
+	}
+	hasKey := false
+	for _, x := range info.Indexes {
+		switch {
+		case x.Unique && slices.Equal(x.Columns, legacyKey) && x.Constraint != "":
+			err = run(db, hook, "drop legacy key", `ALTER TABLE `+sqlstore.Table+` DROP CONSTRAINT "`+x.Constraint+`"`)
+		case x.Unique && slices.Equal(x.Columns, legacyKey):
+			err = run(db, hook, "drop legacy key", `DROP INDEX "`+x.Name+`"`)
+		case x.Unique && slices.Equal(x.Columns, core.KeyColumns):
+			hasKey = true
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if hasKey {
+		return nil
+	}
+	return run(db, hook, "add key", `ALTER TABLE `+sqlstore.Table+` ADD CONSTRAINT `+sqlstore.Table+`_key UNIQUE (`+strings.Join(core.KeyColumns, ", ")+`)`)
+}
+
+// widen is step 2: metrics to BIGINT, timestamps to TIMESTAMPTZ (the old
+// values are UTC wall time).
+func (d Dialect) widen(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables, hook func(string) error) error {
+	db := tx.WithContext(ctx)
+	info, err := d.Describe(ctx, db, sqlstore.Table)
+	if err != nil {
+		return err
+	}
+	for _, c := range core.Columns {
+		got := info.Column(c.Name)
+		switch {
+		case got == nil || got.Type == d.ColumnType(c.Type):
+		case c.Type == core.Int64:
+			err = run(db, hook, "widen metrics", `ALTER TABLE `+sqlstore.Table+` ALTER COLUMN `+c.Name+` TYPE BIGINT`)
+		case c.Type == core.Time && got.Type == "TIMESTAMP":
+			err = run(db, hook, "timestamps to timestamptz", `ALTER TABLE `+sqlstore.Table+` ALTER COLUMN `+c.Name+
+				` TYPE TIMESTAMPTZ USING `+c.Name+` AT TIME ZONE 'UTC'`)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// primaryKey is step 3 (docs/CONTRACT.md §8.9): the primary key moves to
+// (task_session_id, id).
+func (d Dialect) primaryKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables, hook func(string) error) error {
+	db := tx.WithContext(ctx)
+	info, err := d.Describe(ctx, db, sqlstore.Table)
+	if err != nil {
+		return err
+	}
+	alter := `ALTER TABLE ` + sqlstore.Table + ` `
+	for _, x := range info.Indexes {
+		if x.Primary && slices.Equal(x.Columns, primaryKey) {
+			return nil
+		}
+		if x.Primary {
+			alter += `DROP CONSTRAINT "` + x.Constraint + `", `
+		}
+	}
+	return run(db, hook, "primary key", alter+`ADD PRIMARY KEY (`+strings.Join(primaryKey, ", ")+`)`)
+}

@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Dialect is SQLite's sqlstore.Dialect: its fragments here, its message
+// view in messages.go, its catalog and upgrade steps in catalog.go. SQLite
+// never shards (no sqlstore.Placement).
+type Dialect struct{}
+
+var _ sqlstore.Dialect = Dialect{}
+
+// Name implements sqlstore.Fragments.
+func (Dialect) Name() string { return "sqlite" }
+
+// ColumnType implements sqlstore.Fragments. SQLite's INTEGER is 64-bit;
+// TIMESTAMP columns hold go-sqlite3's UTC text form, compared through
+// Instant.
+func (Dialect) ColumnType(t core.Type) string {
+	switch t {
+	case core.Int64, core.Bool:
+		return "INTEGER"
+	case core.Time:
+		return "TIMESTAMP"
+	}
+	return "TEXT"
+}
+
+// Instant implements sqlstore.Fragments: the Unix time in microseconds of
+// any text form SQLite's date functions accept ("YYYY-MM-DD
+// HH:MM:SS[.f…][±HH:MM|Z]", with a space or T). The whole seconds go
+// through unixepoch() with the fraction removed (SQLite's date functions
+// round fractions to milliseconds, which could carry into the next
+// second); the fraction's first six digits are added exactly. No string
+// comparison and no julianday (AC-24e). This table's times are always
+// written canonical, so six digits are all there are.
+func (Dialect) Instant(x string) string {
+	frac := "substr(" + x + ", 21)"
+	digits := "substr(" + frac + ", 1, length(" + frac + ") - length(ltrim(" + frac + ", '0123456789')))"
+	whole := "substr(" + x + ", 1, 19) || CASE WHEN substr(" + x + ", 20, 1) = '.' THEN ltrim(" + frac + ", '0123456789') ELSE substr(" + x + ", 20) END"
+	return "(unixepoch(" + whole + ") * 1000000 + CASE WHEN substr(" + x + ", 20, 1) = '.' THEN CAST(substr(" + digits + " || '000000', 1, 6) AS INTEGER) ELSE 0 END)"
+}
+
+// Bytewise implements sqlstore.Fragments: SQLite's default collation,
+// BINARY, compares bytes.
+func (Dialect) Bytewise(x string) string { return x }
+
+// adoptTrigger is the trigger that makes the upsert one statement at the
+// seam (docs/CONTRACT.md §8.5): before a row is inserted (an upsert
+// proposes one for every frame), a backfilled row of its pair takes its
+// execution id, so that the insert's conflict merges the frame into it.
+const adoptTrigger = "subagentctx_adopt_v1"
+
+// Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT as it is,
+// and the trigger that adopts a backfilled row before it.
+func (Dialect) Upsert(u sqlstore.UpsertParts) ([]string, string) {
+	trigger := `CREATE TRIGGER IF NOT EXISTS ` + adoptTrigger + ` BEFORE INSERT ON ` + sqlstore.Table + ` FOR EACH ROW
+BEGIN
+	` + u.Adopt(func(c string) string { return "NEW." + c }) + `;
+END`
+	return []string{trigger}, u.Insert
+}
+
+// Classify implements sqlstore.Fragments.
+func (Dialect) Classify(err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return nil
+	}
+	switch se.Code {
+	case sqlite3.ErrConstraint:
+		return core.ErrConstraint
+	case sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrCantOpen, sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrReadonly:
+		return core.ErrUnavailable
+	}
+	return nil
+}
+
+// CheckHandle implements sqlstore.Fragments on one connection of the
+// handle (a pool's connections share its DSN's settings): foreign keys
+// must be on (without them AC-16's cascade silently does nothing) and a
+// busy timeout set (without it a write meeting another writer fails at
+// once). Neither is safe to set from here: foreign_keys is per
+// connection, so setting it on one would leave the pool's others off. WAL
+// is recommended, not required: the store works in any journal mode, with
+// more lock waits.
+func (Dialect) CheckHandle(ctx context.Context, db *gorm.DB) error {
+	var fk, busy int64
+	var missing []string
+	return db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
+		if err := tx.Raw(`PRAGMA foreign_keys`).Scan(&fk).Error; err != nil {
+			return err
+		}
+		if err := tx.Raw(`PRAGMA busy_timeout`).Scan(&busy).Error; err != nil {
+			return err
+		}
+		if fk != 1 {
+			missing = append(missing, "foreign keys are off (add _foreign_keys=on to the go-sqlite3 DSN, as sqlite.DSN does): "+
+				"without them deleting a session would leave its rows behind")
+		}
+		if busy <= 0 {
+			missing = append(missing, "no busy timeout (add _busy_timeout=10000 to the DSN, as sqlite.DSN does): "+
+				"without it a write that meets another fails at once")
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%w: %s", sqlstore.ErrHandleSettings, strings.Join(missing, "; "))
+		}
+		return nil
+	})
+}
+
+// Writers implements sqlstore.Fragments: SQLite serialises writers: more
+// would only wait on its lock.
+func (Dialect) Writers() int { return 1 }

@@ -1,0 +1,165 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/history"
+)
+
+// instantLayout is a host instant as text that orders as the instant, at
+// nanosecond precision: fixed width, UTC, years 0001-9999.
+const instantLayout = "2006-01-02T15:04:05.000000000Z"
+
+// HostInstant implements sqlstore.MessageView through the registered
+// function subagentctx_instant, which reads the host's text with
+// history.ParseHostTime.
+func (Dialect) HostInstant(x string) string { return "subagentctx_instant(CAST(" + x + " AS TEXT))" }
+
+// HostInstantArg implements sqlstore.MessageView.
+func (Dialect) HostInstantArg(t time.Time) any { return t.UTC().Format(instantLayout) }
+
+// ParseHostInstant implements sqlstore.MessageView.
+func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		t, err := time.Parse(instantLayout, x)
+		if err != nil {
+			return nil, fmt.Errorf("host instant %q: %w", x, err)
+		}
+		return &t, nil
+	}
+	return nil, fmt.Errorf("host instant %v is a %T, want text", v, v)
+}
+
+// SubagentMessages implements sqlstore.MessageView: every candidate
+// message is read by the registered function subagentctx_message, which
+// runs history.Recover and returns its reading as a JSON object keyed by
+// column (SQLite's own JSON functions read duplicate keys, surrogates and
+// numbers differently from PostgreSQL, docs/CONTRACT.md §8.6); the view
+// extracts each of sqlstore.MessageColumns from it. Only messages whose
+// text can spell the kind (literally, or through a \u escape) reach the
+// function.
+func (Dialect) SubagentMessages(t sqlstore.Tables) string {
+	cols := []string{"CAST(v.id AS TEXT) AS message_id", "CAST(v.task_session_id AS TEXT) AS task_session_id", "CAST(v.task_id AS TEXT) AS task_id"}
+	for _, c := range sqlstore.MessageColumns()[3:] {
+		cols = append(cols, "json_extract(v.x, '$."+c+"') AS "+c)
+	}
+	return `SELECT ` + strings.Join(cols, ",\n\t\t") + `
+	FROM (SELECT m.id, m.task_session_id, m.task_id,
+			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT), CAST(m.turn_id AS TEXT),
+				CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
+		FROM "` + t.Messages + `" m
+		WHERE instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0
+		LIMIT -1 OFFSET 0) v
+	WHERE v.x IS NOT NULL`
+}
+
+// BackfillForm implements sqlstore.MessageView: SQLite has no writable
+// CTE, so the ranked messages are staged by one scan before the write
+// transaction, which begins IMMEDIATE: the write lock, held for the merge,
+// the insert and the keys only, serialises it with the live writes.
+func (Dialect) BackfillForm(bool) sqlstore.BackfillForm {
+	return sqlstore.BackfillForm{Staged: true, Begin: "BEGIN IMMEDIATE"}
+}
+
+// WithConn implements sqlstore.MessageView: fn runs on one connection of
+// db on which subagentctx_message and subagentctx_instant are registered.
+func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) error) error {
+	return db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
+		conn, ok := tx.Statement.ConnPool.(*sql.Conn)
+		if !ok {
+			return fmt.Errorf("subagentctx: sqlite: want a connection, got %T", tx.Statement.ConnPool)
+		}
+		if err := conn.Raw(register); err != nil {
+			return err
+		}
+		return fn(tx.Session(&gorm.Session{})) // each statement on its own, so one's error does not stop the next (a ROLLBACK)
+	})
+}
+
+func register(driverConn any) error {
+	c, ok := driverConn.(*sqlite3.SQLiteConn)
+	if !ok {
+		return fmt.Errorf("subagentctx: sqlite: the handle's driver is %T, want mattn/go-sqlite3", driverConn)
+	}
+	if err := c.RegisterFunc("subagentctx_message", message, true); err != nil {
+		return err
+	}
+	return c.RegisterFunc("subagentctx_instant", instant, true)
+}
+
+// storedLayout is how go-sqlite3 writes a time.Time: what this table's
+// TIMESTAMP columns hold.
+const storedLayout = "2006-01-02 15:04:05.999999999-07:00"
+
+// message is subagentctx_message: history.Recover on one message, as a
+// JSON object keyed by the view's columns (NULL when it is not a subagent
+// message): the tool call id, whether it is recoverable (0/1), created_at
+// as an instantLayout text, and every column of sqlstore.HistoryColumns as
+// the table stores it. Its text is valid UTF-8: every string comes from a
+// document jsonb.Parse accepted.
+func message(id, session, task, turn, metadata, created, updated any) (any, error) {
+	str := func(v any) *string {
+		if s, ok := v.(string); ok {
+			return &s
+		}
+		return nil
+	}
+	hostTime := func(v any) *time.Time {
+		if s, ok := v.(string); ok {
+			if t, ok := history.ParseHostTime(s); ok {
+				return &t
+			}
+		}
+		return nil
+	}
+	r := history.Recover(history.Message{ID: str(id), TaskSessionID: str(session), TaskID: str(task), TurnID: str(turn),
+		Metadata: str(metadata), CreatedAt: hostTime(created), UpdatedAt: hostTime(updated)})
+	if !r.Subagent {
+		return nil, nil
+	}
+	out := map[string]any{"tool_call_id": nil, "recoverable": 0, "created": nil}
+	if r.Row.ToolCallID != "" {
+		out["tool_call_id"] = r.Row.ToolCallID
+	}
+	if r.Recoverable {
+		out["recoverable"] = 1
+	}
+	if r.Created != nil {
+		out["created"] = r.Created.UTC().Format(instantLayout)
+	}
+	for _, c := range sqlstore.HistoryColumns() {
+		v := c.Value(&r.Row)
+		if t, ok := v.(time.Time); ok {
+			v = t.Format(storedLayout)
+			if c.Name == "observed_at" && r.Created == nil {
+				v = nil // no instant to observe it at
+			}
+		}
+		out[c.Name] = v
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+// instant is subagentctx_instant: a host timestamp as instantLayout text,
+// or NULL when history.ParseHostTime cannot read it.
+func instant(v any) any {
+	if s, ok := v.(string); ok {
+		if t, ok := history.ParseHostTime(s); ok {
+			return t.UTC().Format(instantLayout)
+		}
+	}
+	return nil
+}

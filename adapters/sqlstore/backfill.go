@@ -1,0 +1,269 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// stageTable holds, on a dialect that stages (SQLite), the recoverable
+// messages ranked per (session, tool call id), for one backfill.
+const stageTable = "subagentctx_backfill_stage"
+
+// backfillStatements are the backfill's statements (docs/CONTRACT.md
+// §4.1). Stage, when set, runs before the transaction and Drop after it.
+// In the transaction either Single runs (one statement returning through,
+// inserted and merged), or Through, Merge and Insert, in this order. Merge
+// and Insert (and Single, twice) take the rows' updated_at.
+type backfillStatements struct {
+	Stage, Drop            string
+	Single                 string
+	Through, Merge, Insert string
+}
+
+// ranked selects the recoverable messages, ranked newest first per
+// (session, tool call id): created_at at the host's precision, then the
+// greatest message id byte by byte (AC-21b). The tool call id leads the
+// partition so that no index on the messages' session id can presort it:
+// reading a whole history through an index costs more than sorting the
+// few subagent messages.
+func (s *Store) ranked() string {
+	d := s.d
+	return `SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
+		ORDER BY v.created DESC, ` + d.Bytewise("v.message_id") + ` DESC) AS rn
+	FROM (` + d.SubagentMessages(s.tables) + `) v
+	WHERE v.recoverable = 1`
+}
+
+// historyValue is the value the backfill gives a column of a pair's row
+// from its newest message r (docs/CONTRACT.md §4.1): the message's id, the
+// 'unknown' execution, source 'backfill', the pass's time (the one
+// argument), and the message's reading for every other column.
+func historyValue(column string) string {
+	switch column {
+	case "id":
+		return "r.message_id"
+	case "agent_execution_id":
+		return "'" + core.UnknownExecution + "'"
+	case "source":
+		return "'" + string(core.SourceBackfill) + "'"
+	case "updated_at":
+		return "?"
+	}
+	return "r." + column
+}
+
+// backfillInsert inserts the newest message of each pair from source (a
+// relation with the ranked columns) whose session exists (AC-21a), unless
+// the pair already has a row under any execution id (docs/CONTRACT.md
+// §8.5: backfillMerge merges into it), and never over a stored row
+// (AC-22). The session is checked here, on the newest message of each
+// pair only, rather than while ranking every message.
+func (s *Store) backfillInsert(source string) string {
+	values := make([]string, len(core.Columns))
+	for i, c := range core.Columns {
+		values[i] = historyValue(c.Name)
+	}
+	return `INSERT INTO ` + Table + ` (` + columnList("") + `)
+	SELECT ` + strings.Join(values, ", ") + `
+	FROM ` + source + ` r
+	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM ` + quote(s.tables.Sessions) + ` x WHERE x.id = r.task_session_id)
+		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
+	ON CONFLICT DO NOTHING`
+}
+
+// backfillMerge merges the newest message of each pair from source into
+// the pair's first row, where live frames wrote one before the pass
+// (history under live, core.MergeHistory, docs/CONTRACT.md §8.5).
+func (s *Store) backfillMerge(source string) string {
+	return `UPDATE ` + Table + ` AS t SET ` + historySet(historyValue, func(c string) string { return "t." + c }) + `
+	FROM ` + source + ` r
+	WHERE r.rn = 1 AND t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id
+		AND ` + s.firstOfPair("t", "")
+}
+
+// backfillStatements renders the backfill for the store's dialect and the
+// table's placement: one scan of the messages (AC-23a) on one server;
+// backfill_through from every recoverable message, not from what this
+// attempt writes, and never after the insert (AC-24).
+func (s *Store) backfillStatements(distributed bool) backfillStatements {
+	form := s.d.BackfillForm(distributed)
+	switch {
+	case form.Staged:
+		return backfillStatements{
+			Stage:   `CREATE TEMP TABLE ` + stageTable + ` AS ` + s.ranked(),
+			Drop:    `DROP TABLE IF EXISTS ` + stageTable,
+			Through: `SELECT MAX(created) FROM ` + stageTable,
+			Merge:   s.backfillMerge(stageTable),
+			Insert:  s.backfillInsert(stageTable),
+		}
+	case distributed:
+		// Sharded by session: plain statements that each run on every
+		// shard in parallel, in one distributed transaction. A CTE would be
+		// gathered on the coordinator. Each scans the messages once.
+		return backfillStatements{
+			Through: `SELECT MAX(v.created) FROM (` + s.d.SubagentMessages(s.tables) + `) v WHERE v.recoverable = 1`,
+			Merge:   s.backfillMerge("(" + s.ranked() + ")"),
+			Insert:  s.backfillInsert("(" + s.ranked() + ")"),
+		}
+	}
+	return backfillStatements{Single: `WITH staged AS MATERIALIZED (` + s.ranked() + `),
+	merged AS (` + s.backfillMerge("staged") + `
+	RETURNING 1),
+	inserted AS (` + s.backfillInsert("staged") + `
+	RETURNING 1)
+SELECT (SELECT MAX(created) FROM staged) AS through, (SELECT count(*) FROM inserted) AS inserted,
+	(SELECT count(*) FROM merged) AS merged`}
+}
+
+// BackfillResult is what one backfill did.
+type BackfillResult struct {
+	// Through is backfill_through as computed (nil: no recoverable
+	// message, the '' sentinel).
+	Through *time.Time
+	// Inserted rows for pairs without one; Merged history into the rows
+	// live frames wrote first.
+	Inserted, Merged int64
+	// KeysWritten are the activation keys this backfill wrote.
+	KeysWritten []string
+	// Activated: both keys were already present when the transaction
+	// began (another pass completed first); nothing was written.
+	Activated bool
+}
+
+// Backfill recovers the history (docs/CONTRACT.md §4.1, §4.3): one
+// transaction serialised with the live writes (the dialect's Begin and
+// Lock), in which the newest message of each pair is merged into the
+// pair's row where live frames wrote one and inserted where none exists,
+// backfill_through is computed from every recoverable message before the
+// insert, and capture_since is sampled by now after it; both keys are
+// written (if absent) with the rows, or nothing is. hook is called after
+// the insert ("inserted"), after each key ("wrote <key>") and before the
+// commit ("before commit"); its error aborts the transaction there
+// (fault-injection tests).
+func (s *Store) Backfill(ctx context.Context, now func() time.Time, hook func(stage string) error) (BackfillResult, error) {
+	var res BackfillResult
+	if hook == nil {
+		hook = func(string) error { return nil }
+	}
+	if ok, err := s.d.TableExists(ctx, s.db, s.tables.Messages); err != nil || !ok {
+		return res, errors.Join(fmt.Errorf("subagentctx: messages table %q does not exist", s.tables.Messages), err)
+	}
+	distributed, err := s.distributed(ctx)
+	if err != nil {
+		return res, s.opError("read the table's placement", err)
+	}
+	form, st := s.d.BackfillForm(distributed), s.backfillStatements(distributed)
+	updated := core.CanonicalTime(now())
+	err = s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
+		if st.Stage != "" {
+			defer conn.Exec(st.Drop) // a temporary table: gone with the connection if this fails
+			for _, q := range []string{st.Drop, st.Stage} {
+				if err := conn.Exec(q).Error; err != nil {
+					return fmt.Errorf("scan %s: %w", s.tables.Messages, err)
+				}
+			}
+		}
+		return s.write(conn, form.Begin, func(tx *gorm.DB) error {
+			for _, q := range append([]string{form.Lock}, form.Plan...) {
+				if q == "" {
+					continue
+				}
+				if err := tx.Exec(q).Error; err != nil {
+					return fmt.Errorf("prepare the backfill: %w", err)
+				}
+			}
+			// Under the lock: a pass that completed meanwhile (another
+			// process's) leaves nothing to do.
+			a, err := s.activation(tx)
+			if err != nil {
+				return err
+			}
+			if a.CaptureSince.Present && a.BackfillThrough.Present {
+				res.Activated = true
+				return nil
+			}
+			if err := s.recover(tx, st, updated, &res); err != nil {
+				return err
+			}
+			if err := hook("inserted"); err != nil {
+				return err
+			}
+			// capture_since: after the insert, inside the transaction,
+			// before the key writes (never at transaction start).
+			capture := formatKey(core.CanonicalTime(now()))
+			through := core.BackfillNothing
+			if res.Through != nil {
+				through = formatKey(*res.Through)
+			}
+			for _, kv := range [][2]string{{core.BackfillThroughKey, through}, {core.CaptureSinceKey, capture}} {
+				wrote, err := s.writeKey(tx, kv[0], kv[1])
+				if err != nil {
+					return err
+				}
+				if wrote {
+					res.KeysWritten = append(res.KeysWritten, kv[0])
+				}
+				if err := hook("wrote " + kv[0]); err != nil {
+					return err
+				}
+			}
+			return hook("before commit")
+		})
+	})
+	if err != nil {
+		return BackfillResult{}, err
+	}
+	return res, nil
+}
+
+// recover runs the backfill's statements in tx: backfill_through, then
+// the merge into live rows and the insert, each scanning the messages (or
+// the stage) once.
+func (s *Store) recover(tx *gorm.DB, st backfillStatements, updated time.Time, res *BackfillResult) error {
+	if st.Single != "" {
+		var out struct {
+			Through          any
+			Inserted, Merged int64
+		}
+		row := tx.Raw(st.Single, updated, updated).Row()
+		if err := row.Scan(&out.Through, &out.Inserted, &out.Merged); err != nil {
+			return fmt.Errorf("backfill from %s: %w", s.tables.Messages, err)
+		}
+		through, err := s.d.ParseHostInstant(out.Through)
+		res.Through, res.Inserted, res.Merged = through, out.Inserted, out.Merged
+		return err
+	}
+	var max any
+	if err := tx.Raw(st.Through).Row().Scan(&max); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("compute backfill_through: %w", err)
+	}
+	through, err := s.d.ParseHostInstant(max)
+	if err != nil {
+		return err
+	}
+	res.Through = through
+	merged := tx.Exec(st.Merge, updated)
+	if merged.Error != nil {
+		return fmt.Errorf("merge %s into live rows: %w", s.tables.Messages, merged.Error)
+	}
+	inserted := tx.Exec(st.Insert, updated)
+	if inserted.Error != nil {
+		return fmt.Errorf("insert from %s: %w", s.tables.Messages, inserted.Error)
+	}
+	res.Merged, res.Inserted = merged.RowsAffected, inserted.RowsAffected
+	return nil
+}
+
+// WriteExecutionKey writes subagent_context_execution_since (AC-33b) if it
+// is absent; it reports whether it wrote.
+func (s *Store) WriteExecutionKey(ctx context.Context, at time.Time) (bool, error) {
+	return s.writeKey(s.db.WithContext(ctx), core.ExecutionSinceKey, formatKey(core.CanonicalTime(at)))
+}

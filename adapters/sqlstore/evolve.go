@@ -1,0 +1,297 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// The table evolves along one path (docs/CONTRACT.md §4 step 2): the
+// numbered steps — the non-additive changes of its history, each run once
+// and recorded in the meta table under VersionKey, as goose, River and
+// Temporal record theirs — then every column the declaration has and the
+// table lacks, added from core.Columns. A table an earlier build left
+// without a recorded version is placed by its catalog (inferVersion).
+
+// VersionKey is the meta table's key recording that numbered step v has
+// been applied to the table (or that the table was created past it); its
+// value is the instant it was recorded, RFC 3339 UTC. Written once.
+func VersionKey(v int) string { return "subagent_context_schema_v" + strconv.Itoa(v) }
+
+// repairVersion is the shared step that merges the pairs earlier builds
+// doubled at the seam (docs/CONTRACT.md §8.5).
+const repairVersion = 4
+
+// steps are the numbered steps on this dialect, in order: the dialect's
+// own, then the shared ones.
+// The repair adds the pairs it merged to *merged.
+func (s *Store) steps(merged *int64) []Step {
+	merge, remove := s.repairStatements()
+	repair := Step{Version: repairVersion, Name: "one row per invocation at the seam", Stages: []string{"merge doubled pairs", "remove merged rows"},
+		Apply: func(ctx context.Context, tx *gorm.DB, _ Tables, hook func(string) error) error {
+			res := tx.Exec(merge, s.now().UTC())
+			if res.Error != nil {
+				return fmt.Errorf("merge doubled pairs: %w", res.Error)
+			}
+			*merged += res.RowsAffected
+			if err := hook("merge doubled pairs"); err != nil {
+				return err
+			}
+			if err := tx.Exec(remove).Error; err != nil {
+				return fmt.Errorf("remove merged rows: %w", err)
+			}
+			return hook("remove merged rows")
+		}}
+	out := append(slices.Clone(s.d.Steps()), repair)
+	slices.SortFunc(out, func(a, b Step) int { return a.Version - b.Version })
+	return out
+}
+
+// Evolution is what the shape step did.
+type Evolution struct {
+	// Applied names the numbered steps run, in order.
+	Applied []string
+	// Placed is the version an earlier build's table was placed at by its
+	// catalog (nil: its versions were recorded).
+	Placed *int
+	// Added are the declared columns added to the table.
+	Added []string
+	// Rows is how many rows the table holds, every one kept.
+	Rows int64
+	// Merged is how many (session, tool call id) pairs the seam repair
+	// merged from two rows into one.
+	Merged int64
+}
+
+// Changed reports whether the step changed the table.
+func (e Evolution) Changed() bool { return len(e.Applied) > 0 || len(e.Added) > 0 }
+
+func (e Evolution) String() string {
+	var parts []string
+	if e.Placed != nil {
+		parts = append(parts, fmt.Sprintf("no version recorded: placed at version %d by the catalog", *e.Placed))
+	}
+	if len(e.Applied) > 0 {
+		parts = append(parts, "applied "+strings.Join(e.Applied, ", "))
+	}
+	if e.Merged > 0 {
+		parts = append(parts, fmt.Sprintf("%d doubled pairs merged", e.Merged))
+	}
+	if len(e.Added) > 0 {
+		parts = append(parts, "added "+strings.Join(e.Added, ", "))
+	}
+	if len(parts) == 0 {
+		return "declared shape holds"
+	}
+	return strings.Join(parts, "; ") + fmt.Sprintf("; %d rows kept", e.Rows)
+}
+
+// ErrShape is wrapped by the shape step's error when the table differs
+// from its declaration in a way no numbered step of this build changes.
+var ErrShape = errors.New("task_session_subagents differs from its declaration")
+
+// Evolve brings the table to its declared shape (docs/CONTRACT.md §4 step
+// 2), in one transaction, every row kept: the numbered steps not yet
+// recorded, each recorded as it runs; then the columns the table lacks,
+// from the declaration; then what the upsert needs. On any failure the
+// table keeps its old shape (and hook's error, from a fault-injection
+// test, is such a failure). A table in its declared shape with every step
+// recorded is left untouched. Afterwards the table is placed beside the
+// sessions where the database shards them.
+func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evolution, error) {
+	var ev Evolution
+	if hook == nil {
+		hook = func(string) error { return nil }
+	}
+	db := s.db.WithContext(ctx)
+	info, versions, err := s.catalog(db)
+	if err != nil {
+		return ev, err
+	}
+	if !info.Exists {
+		return ev, errors.New("table " + Table + " does not exist")
+	}
+	if pending, placed := s.pending(info, versions); len(pending) == 0 && !placed && compare(s.d, s.tables, info).holds() {
+		return ev, s.distribute(ctx)
+	}
+	form := s.d.BackfillForm(false)
+	err = s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
+		return s.write(conn, form.Begin, func(tx *gorm.DB) error {
+			if form.Lock != "" {
+				if err := tx.Exec(form.Lock).Error; err != nil {
+					return fmt.Errorf("lock %s: %w", Table, err)
+				}
+			}
+			// Read again under the lock: another process may have
+			// evolved the table meanwhile.
+			info, versions, err := s.catalog(tx)
+			if err != nil {
+				return err
+			}
+			if err := tx.Raw(`SELECT count(*) FROM ` + Table).Scan(&ev.Rows).Error; err != nil {
+				return fmt.Errorf("count rows: %w", err)
+			}
+			pending, placed := s.pending(info, versions)
+			if placed {
+				v := inferVersion(s.d, info)
+				ev.Placed = &v
+			}
+			at := formatKey(s.now())
+			for _, st := range s.steps(&ev.Merged) {
+				if !slices.ContainsFunc(pending, func(p Step) bool { return p.Version == st.Version }) {
+					if _, ok := versions[st.Version]; !ok { // placed past it: record it
+						if _, err := s.writeKey(tx, VersionKey(st.Version), at); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+				if err := st.Apply(ctx, tx, s.tables, hook); err != nil {
+					return fmt.Errorf("step %d (%s): %w", st.Version, st.Name, err)
+				}
+				if _, err := s.writeKey(tx, VersionKey(st.Version), at); err != nil {
+					return err
+				}
+				ev.Applied = append(ev.Applied, fmt.Sprintf("%d (%s)", st.Version, st.Name))
+			}
+			if info, err = s.d.Describe(ctx, tx, Table); err != nil {
+				return fmt.Errorf("read the table's shape: %w", err)
+			}
+			r := compare(s.d, s.tables, info)
+			for _, c := range r.missing {
+				if err := tx.Exec(addColumnDDL(s.d, c)).Error; err != nil {
+					return fmt.Errorf("add column %s: %w", c.Name, err)
+				}
+				ev.Added = append(ev.Added, c.Name)
+				if err := hook("add column " + c.Name); err != nil {
+					return err
+				}
+			}
+			if len(r.diffs) > 0 {
+				return fmt.Errorf("%w: %s", ErrShape, strings.Join(r.diffs, "; "))
+			}
+			for _, q := range s.schemaStatements() { // indexes, and what a rebuild dropped
+				if err := tx.Exec(q).Error; err != nil {
+					return fmt.Errorf("complete the schema: %w\n  in: %s", err, q)
+				}
+			}
+			return hook("before commit")
+		})
+	})
+	if err != nil {
+		return Evolution{}, err
+	}
+	return ev, s.distribute(ctx)
+}
+
+// pending are the numbered steps the table still needs, in order; placed
+// says the table had no version recorded, so its catalog placed it.
+func (s *Store) pending(info TableInfo, versions map[int]string) ([]Step, bool) {
+	current, placed := 0, len(versions) == 0
+	if placed {
+		current = inferVersion(s.d, info)
+	}
+	var out []Step
+	for _, st := range s.steps(new(int64)) {
+		if _, ok := versions[st.Version]; !ok && st.Version > current {
+			out = append(out, st)
+		}
+	}
+	return out, placed
+}
+
+// catalog reads the table's shape and the versions recorded for it.
+func (s *Store) catalog(db *gorm.DB) (TableInfo, map[int]string, error) {
+	info, err := s.d.Describe(db.Statement.Context, db, Table)
+	if err != nil {
+		return info, nil, fmt.Errorf("read the table's shape: %w", err)
+	}
+	versions := map[int]string{}
+	if ok, err := s.d.TableExists(db.Statement.Context, db, s.tables.Meta); err != nil || !ok {
+		return info, versions, err
+	}
+	var kv []struct{ Key, Value string }
+	if err := db.Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" LIKE ?`, "subagent_context_schema_v%").Scan(&kv).Error; err != nil {
+		return info, nil, fmt.Errorf("read the recorded versions: %w", err)
+	}
+	for _, p := range kv {
+		if v, err := strconv.Atoi(strings.TrimPrefix(p.Key, "subagent_context_schema_v")); err == nil && VersionKey(v) == p.Key {
+			versions[v] = p.Value
+		}
+	}
+	return info, versions, nil
+}
+
+// ShapeDiff says how the table differs from its declaration, or "" when
+// its declared shape holds (the backfill and the execution key wait for
+// it, docs/CONTRACT.md §4 step 3).
+func (s *Store) ShapeDiff(ctx context.Context) (string, error) {
+	info, err := s.d.Describe(ctx, s.db.WithContext(ctx), Table)
+	if err != nil {
+		return "", s.opError("read the table's shape", err)
+	}
+	if r := compare(s.d, s.tables, info); !r.holds() {
+		return r.String(), nil
+	}
+	return "", nil
+}
+
+// distribute places the table where the database shards (Placement).
+func (s *Store) distribute(ctx context.Context) error {
+	p, ok := s.d.(Placement)
+	if !ok {
+		return nil
+	}
+	return p.Distribute(ctx, s.db, s.tables, false)
+}
+
+// distributed reports whether the table is sharded.
+func (s *Store) distributed(ctx context.Context) (bool, error) {
+	p, ok := s.d.(Placement)
+	if !ok {
+		return false, nil
+	}
+	return p.Distributed(ctx, s.db)
+}
+
+// write runs fn in a transaction on conn (one connection), opened by begin
+// ("" for BEGIN), committed when fn returns nil and rolled back otherwise.
+func (s *Store) write(conn *gorm.DB, begin string, fn func(tx *gorm.DB) error) error {
+	if _, inTx := conn.Statement.ConnPool.(*sql.Tx); inTx {
+		return errors.New("subagentctx: the migration pass runs its own transactions: give the store a pool, not a transaction")
+	}
+	if begin == "" {
+		begin = "BEGIN"
+	}
+	if err := conn.Exec(begin).Error; err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(conn); err != nil {
+		return errors.Join(err, conn.Exec("ROLLBACK").Error)
+	}
+	if err := conn.Exec("COMMIT").Error; err != nil {
+		return errors.Join(fmt.Errorf("commit: %w", err), conn.Exec("ROLLBACK").Error)
+	}
+	return nil
+}
+
+// writeKey inserts a meta key unless present (write-once, whatever the
+// present value's precision or form); it reports whether it wrote.
+func (s *Store) writeKey(db *gorm.DB, key, value string) (bool, error) {
+	res := db.Exec(`INSERT INTO `+quote(s.tables.Meta)+` ("key", value) VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`, key, value)
+	if res.Error != nil {
+		return false, fmt.Errorf("write %s: %w", key, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// formatKey is the form of every key this project writes: RFC 3339 with
+// nanoseconds, UTC.
+func formatKey(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -1,0 +1,49 @@
+package sqlstore
+
+import (
+	"time"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// What the package's external tests (the golden statements, the Citus
+// plans) read of its statements; hosts never need them.
+
+func (s *Store) UpsertSQL() string                           { return s.upsertSQL }
+func (s *Store) InsertSQL() (string, error)                  { return s.renderInsert() }
+func (s *Store) SchemaSQL() []string                         { return s.schemaStatements() }
+func Args(row *core.Subagent) []any                          { return args(row) }
+func (s *Store) HealthSQL(capture time.Time) (string, []any) { return s.healthStatement(capture) }
+func (s *Store) ListSQL(column, value string, page core.Page) (string, []any) {
+	return s.listStatement(column, value, page)
+}
+func (s *Store) StatsSQL(where string) string  { return s.statsStatement(where) }
+func (s *Store) FanOutSQL(where string) string { return s.fanOutStatement(where) }
+func (s *Store) SessionsSQL(limit int) string  { return s.sessionsStatement(limit) }
+func (s *Store) FirstActivitySQL(where string) (string, string) {
+	return s.firstActivityStatements(where)
+}
+func (s *Store) RepairSQL() (string, string)        { return s.repairStatements() }
+func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables) }
+func (s *Store) Form(distributed bool) BackfillForm { return s.d.BackfillForm(distributed) }
+
+// BackfillSQL is the backfill's statements in the order they run.
+func (s *Store) BackfillSQL(distributed bool) []string {
+	st := s.backfillStatements(distributed)
+	var out []string
+	for _, q := range []string{st.Drop, st.Stage, st.Single, st.Through, st.Merge, st.Insert, st.Drop} {
+		if q != "" {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// BackfillParts are the statements of a sharded backfill, by name.
+func (s *Store) BackfillParts() map[string]string {
+	st := s.backfillStatements(true)
+	return map[string]string{"through": st.Through, "merge": st.Merge, "insert": st.Insert}
+}
+
+// AdoptSQL is the adoption statement with in's references.
+func AdoptSQL(in func(column string) string) string { return adopt(in) }

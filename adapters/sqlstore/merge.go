@@ -1,0 +1,153 @@
+package sqlstore
+
+import (
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// This file writes core.Merge's rules as SQL, once, for every statement
+// that merges: the upsert (a frame over the stored row), the backfill
+// meeting a row live frames wrote first, and the repair of a pair an
+// earlier build left with two rows (history under live: core.MergeHistory).
+// Each statement says how it refers to the stored and the incoming value
+// of a column.
+
+// ref is how a statement refers to one side's value of a column.
+type ref = func(column string) string
+
+// mergeExpr is the value core.MergeInto gives a column from its stored and
+// incoming values, as its declared rule says (docs/CONTRACT.md §3.2), or
+// "" for a column the rule never changes (key, write-once). In an
+// UPDATE's SET list every reference reads the row as it was before the
+// statement, on both dialects, so the order of assignments does not
+// matter.
+func mergeExpr(c core.Column, stored, incoming ref) string {
+	s, in := stored(c.Name), incoming(c.Name)
+	switch c.Rule {
+	case core.RuleFirstWins:
+		return "COALESCE(" + s + ", " + in + ")"
+	case core.RuleFillForward:
+		return "COALESCE(" + in + ", " + s + ")"
+	case core.RuleFrozenOnceSettled:
+		return "CASE WHEN " + stored(core.SettledAtColumn) + " IS NOT NULL THEN " + s + " ELSE COALESCE(" + in + ", " + s + ") END"
+	case core.RuleSticky:
+		return "CASE WHEN " + s + " = 1 OR " + in + " = 1 THEN 1 ELSE 0 END"
+	case core.RuleLastWrite:
+		return in
+	}
+	return ""
+}
+
+// excluded refers to the upsert's incoming row; current, qualified with the
+// table, to the stored one (PostgreSQL rejects an unqualified column in DO
+// UPDATE as ambiguous; SQLite would silently accept it).
+func excluded(c string) string { return "excluded." + c }
+func current(c string) string  { return `"` + Table + `"."` + c + `"` }
+
+// mergeSet is core.Merge written as the upsert's DO UPDATE, one assignment
+// per column from its declared rule (AC-14: no read-then-write). Key and
+// write-once columns are absent: they never change.
+func mergeSet() clause.Set {
+	var set clause.Set
+	for _, c := range core.Columns {
+		if e := mergeExpr(c, current, excluded); e != "" {
+			set = append(set, clause.Assignment{Column: clause.Column{Name: c.Name}, Value: clause.Expr{SQL: e}})
+		}
+	}
+	return set
+}
+
+// historySet is core.MergeHistory as an UPDATE's SET list over a row live
+// frames wrote first (target refers to it), with history the stored side:
+// history gives the write-once columns (but the id, which the row keeps)
+// and what its rules let it keep, the row's own values follow the
+// ordinary rules, updated_at is the statement's one argument. The key
+// columns never change: the row keeps its execution id.
+func historySet(history, target ref) string {
+	var set []string
+	for _, c := range core.Columns {
+		switch {
+		case c.Rule == core.RuleKey || c.Name == "id":
+		case c.Rule == core.RuleWriteOnce:
+			set = append(set, c.Name+" = "+history(c.Name))
+		case c.Rule == core.RuleLastWrite:
+			set = append(set, c.Name+" = ?")
+		default:
+			set = append(set, c.Name+" = "+mergeExpr(c, history, target))
+		}
+	}
+	return strings.Join(set, ",\n\t\t")
+}
+
+// firstOfPair is a condition on alias's row: no other row of its (session,
+// tool call id) pair, among those the extra condition on o admits, comes
+// before it in AC-13 order (observed_at, then the execution id byte by
+// byte). History merges into that row, the one live frames recorded first.
+func (s *Store) firstOfPair(alias, extra string) string {
+	d := s.d
+	o, a := d.Instant("o.observed_at"), d.Instant(alias+".observed_at")
+	return `NOT EXISTS (SELECT 1 FROM ` + Table + ` o WHERE o.task_session_id = ` + alias + `.task_session_id AND o.tool_call_id = ` + alias + `.tool_call_id` + extra + `
+			AND (` + o + ` < ` + a + ` OR (` + o + ` = ` + a + ` AND ` + d.Bytewise("o.agent_execution_id") + ` < ` + d.Bytewise(alias+".agent_execution_id") + `)))`
+}
+
+// backfilled is the condition on alias's row that it is a row the backfill
+// wrote and no live frame has adopted yet (core.Adopts).
+func backfilled(alias string) string {
+	return alias + ".agent_execution_id = '" + core.UnknownExecution + "' AND " + alias + ".source = '" + string(core.SourceBackfill) + "'"
+}
+
+// adopt renders the statement that gives a backfilled row of the incoming
+// row's pair the incoming execution id (core.Adopts), so that the insert
+// that follows it merges into that row; unless the pair already has a row
+// under that execution (a pair an earlier build doubled, which the shape
+// step repairs: the frame then merges there).
+func adopt(in ref) string {
+	return `UPDATE ` + Table + ` SET agent_execution_id = ` + in("agent_execution_id") + `
+	WHERE task_session_id = ` + in("task_session_id") + ` AND tool_call_id = ` + in("tool_call_id") + ` AND ` + in("agent_execution_id") + ` <> '` + core.UnknownExecution + `'
+		AND agent_execution_id = '` + core.UnknownExecution + `' AND source = '` + string(core.SourceBackfill) + `'
+		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` x WHERE x.task_session_id = ` + in("task_session_id") + `
+			AND x.agent_execution_id = ` + in("agent_execution_id") + ` AND x.tool_call_id = ` + in("tool_call_id") + `)`
+}
+
+// renderInsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key) DO
+// UPDATE SET … from clauses, in the handle's dialect (quoting, bind
+// variables), with one placeholder per declared column.
+func (s *Store) renderInsert() (string, error) {
+	cols := make([]clause.Column, len(core.Columns))
+	values := make([]any, len(core.Columns))
+	for i, c := range core.Columns {
+		cols[i] = clause.Column{Name: c.Name}
+	}
+	key := make([]clause.Column, len(core.KeyColumns))
+	for i, c := range core.KeyColumns {
+		key[i] = clause.Column{Name: c}
+	}
+	db := s.db.Session(&gorm.Session{DryRun: true, NewDB: true})
+	stmt := &gorm.Statement{DB: db, Table: Table, Clauses: map[string]clause.Clause{}}
+	stmt.AddClause(clause.Insert{Table: clause.Table{Name: Table}})
+	stmt.AddClause(clause.Values{Columns: cols, Values: [][]any{values}})
+	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet()})
+	stmt.Build("INSERT", "VALUES", "ON CONFLICT")
+	return stmt.SQL.String(), stmt.Error
+}
+
+// repairStatements merge, in every (session, tool call id) pair an earlier
+// build (or the reference host's own writer) left with a backfilled row
+// and a row under an execution id, the backfilled row into the first
+// other row (history under live, core.MergeHistory), then delete the
+// backfilled rows so merged. The update takes updated_at; the count of
+// rows it updates is the number of pairs repaired.
+func (s *Store) repairStatements() (merge, remove string) {
+	known := " AND o.agent_execution_id <> '" + core.UnknownExecution + "'"
+	merge = `UPDATE ` + Table + ` AS t SET ` + historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }) + `
+	FROM ` + Table + ` AS b
+	WHERE ` + backfilled("b") + ` AND t.task_session_id = b.task_session_id AND t.tool_call_id = b.tool_call_id
+		AND t.agent_execution_id <> '` + core.UnknownExecution + `' AND ` + s.firstOfPair("t", known)
+	remove = `DELETE FROM ` + Table + ` WHERE ` + backfilled(Table) + `
+	AND EXISTS (SELECT 1 FROM ` + Table + ` o WHERE o.task_session_id = ` + Table + `.task_session_id AND o.tool_call_id = ` + Table + `.tool_call_id` + known + `)`
+	return merge, remove
+}
