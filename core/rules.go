@@ -173,6 +173,31 @@ func Adopts(stored, incoming *Subagent) bool {
 		stored.TaskSessionID == incoming.TaskSessionID && stored.ToolCallID == incoming.ToolCallID
 }
 
+// Write is the reference of a store's upsert over its rows, by key: the
+// row merges into the stored row of its key (MergeInto), or, when its key
+// has none, adopts its pair's backfilled row (Adopts), or is inserted. It
+// returns the row as stored. The stores implement it atomically, each in
+// its own way; the conformance suite and the differential tests compare
+// them with it.
+func Write(rows map[RowKey]Subagent, incoming Subagent) Subagent {
+	key := incoming.Key()
+	if stored, ok := rows[key]; ok {
+		MergeInto(&stored, &incoming)
+		rows[key] = stored
+		return stored
+	}
+	seam := RowKey{TaskSessionID: key.TaskSessionID, AgentExecutionID: UnknownExecution, ToolCallID: key.ToolCallID}
+	if stored, ok := rows[seam]; ok && Adopts(&stored, &incoming) {
+		delete(rows, seam)
+		stored.AgentExecutionID = incoming.AgentExecutionID
+		MergeInto(&stored, &incoming)
+		rows[key] = stored
+		return stored
+	}
+	rows[key] = Merge(nil, incoming)
+	return rows[key]
+}
+
 // MergeHistory is the row that results when the backfill meets live, a
 // row that live frames wrote first for the pair history (the row the
 // backfill recovered) describes: history's row with live merged into it

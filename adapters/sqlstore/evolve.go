@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/core"
 )
 
 // The table evolves along one path (docs/CONTRACT.md §4 step 2): the
@@ -33,9 +35,18 @@ const repairVersion = 4
 // own, then the shared ones.
 // The repair adds the pairs it merged to *merged.
 func (s *Store) steps(merged *int64) []Step {
-	merge, remove := s.repairStatements()
 	repair := Step{Version: repairVersion, Name: "one row per invocation at the seam", Stages: []string{"merge doubled pairs", "remove merged rows"},
 		Apply: func(ctx context.Context, tx *gorm.DB, _ Tables, hook func(string) error) error {
+			info, err := s.d.Describe(ctx, tx, Table)
+			if err != nil {
+				return err
+			}
+			for _, c := range []string{"source", "observed_at", core.SettledAtColumn} {
+				if info.Column(c) == nil {
+					return nil // no build wrote a table without them, nor a doubled pair into one
+				}
+			}
+			merge, remove := s.repairStatements(func(c string) bool { return info.Column(c) != nil })
 			res := tx.Exec(merge, s.now().UTC())
 			if res.Error != nil {
 				return fmt.Errorf("merge doubled pairs: %w", res.Error)

@@ -23,7 +23,7 @@ func (s *Store) SessionsSQL(limit int) string  { return s.sessionsStatement(limi
 func (s *Store) FirstActivitySQL(where string) (string, string) {
 	return s.firstActivityStatements(where)
 }
-func (s *Store) RepairSQL() (string, string)        { return s.repairStatements() }
+func (s *Store) RepairSQL() (string, string)        { return s.repairStatements(nil) }
 func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables) }
 func (s *Store) Form(distributed bool) BackfillForm { return s.d.BackfillForm(distributed) }
 

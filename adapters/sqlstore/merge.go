@@ -66,11 +66,13 @@ func mergeSet() clause.Set {
 // history gives the write-once columns (but the id, which the row keeps)
 // and what its rules let it keep, the row's own values follow the
 // ordinary rules, updated_at is the statement's one argument. The key
-// columns never change: the row keeps its execution id.
-func historySet(history, target ref) string {
+// columns never change: the row keeps its execution id. Only the columns
+// has admits are set (nil: all of them).
+func historySet(history, target ref, has func(column string) bool) string {
 	var set []string
 	for _, c := range core.Columns {
 		switch {
+		case has != nil && !has(c.Name):
 		case c.Rule == core.RuleKey || c.Name == "id":
 		case c.Rule == core.RuleWriteOnce:
 			set = append(set, c.Name+" = "+history(c.Name))
@@ -140,10 +142,12 @@ func (s *Store) renderInsert() (string, error) {
 // and a row under an execution id, the backfilled row into the first
 // other row (history under live, core.MergeHistory), then delete the
 // backfilled rows so merged. The update takes updated_at; the count of
-// rows it updates is the number of pairs repaired.
-func (s *Store) repairStatements() (merge, remove string) {
+// rows it updates is the number of pairs repaired. It runs before the
+// shape step adds the declared columns the table lacks, so it merges the
+// columns the table has (has; nil: every declared one).
+func (s *Store) repairStatements(has func(column string) bool) (merge, remove string) {
 	known := " AND o.agent_execution_id <> '" + core.UnknownExecution + "'"
-	merge = `UPDATE ` + Table + ` AS t SET ` + historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }) + `
+	merge = `UPDATE ` + Table + ` AS t SET ` + historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }, has) + `
 	FROM ` + Table + ` AS b
 	WHERE ` + backfilled("b") + ` AND t.task_session_id = b.task_session_id AND t.tool_call_id = b.tool_call_id
 		AND t.agent_execution_id <> '` + core.UnknownExecution + `' AND ` + s.firstOfPair("t", known)

@@ -144,9 +144,11 @@ func (s *Store) Tables() Tables { return s.tables }
 // EnsureSchema checks that the host's sessions table exists (else
 // ErrNoSessionsTable) and creates task_session_subagents, its indexes, the
 // meta table and the dialect's helpers if absent, and places a new table
-// beside the sessions where the database shards them (Dialect.Distribute).
-// It never alters an existing table's columns or keys: upgrading one is the
-// migration pass's shape step.
+// beside the sessions where the database shards them (Placement). It
+// never alters an existing table: bringing one to its declared shape
+// (with its indexes and what the upsert needs) is the migration pass's
+// shape step (Evolve); for a table that already has that shape it creates
+// what this build's upsert needs, if absent.
 func (s *Store) EnsureSchema(ctx context.Context) error {
 	if err := s.checkHandle(ctx); err != nil {
 		return err
@@ -176,7 +178,18 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		}
 	}
 	db := s.db.WithContext(ctx)
-	for _, stmt := range s.schemaStatements() {
+	stmts := s.schemaStatements()
+	if existed {
+		stmts = append([]string{metaDDL(s.tables)}, s.d.SchemaExtras()...)
+		info, err := s.d.Describe(ctx, db, Table)
+		if err != nil {
+			return s.opError("read the table's shape", err)
+		}
+		if r := compare(s.d, s.tables, info); len(r.missing) == 0 && len(r.diffs) == 0 { // the declared columns and keys: what depends on them
+			stmts = append(append(stmts, IndexDDL()...), s.upsertSchema...)
+		}
+	}
+	for _, stmt := range stmts {
 		if err := db.Exec(stmt).Error; err != nil {
 			return s.opError("create schema", fmt.Errorf("%w\n  in: %s", err, stmt))
 		}

@@ -82,6 +82,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"IDUniqueWithinSession", testIDUniqueWithinSession},
 		{"AC13_ByteOrder", testByteOrder},
 		{"AC13_CursorBetweenMicroseconds", testCursorNanoseconds},
+		{"Seam_LiveFrameAdoptsBackfilledRow", testSeamAdopts},
+		{"Seam_AC32_AdoptedOnceThenApart", testSeamAdoptsOnce},
+		{"Seam_AC31_UnknownExecutionMergesWithoutAdopting", testSeamUnknownExecution},
+		{"Seam_AC31_LiveRowsNeverAdopted", testSeamLiveRowsApart},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,8 +151,9 @@ var base = time.Date(2026, 8, 12, 9, 30, 15, 123456000, time.UTC)
 
 func at(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
 
-func str(s string) *string { return &s }
-func i64(v int64) *int64   { return &v }
+func str(s string) *string           { return &s }
+func ptrTime(t time.Time) *time.Time { return &t }
+func i64(v int64) *int64             { return &v }
 
 // Diff lists the columns in which got differs from want, ignoring id and
 // updated_at (assigned by the store). Times compare as instants.

@@ -7,6 +7,7 @@ package testenv
 import (
 	"context"
 	"database/sql"
+	_ "embed"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -63,6 +64,10 @@ func SQLite() *sqltest.Driver {
 		Unavailable:  sqliteLocked,
 		LegacyTable:  legacyTable,
 		EarlierTable: sqliteEarlierTable,
+		PreviousRelease: func(t testing.TB, db *gorm.DB) {
+			previousRelease(t, db, release7580611SQLite, "")
+			exec(t, db, `DROP TRIGGER IF EXISTS subagentctx_adopt_v1`)
+		},
 		FailInserts: func(t testing.TB, db *gorm.DB, toolCallID string) func() {
 			t.Helper()
 			exec(t, db, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents
@@ -97,6 +102,7 @@ func postgresDriver(name string, with ...string) *sqltest.Driver {
 			exec(t, db, `ALTER TABLE task_session_subagents DROP CONSTRAINT task_session_subagents_pkey, ADD PRIMARY KEY (id)`)
 			unversioned(t, db)
 		},
+		PreviousRelease: func(t testing.TB, db *gorm.DB) { previousRelease(t, db, release7580611Postgres, "") },
 		FailInserts: func(t testing.TB, db *gorm.DB, toolCallID string) func() {
 			t.Helper()
 			exec(t, db, `CREATE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -120,7 +126,36 @@ func PostgresPartitioned() *sqltest.Driver {
 		}
 	}
 	d.EarlierTable = earlierTableRecreated
+	d.PreviousRelease = func(t testing.TB, db *gorm.DB) {
+		previousRelease(t, db, release7580611Postgres, " PARTITION BY HASH (task_session_id)")
+		for i := range 4 {
+			exec(t, db, fmt.Sprintf(`CREATE TABLE task_session_subagents_p%d PARTITION OF task_session_subagents FOR VALUES WITH (MODULUS 4, REMAINDER %d)`, i, i))
+		}
+	}
 	return d
+}
+
+// The previous release's DDL (7580611), as it created the table.
+var (
+	//go:embed testdata/7580611/sqlite.sql
+	release7580611SQLite string
+	//go:embed testdata/7580611/postgres.sql
+	release7580611Postgres string
+)
+
+// previousRelease replaces the table with ddl's, suffix appended to its
+// CREATE TABLE, and no recorded version.
+func previousRelease(t testing.TB, db *gorm.DB, ddl, suffix string) {
+	t.Helper()
+	exec(t, db, `DROP TABLE task_session_subagents`)
+	for i, q := range strings.Split(strings.TrimSpace(ddl), ";\n") {
+		q = strings.TrimSuffix(q, ";")
+		if i == 0 {
+			q += suffix
+		}
+		exec(t, db, q)
+	}
+	unversioned(t, db)
 }
 
 // earlierTableRecreated replaces the table with an earlier build's, as
@@ -155,6 +190,10 @@ func Citus() *sqltest.Driver {
 	}
 	d.Host = citusHost
 	d.EarlierTable = earlierTableRecreated
+	d.PreviousRelease = func(t testing.TB, db *gorm.DB) {
+		previousRelease(t, db, release7580611Postgres, "")
+		exec(t, db, `SELECT create_distributed_table('task_session_subagents', 'task_session_id', colocate_with => 'task_sessions')`)
+	}
 	// Citus runs triggers on distributed tables only when allowed; the
 	// setting is per session, so it is set in the transaction that
 	// creates or drops the trigger.

@@ -464,7 +464,7 @@ func testSecondKeyFailure(t *testing.T, d *Driver) {
 	}
 }
 
-func legacyRows(t *testing.T, e *Env) {
+func legacyRows(t testing.TB, e *Env) {
 	t.Helper()
 	e.Session(t, "s")
 	for i, tc := range []string{"tc-1", "tc-2", "tc-3"} {

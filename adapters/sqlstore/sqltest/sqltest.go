@@ -42,6 +42,11 @@ type Driver struct {
 	// EarlierTable turns the table into an earlier build's: the declared
 	// shape but for a primary key on id alone, every row kept.
 	EarlierTable func(t testing.TB, db *gorm.DB)
+	// PreviousRelease replaces the table with the one the previous release
+	// of this module (7580611) created, from its own DDL, in this
+	// deployment's placement (partitioned, distributed), empty, with no
+	// recorded version and none of the schema objects this build adds.
+	PreviousRelease func(t testing.TB, db *gorm.DB)
 	// FailInserts makes every insert of that tool call id into the table
 	// fail with "injected failure", until stop is called.
 	FailInserts func(t testing.TB, db *gorm.DB, toolCallID string) (stop func())
@@ -124,7 +129,7 @@ func Exercise(t *testing.T, d *Driver) {
 	for _, group := range []struct {
 		name  string
 		tests []test
-	}{{"Schema", schemaTests}, {"Errors", errorTests}, {"Migration", migrationTests}, {"Read", readTests}} {
+	}{{"Schema", schemaTests}, {"Errors", errorTests}, {"Migration", migrationTests}, {"Evolution", evolveTests}, {"Read", readTests}} {
 		t.Run(group.name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range group.tests {

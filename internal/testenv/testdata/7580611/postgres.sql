@@ -1,0 +1,30 @@
+CREATE TABLE IF NOT EXISTS task_session_subagents (
+	id                   TEXT NOT NULL,
+	task_session_id      TEXT NOT NULL,
+	task_id              TEXT NOT NULL,
+	turn_id              TEXT,
+	agent_execution_id   TEXT NOT NULL DEFAULT 'unknown',
+	tool_call_id         TEXT NOT NULL,
+	parent_tool_call_id  TEXT,
+	subagent_type        TEXT,
+	description          TEXT,
+	agent_id             TEXT,
+	child_session_id     TEXT,
+	model                TEXT,
+	agent_status         TEXT,
+	tool_status          TEXT,
+	is_async             INTEGER NOT NULL DEFAULT 0,
+	total_tokens         BIGINT,
+	tool_use_count       BIGINT,
+	duration_ms          BIGINT,
+	source               TEXT NOT NULL DEFAULT 'live',
+	observed_at          TIMESTAMPTZ NOT NULL,
+	settled_at           TIMESTAMPTZ,
+	updated_at           TIMESTAMPTZ NOT NULL,
+	PRIMARY KEY (task_session_id, id),
+	CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
+	CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id) REFERENCES "task_sessions"(id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS idx_subagents_session_id ON task_session_subagents(task_session_id);
+CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_id);
+CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id);
