@@ -511,7 +511,9 @@ func randomSeam(rng *rand.Rand) (msgs []histMsg, frames []core.Frame) {
 	copy(ordered, frames)
 	for _, idx := range byKey {
 		sorted := slices.Clone(idx)
-		slices.SortFunc(sorted, func(a, b int) int { return strings.Compare(frames[a].ToolStatus+frames[a].Payload.AgentID, frames[b].ToolStatus+frames[b].Payload.AgentID) })
+		slices.SortFunc(sorted, func(a, b int) int {
+			return strings.Compare(frames[a].ToolStatus+frames[a].Payload.AgentID, frames[b].ToolStatus+frames[b].Payload.AgentID)
+		})
 		for n, i := range idx {
 			ordered[i] = frames[sorted[n]]
 		}
