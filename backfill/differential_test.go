@@ -155,7 +155,7 @@ func (m histMsg) message() history.Message {
 }
 
 // model is the Go reference of a store and its host: core.Merge and the
-// seam's adoption (core.Adopts) for live frames, history.Pass for the
+// seam's absorption (core.Absorbs) for live frames, history.Pass for the
 // pass, which acts once, like the migration pass (it is skipped once
 // activated).
 type model struct {
@@ -315,7 +315,7 @@ func (m *model) compare(t *testing.T, e *sqltest.Env) {
 		}
 	}
 	ref := memory.New()
-	slices.SortFunc(want, func(a, b core.Subagent) int { // a backfilled row after its pair's others: no adoption
+	slices.SortFunc(want, func(a, b core.Subagent) int { // a backfilled row after its pair's others: nothing to absorb
 		return strings.Compare(strconv.FormatBool(a.AgentExecutionID == core.UnknownExecution), strconv.FormatBool(b.AgentExecutionID == core.UnknownExecution))
 	})
 	for _, r := range want {
@@ -379,7 +379,7 @@ func drivers() []*sqltest.Driver {
 
 // FuzzBackfill: for any history of host messages, live frames and
 // migration passes (failed ones included), in any order, the Go reference
-// (history.Pass, core.Merge and the seam's adoption, docs/CONTRACT.md
+// (history.Pass, core.Merge and the seam's absorption, docs/CONTRACT.md
 // §4.1, §8.5) and every SQL dialect end with exactly the same rows, the
 // same backfill_through and the same statistics. Its seed corpus holds
 // every odd case the contract names and runs in every go test.
@@ -439,7 +439,7 @@ var seeds = []string{
 		"live|s|inflight|exec-1|failed|later|5|turn-3",
 	// Frames before the pass, during a failed one and after: the pair is
 	// one invocation whatever came first; the frame of another execution
-	// reusing a tool call id after the row was adopted keeps a row apart.
+	// reusing a tool call id after history was absorbed keeps a row apart.
 	"live|s|a|exec-1|in_progress|m||turn-9\n" +
 		"msg|m1|s|task-s|turn-1|2026-08-12T08:59:00Z|2026-08-12T08:59:10Z|" + meta("a", "completed", `{"total_tokens":7,"model":"hist"}`) + "\n" +
 		"msg|m2|s|task-s|turn-1|2026-08-12T08:59:02Z|2026-08-12T08:59:12Z|" + meta("b", "pending", `{"agent_id":"x"}`) + "\n" +

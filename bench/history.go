@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -29,6 +30,51 @@ var (
 			WHERE (strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0)
 			AND subagentctx_metadata_v1(metadata) #>> '{normalized,kind}' = 'subagent_task'`,
 	}
+	// handBackfill is the reference plan's one INSERT … SELECT (the seeds),
+	// as a user would write it for the contract: the newest message of each
+	// pair by a ROW_NUMBER() window (AC-21b), the columns with the
+	// dialect's own JSON functions, ON CONFLICT DO NOTHING; no canonical
+	// reading of odd documents, no merge into live rows, no lock. On
+	// PostgreSQL the text is parsed by the same function as the library's
+	// (a bare ::jsonb cast aborts on the seeded malformed metadata).
+	handBackfill = map[string]string{
+		"sqlite": `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id,
+				subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count,
+				duration_ms, source, observed_at, settled_at, updated_at)
+			SELECT id, task_session_id, task_id, NULLIF(turn_id, ''), 'unknown', tc, json_extract(metadata, '$.parent_tool_call_id'),
+				json_extract(metadata, '$.normalized.subagent_task.subagent_type'), json_extract(metadata, '$.normalized.subagent_task.description'),
+				json_extract(metadata, '$.normalized.subagent_task.agent_id'), json_extract(metadata, '$.normalized.subagent_task.child_session_id'),
+				json_extract(metadata, '$.normalized.subagent_task.model'), json_extract(metadata, '$.normalized.subagent_task.status'),
+				json_extract(metadata, '$.status'), COALESCE(json_extract(metadata, '$.normalized.subagent_task.is_async'), 0),
+				NULLIF(json_extract(metadata, '$.normalized.subagent_task.total_tokens'), 0), json_extract(metadata, '$.normalized.subagent_task.tool_use_count'),
+				NULLIF(json_extract(metadata, '$.normalized.subagent_task.duration_ms'), 0), 'backfill', created_at,
+				CASE WHEN json_extract(metadata, '$.status') IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled') THEN updated_at END, ?
+			FROM (SELECT m.*, json_extract(metadata, '$.tool_call_id') AS tc,
+					ROW_NUMBER() OVER (PARTITION BY task_session_id, json_extract(metadata, '$.tool_call_id') ORDER BY created_at DESC, id DESC) AS rn
+				FROM task_session_messages m
+				WHERE (instr(metadata, 'subagent_task') > 0 OR instr(metadata, '\u') > 0)
+					AND json_valid(metadata) AND json_extract(metadata, '$.normalized.kind') = 'subagent_task'
+					AND task_session_id <> '' AND task_id <> '' AND json_extract(metadata, '$.tool_call_id') <> '') r
+			WHERE rn = 1
+			ON CONFLICT DO NOTHING`,
+		"postgres": `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id,
+				subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count,
+				duration_ms, source, observed_at, settled_at, updated_at)
+			SELECT id, task_session_id, task_id, NULLIF(turn_id, ''), 'unknown', doc ->> 'tool_call_id', doc ->> 'parent_tool_call_id',
+				doc #>> '{normalized,subagent_task,subagent_type}', doc #>> '{normalized,subagent_task,description}',
+				doc #>> '{normalized,subagent_task,agent_id}', doc #>> '{normalized,subagent_task,child_session_id}',
+				doc #>> '{normalized,subagent_task,model}', doc #>> '{normalized,subagent_task,status}', doc ->> 'status',
+				CASE WHEN (doc #>> '{normalized,subagent_task,is_async}') IN ('true', '1') THEN 1 ELSE 0 END,
+				NULLIF((doc #>> '{normalized,subagent_task,total_tokens}')::numeric::bigint, 0), (doc #>> '{normalized,subagent_task,tool_use_count}')::numeric::bigint,
+				NULLIF((doc #>> '{normalized,subagent_task,duration_ms}')::numeric::bigint, 0), 'backfill', created_at,
+				CASE WHEN doc ->> 'status' IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled') THEN updated_at END, $1
+			FROM (SELECT m.*, d.doc, ROW_NUMBER() OVER (PARTITION BY m.task_session_id, d.doc ->> 'tool_call_id' ORDER BY m.created_at DESC, m.id DESC) AS rn
+				FROM task_session_messages m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata) AS d(doc)
+				WHERE (strpos(m.metadata, 'subagent_task') > 0 OR strpos(m.metadata, E'\\u') > 0)
+					AND d.doc #>> '{normalized,kind}' = 'subagent_task' AND m.task_session_id <> '' AND m.task_id <> '' AND d.doc ->> 'tool_call_id' <> '') r
+			WHERE rn = 1
+			ON CONFLICT DO NOTHING`,
+	}
 	handHealth = map[string]string{
 		"sqlite": `WITH m AS MATERIALIZED (SELECT task_session_id, json_extract(metadata, '$.tool_call_id') AS tool_call_id, created_at FROM task_session_messages
 				WHERE (instr(metadata, 'subagent_task') > 0 OR instr(metadata, '\u') > 0)
@@ -47,6 +93,37 @@ var (
 				EXCEPT SELECT task_session_id, tool_call_id FROM m) x)`,
 	}
 )
+
+// timedExec times one statement that returns no rows.
+func timedExec(ctx context.Context, s *sqlstore.Store, q string, args ...any) (time.Duration, error) {
+	pool, err := s.DB().DB()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	_, err = pool.ExecContext(ctx, q, args...)
+	return time.Since(start), err
+}
+
+// handAside runs fn (which writes into the table and empties it) with the
+// library's rows set aside and put back after.
+func handAside(ctx context.Context, s *sqlstore.Store, fn func() error) error {
+	db := s.DB().WithContext(ctx)
+	for _, q := range []string{"DROP TABLE IF EXISTS bench_aside", "CREATE TABLE bench_aside AS SELECT * FROM task_session_subagents", "DELETE FROM task_session_subagents"} {
+		if err := db.Exec(q).Error; err != nil {
+			return err
+		}
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	for _, q := range []string{"INSERT INTO task_session_subagents SELECT * FROM bench_aside", "DROP TABLE bench_aside"} {
+		if err := db.Exec(q).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func timed(ctx context.Context, s *sqlstore.Store, q string, args ...any) (time.Duration, error) {
 	pool, err := s.DB().DB()
@@ -135,7 +212,7 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 		return nil, historyPoint{}, err
 	}
 	size := fmt.Sprintf("%d msgs, %.0f MB", n, float64(bytes)/1e6)
-	var lib, bare, hLib, hBare []time.Duration
+	var lib, bare, hand, hLib, hBare []time.Duration
 	var peak uint64
 	var inserted int64
 	m := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler)))
@@ -147,8 +224,16 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 			return nil, historyPoint{}, err
 		}
 		scan := func() error { d, err := timed(ctx, s, bareScan[dialect]); bare = append(bare, d); return err }
+		byHand := func() error {
+			d, err := timedExec(ctx, s, handBackfill[dialect], time.Now().UTC())
+			if err == nil {
+				err = s.DB().Exec("DELETE FROM task_session_subagents").Error
+			}
+			hand = append(hand, d)
+			return err
+		}
 		if run%2 == 1 { // alternate which goes first
-			if err := scan(); err != nil {
+			if err := errors.Join(scan(), byHand()); err != nil {
 				return nil, historyPoint{}, err
 			}
 		}
@@ -159,7 +244,9 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 		}
 		lib, peak, inserted = append(lib, res.Duration), max(peak, p), res.RowsInserted
 		if run%2 == 0 {
-			if err := scan(); err != nil {
+			// The library's rows stay for the health check below: the
+			// hand-written insert runs with them set aside.
+			if err := errors.Join(scan(), handAside(ctx, s, byHand)); err != nil {
 				return nil, historyPoint{}, err
 			}
 		}
@@ -185,14 +272,15 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 		}
 		hBare = append(hBare, d)
 	}
-	l, b := median(lib), median(bare)
+	l, b, hw := median(lib), median(bare), median(hand)
 	pt := historyPoint{perMsg: float64(l.Microseconds()) / float64(n), peakMiB: float64(peak) / (1 << 20)}
 	hl, hb := median(hLib), median(hBare)
 	return []result{
 		{what: "backfill", dialect: dialect, size: size,
 			library:  fmt.Sprintf("%v (%.2f µs/msg, %d rows)", l.Round(time.Millisecond), pt.perMsg, inserted),
-			baseline: b.Round(time.Millisecond).String() + " (bare scan)", ratio: l.Seconds() / b.Seconds(), target: "≤ 1.50×",
-			pass: l.Seconds() <= 1.5*b.Seconds(), note: fmt.Sprintf("Go heap +%.1f MiB at peak", pt.peakMiB)},
+			baseline: hw.Round(time.Millisecond).String() + " (the reference plan's INSERT … SELECT, by hand)", ratio: l.Seconds() / hw.Seconds(),
+			target: "≤ 1.20×", pass: l.Seconds() <= 1.2*hw.Seconds(),
+			note: fmt.Sprintf("floor: one bare scan %v (%.2f×); Go heap +%.1f MiB at peak", b.Round(time.Millisecond), l.Seconds()/b.Seconds(), pt.peakMiB)},
 		{what: "health check", dialect: dialect, size: size, library: hl.Round(time.Millisecond).String(),
 			baseline: hb.Round(time.Millisecond).String() + " (hand-written)", ratio: hl.Seconds() / hb.Seconds(), target: "≤ 1.50×",
 			pass: hl.Seconds() <= 1.5*hb.Seconds()},

@@ -41,7 +41,7 @@ func main() {
 	size := flag.String("size", "small", "tiny, small or full (full includes a ≈330 MB message store)")
 	runs := flag.Int("runs", 0, "runs per figure (default: the size's)")
 	dialects := flag.String("dialects", "sqlite,postgres", "comma-separated")
-	only := flag.String("only", "", "comma-separated measures to run: record, view, throughput, history (default all)")
+	only := flag.String("only", "", "comma-separated measures to run: record, view, throughput, upsert, history (default all)")
 	flag.Parse()
 	c, ok := sizes[*size]
 	if !ok {
@@ -78,6 +78,13 @@ func main() {
 				}
 				rows = append(rows, r...)
 			}
+		}
+		if want("upsert") {
+			r, err := benchUpsertRule(ctx, c, d)
+			if err != nil {
+				log.Fatalf("upsert %s: %v", d, err)
+			}
+			rows = append(rows, r)
 		}
 		if want("history") {
 			rs, err := benchHistory(ctx, c, d)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
@@ -235,4 +238,121 @@ func perFrame(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][]co
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// benchUpsertRule measures the cost of the seam's rule on the live upsert
+// (docs/CONTRACT.md §8.5): the same rows, in the recorder's batches of 256,
+// one writer, through the same hand-written batching — PostgreSQL's
+// pipeline, SQLite's prepared statement in a transaction — on the table
+// this build creates (the upsert and the trigger that absorbs history
+// into an inserted row) and on the previous release's (the upsert alone).
+func benchUpsertRule(ctx context.Context, c config, dialect string) (result, error) {
+	_, perCaller, total := streams(c.sessions, 1)
+	var rows [][]any
+	for _, f := range perCaller[0] {
+		if row, v := core.Normalize(f); !v.NoIdentity {
+			rows = append(rows, handArgs(row))
+		}
+	}
+	took := map[string][]time.Duration{}
+	ways := []string{"rule", "previous", "floor"}
+	for run := range c.runs {
+		for i := range ways {
+			way := ways[(i+run)%len(ways)]
+			s, cleanup, err := newStore(ctx, c, dialect)
+			if err != nil {
+				return result{}, err
+			}
+			d, err := timeUpserts(ctx, s, dialect, way, perCaller, rows)
+			cleanup()
+			if err != nil {
+				return result{}, err
+			}
+			took[way] = append(took[way], d)
+		}
+	}
+	r, b, f := median(took["rule"]), median(took["previous"]), median(took["floor"])
+	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f rows/s", float64(len(rows))/d.Seconds()) }
+	return result{what: "upsert with the seam rule", dialect: dialect, size: fmt.Sprintf("%d frames, batches of %d", total, core.DefaultBatchSize),
+		library: rate(r), baseline: rate(b) + " (the previous release's upsert)", ratio: r.Seconds() / b.Seconds(), target: "≤ 1.10×",
+		pass: r.Seconds() <= 1.1*b.Seconds(),
+		note: fmt.Sprintf("floor: the trigger with nothing to do, %s (%.2f×); the rest is one index probe per inserted row", rate(f), f.Seconds()/b.Seconds())}, nil
+}
+
+// timeUpserts writes the rows in batches on this build's table (way
+// "rule"), on the previous release's (without the trigger: "previous"),
+// or with the trigger doing nothing ("floor": what any trigger on an
+// insert costs), and times it.
+func timeUpserts(ctx context.Context, s *sqlstore.Store, dialect, way string, perCaller [][]core.Frame, rows [][]any) (time.Duration, error) {
+	for _, f := range perCaller[0] {
+		if err := kandevtest.InsertSession(ctx, s.DB(), sqlstore.Tables{}, f.TaskSessionID, "task"); err != nil {
+			return 0, err
+		}
+	}
+	pool, err := s.DB().DB()
+	if err != nil {
+		return 0, err
+	}
+	stmt := rebind(dialect, handUpsert)
+	change := map[string]map[string][]string{
+		"previous": {"sqlite": {`DROP TRIGGER subagentctx_absorb_v1`}, "postgres": {`DROP TRIGGER subagentctx_absorb ON task_session_subagents`}},
+		"floor": {"sqlite": {`DROP TRIGGER subagentctx_absorb_v1`, `CREATE TRIGGER bench_floor AFTER INSERT ON task_session_subagents FOR EACH ROW
+				WHEN NEW.agent_execution_id <> 'unknown' BEGIN SELECT 1; END`},
+			"postgres": {`CREATE FUNCTION bench_floor() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NULL; END $f$`,
+				`DROP TRIGGER subagentctx_absorb ON task_session_subagents`, `CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents
+				FOR EACH ROW WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION bench_floor()`}},
+	}
+	for _, q := range change[way][dialect] {
+		if _, err := pool.ExecContext(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	for from := 0; from < len(rows); from += core.DefaultBatchSize {
+		batch := rows[from:min(from+core.DefaultBatchSize, len(rows))]
+		if err := writeBatch(ctx, pool, dialect, stmt, batch); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// writeBatch is one transaction of upserts: pipelined through pgx on
+// PostgreSQL, a prepared statement on SQLite.
+func writeBatch(ctx context.Context, pool *sql.DB, dialect, stmt string, batch [][]any) error {
+	if dialect == "postgres" {
+		conn, err := pool.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		return conn.Raw(func(driverConn any) error {
+			tx, err := driverConn.(*stdlib.Conn).Conn().Begin(ctx)
+			if err != nil {
+				return err
+			}
+			var b pgx.Batch
+			for _, a := range batch {
+				b.Queue(stmt, a...)
+			}
+			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+				return errors.Join(err, tx.Rollback(ctx))
+			}
+			return tx.Commit(ctx)
+		})
+	}
+	tx, err := pool.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	prepared, err := tx.PrepareContext(ctx, stmt)
+	if err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	for _, a := range batch {
+		if _, err := prepared.ExecContext(ctx, a...); err != nil {
+			return errors.Join(err, tx.Rollback())
+		}
+	}
+	return tx.Commit()
 }

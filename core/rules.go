@@ -158,27 +158,40 @@ func MergeInto(stored, incoming *Subagent) {
 // backfill recovered for it under the 'unknown' execution and the frames
 // recorded live under an execution id become one row, whatever came
 // first. History counts as the first write: the row is what the live
-// frames, merged by the ordinary rules, make of the row history gave, and
-// it takes the live execution id.
+// frames, merged by the ordinary rules, make of the row history gave.
 
-// Adopts reports whether incoming, a live row whose key (session,
-// execution, tool call id) has no row yet, takes over stored: a row the
-// backfill wrote for the same session and tool call id, still under the
-// 'unknown' execution. The store then gives stored incoming's execution id
-// and merges incoming into it by the ordinary rules, in the same atomic
-// write.
-func Adopts(stored, incoming *Subagent) bool {
-	return stored.Source == SourceBackfill && stored.AgentExecutionID == UnknownExecution &&
-		incoming.AgentExecutionID != UnknownExecution &&
-		stored.TaskSessionID == incoming.TaskSessionID && stored.ToolCallID == incoming.ToolCallID
+// Absorbs reports whether live, a row just inserted live (its key had no
+// row), absorbs history: the row the backfill wrote for the same session
+// and tool call id, under the 'unknown' execution. The store then replaces
+// live with MergeHistory(live, history) and deletes history, in the same
+// atomic statement.
+func Absorbs(live, history *Subagent) bool {
+	return history.Source == SourceBackfill && history.AgentExecutionID == UnknownExecution &&
+		live.AgentExecutionID != UnknownExecution &&
+		history.TaskSessionID == live.TaskSessionID && history.ToolCallID == live.ToolCallID
+}
+
+// MergeHistory is the row that results when history (the row the
+// backfill recovers, or recovered, for a pair) meets live, a row that live
+// frames wrote for that pair: history's row with live merged into it by
+// the ordinary rules, as if history had been written first, keeping live's
+// id, execution id and updated_at. So history gives the write-once
+// columns (observed_at, task_id, source 'backfill') and the first-wins
+// ones where it has them, live's values replace history's wherever live
+// reported one, and history fills what live never said.
+func MergeHistory(live, history Subagent) Subagent {
+	out := history
+	MergeInto(&out, &live)
+	out.ID, out.AgentExecutionID, out.UpdatedAt = live.ID, live.AgentExecutionID, live.UpdatedAt
+	return out
 }
 
 // Write is the reference of a store's upsert over its rows, by key: the
-// row merges into the stored row of its key (MergeInto), or, when its key
-// has none, adopts its pair's backfilled row (Adopts), or is inserted. It
-// returns the row as stored. The stores implement it atomically, each in
-// its own way; the conformance suite and the differential tests compare
-// them with it.
+// row merges into the stored row of its key (MergeInto), or is inserted,
+// absorbing its pair's backfilled row if there is one (Absorbs). It returns
+// the row as stored. The stores implement it atomically, each in its own
+// way; the conformance suite and the differential tests compare them with
+// it.
 func Write(rows map[RowKey]Subagent, incoming Subagent) Subagent {
 	key := incoming.Key()
 	if stored, ok := rows[key]; ok {
@@ -186,31 +199,14 @@ func Write(rows map[RowKey]Subagent, incoming Subagent) Subagent {
 		rows[key] = stored
 		return stored
 	}
+	row := Merge(nil, incoming)
 	seam := RowKey{TaskSessionID: key.TaskSessionID, AgentExecutionID: UnknownExecution, ToolCallID: key.ToolCallID}
-	if stored, ok := rows[seam]; ok && Adopts(&stored, &incoming) {
+	if history, ok := rows[seam]; ok && Absorbs(&row, &history) {
 		delete(rows, seam)
-		stored.AgentExecutionID = incoming.AgentExecutionID
-		MergeInto(&stored, &incoming)
-		rows[key] = stored
-		return stored
+		row = MergeHistory(row, history)
 	}
-	rows[key] = Merge(nil, incoming)
-	return rows[key]
-}
-
-// MergeHistory is the row that results when the backfill meets live, a
-// row that live frames wrote first for the pair history (the row the
-// backfill recovered) describes: history's row with live merged into it
-// by the ordinary rules, as if history had been written first, keeping
-// live's id and execution id. So history gives the write-once columns
-// (observed_at, task_id, source 'backfill') and the first-wins ones where
-// it has them, live's values replace history's wherever live reported one,
-// and history fills what live never said.
-func MergeHistory(live, history Subagent) Subagent {
-	out := history
-	MergeInto(&out, &live)
-	out.ID, out.AgentExecutionID = live.ID, live.AgentExecutionID
-	return out
+	rows[key] = row
+	return row
 }
 
 // CanonicalTime is the form in which every adapter stores a timestamp: UTC,

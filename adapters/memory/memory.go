@@ -69,18 +69,7 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 		core.MergeInto(stored, r)
 		return nil
 	}
-	// One invocation, one row at the seam (docs/CONTRACT.md §8.5): a row
-	// the backfill wrote for this session and tool call id takes the
-	// execution id, and the frame merges into it.
-	seam := core.RowKey{TaskSessionID: key.TaskSessionID, AgentExecutionID: core.UnknownExecution, ToolCallID: key.ToolCallID}
-	if stored, ok := s.rows[seam]; ok && core.Adopts(stored, r) {
-		delete(s.rows, seam)
-		stored.AgentExecutionID = r.AgentExecutionID
-		core.MergeInto(stored, r)
-		s.rows[key] = stored
-		s.ids[[2]string{stored.TaskSessionID, stored.ID}] = key
-		return nil
-	}
+
 	if r.ID == "" {
 		r.ID = uuid.NewString()
 	}
@@ -91,6 +80,16 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	}
 	if r.Source == "" {
 		r.Source = core.SourceLive
+	}
+	// One invocation, one row at the seam (docs/CONTRACT.md §8.5): the
+	// row the backfill wrote for this session and tool call id is merged
+	// into the new row, as the history before it.
+	seam := core.RowKey{TaskSessionID: key.TaskSessionID, AgentExecutionID: core.UnknownExecution, ToolCallID: key.ToolCallID}
+	if history, ok := s.rows[seam]; ok && core.Absorbs(r, history) {
+		delete(s.rows, seam)
+		delete(s.ids, [2]string{history.TaskSessionID, history.ID})
+		*r = core.MergeHistory(*r, *history)
+		r.Detach()
 	}
 	s.ids[id] = key
 	s.rows[key] = r

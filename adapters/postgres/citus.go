@@ -89,7 +89,14 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 		if err != nil || !info.Exists || inferVersion(info) < 3 {
 			return err // the shape step upgrades the table first, then distributes it
 		}
-		if err := db.WithContext(ctx).Exec(`SELECT create_distributed_table(?, 'task_session_id', colocate_with => ?)`, sqlstore.Table, sessions).Error; err != nil {
+		// The table's trigger (Dialect.Upsert) needs Citus's leave to be
+		// distributed: it touches only the shard it fires on.
+		if err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec(`SET LOCAL citus.enable_unsafe_triggers = on`).Error; err != nil {
+				return err
+			}
+			return tx.Exec(`SELECT create_distributed_table(?, 'task_session_id', colocate_with => ?)`, sqlstore.Table, sessions).Error
+		}); err != nil {
 			return fmt.Errorf("distribute %s by task_session_id, colocated with %s: %w", sqlstore.Table, sessions, err)
 		}
 	}

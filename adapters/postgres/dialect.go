@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -60,37 +59,61 @@ func (Dialect) Instant(x string) string { return "(EXTRACT(EPOCH FROM " + x + ")
 // whatever the database's own (an ICU locale orders linguistically).
 func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }
 
-// Upsert implements sqlstore.Fragments with a function, so that the
-// upsert stays one statement at the seam (docs/CONTRACT.md §8.5): it
-// hands a backfilled row of the pair to the frame's execution, then runs
-// the INSERT … ON CONFLICT, which merges the frame into that row. One SQL
-// statement cannot do both (an ON CONFLICT cannot update a row its own
-// statement changed), and a function's statements each see the one
-// before; its plans are cached per connection, and Citus routes each to
-// its shard. The name carries a digest of the body: a new body (a new
-// column) gets a new function, created beside the old one, which an older
-// build still running may call.
+// Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT as it
+// is, and a row trigger after it that absorbs the pair's backfilled row
+// into an inserted one (docs/CONTRACT.md §8.5). It runs only for a row
+// actually inserted under an execution id (a frame whose key has a row
+// updates it, and the trigger does not fire). On one server and on a
+// partitioned table the trigger's statements name the table and keep
+// their plans; on Citus it fires on a shard, where it must name the shard
+// (a statement on the distributed table from inside a shard is refused),
+// so its statements are built for the shard, planned on each call.
+// Creating a trigger on a distributed table needs
+// citus.enable_unsafe_triggers, set for the statement only; the name of
+// the function carries a digest of its body, so a new body (a new
+// column) is a new function, and the trigger is moved to it.
 func (d Dialect) Upsert(u sqlstore.UpsertParts) ([]string, string) {
-	types, params := make([]string, len(core.Columns)), make([]string, len(core.Columns))
-	position := map[string]string{}
-	for i, c := range core.Columns {
-		types[i] = strings.ToLower(d.ColumnType(c.Type))
-		params[i] = "$" + strconv.Itoa(i+1)
-		position[c.Name] = params[i]
-	}
-	body := u.Adopt(func(c string) string { return position[c] }) + ";\n\t" + u.Insert + ";"
-	sum := sha256.Sum256([]byte(body))
-	name := "subagentctx_upsert_" + hex.EncodeToString(sum[:4])
-	signature := name + "(" + strings.Join(types, ",") + ")"
-	create := `DO $do$ BEGIN
-IF to_regprocedure('` + signature + `') IS NULL THEN
-CREATE FUNCTION ` + signature + ` RETURNS void LANGUAGE plpgsql AS $f$
+	t := sqlstore.Table
+	self := func(c string) string { return "t." + c }
+	params := map[string]string{"task_session_id": "$1", "tool_call_id": "$2"}
+	shard := u.History(func(c string) string { return params[c] })
+	body := `DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = '` + t + `';
 BEGIN
-	` + body + `
-END $f$;
+	IF NOT here THEN -- a partition of the table, or a Citus shard
+		here := (SELECT c.relname FROM pg_class c WHERE c.oid = pg_partition_root(TG_RELID)) = '` + t + `';
+	END IF;
+	IF here THEN
+		DELETE FROM ` + t + ` WHERE ` + u.History(func(c string) string { return "NEW." + c }) + ` RETURNING * INTO b;
+		IF FOUND THEN
+			UPDATE ` + t + ` AS t SET ` + u.Absorb(func(c string) string { return "b." + c }, self) + `
+			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
+		END IF;
+	ELSE -- a Citus shard: its own name, planned on each call
+		tbl := quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME);
+		EXECUTE 'UPDATE ' || tbl || $q$ AS t SET ` + u.Absorb(func(c string) string { return "h." + c }, self) + `
+			FROM (SELECT * FROM $q$ || tbl || $q$ WHERE ` + shard + `) AS h WHERE t.task_session_id = $1 AND t.id = $3$q$
+			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
+		EXECUTE 'DELETE FROM ' || tbl || $q$ WHERE ` + shard + `$q$ USING NEW.task_session_id, NEW.tool_call_id;
+	END IF;
+	RETURN NULL;
+END`
+	sum := sha256.Sum256([]byte(body))
+	fn := "subagentctx_absorb_" + hex.EncodeToString(sum[:4])
+	create := `DO $do$ BEGIN
+IF to_regprocedure('` + fn + `()') IS NULL THEN
+CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $f$
+` + body + `
+$f$;
+END IF;
+IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '` + sqlstore.Table + `'::regclass AND tgname = 'subagentctx_absorb'
+		AND tgfoid = '` + fn + `()'::regprocedure) THEN
+	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+	DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + sqlstore.Table + `;
+	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON ` + sqlstore.Table + ` FOR EACH ROW
+		WHEN (NEW.agent_execution_id <> '` + core.UnknownExecution + `') EXECUTE FUNCTION ` + fn + `();
 END IF;
 END $do$`
-	return []string{create}, "SELECT " + name + "(" + strings.Join(params, ", ") + ")"
+	return []string{create}, u.Insert
 }
 
 // Classify implements sqlstore.Fragments: SQLSTATE class 23 is a

@@ -55,18 +55,26 @@ func (Dialect) Instant(x string) string {
 // BINARY, compares bytes.
 func (Dialect) Bytewise(x string) string { return x }
 
-// adoptTrigger is the trigger that makes the upsert one statement at the
-// seam (docs/CONTRACT.md §8.5): before a row is inserted (an upsert
-// proposes one for every frame), a backfilled row of its pair takes its
-// execution id, so that the insert's conflict merges the frame into it.
-const adoptTrigger = "subagentctx_adopt_v1"
+// absorbTrigger is the trigger that keeps the upsert one statement at the
+// seam (docs/CONTRACT.md §8.5): after a row is inserted under an execution
+// id (an upsert whose key had no row), the backfilled row of its pair, if
+// there is one, is merged into it and deleted. A frame whose key has a row
+// updates it, and the trigger does not run; one whose pair has no history
+// costs the trigger one index probe.
+const absorbTrigger = "subagentctx_absorb_v1"
 
 // Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT as it is,
-// and the trigger that adopts a backfilled row before it.
+// and the trigger after it.
 func (Dialect) Upsert(u sqlstore.UpsertParts) ([]string, string) {
-	trigger := `CREATE TRIGGER IF NOT EXISTS ` + adoptTrigger + ` BEFORE INSERT ON ` + sqlstore.Table + ` FOR EACH ROW
+	t := sqlstore.Table
+	history := u.History(func(c string) string { return "NEW." + c })
+	trigger := `CREATE TRIGGER IF NOT EXISTS ` + absorbTrigger + ` AFTER INSERT ON ` + t + ` FOR EACH ROW
+WHEN NEW.agent_execution_id <> '` + core.UnknownExecution + `' AND EXISTS (SELECT 1 FROM ` + t + ` WHERE ` + history + `)
 BEGIN
-	` + u.Adopt(func(c string) string { return "NEW." + c }) + `;
+	UPDATE ` + t + ` SET ` + u.Absorb(func(c string) string { return "b." + c }, func(c string) string { return t + "." + c }) + `
+		FROM (SELECT * FROM ` + t + ` WHERE ` + history + `) AS b
+		WHERE ` + t + `.task_session_id = NEW.task_session_id AND ` + t + `.id = NEW.id;
+	DELETE FROM ` + t + ` WHERE ` + history + `;
 END`
 	return []string{trigger}, u.Insert
 }

@@ -83,7 +83,7 @@ func (s *Store) backfillInsert(source string) string {
 // the pair's first row, where live frames wrote one before the pass
 // (history under live, core.MergeHistory, docs/CONTRACT.md §8.5).
 func (s *Store) backfillMerge(source string) string {
-	return `UPDATE ` + Table + ` AS t SET ` + historySet(historyValue, func(c string) string { return "t." + c }, nil) + `
+	return `UPDATE ` + Table + ` AS t SET ` + historySet(historyValue, func(c string) string { return "t." + c }, "?", nil) + `
 	FROM ` + source + ` r
 	WHERE r.rn = 1 AND t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id
 		AND ` + s.firstOfPair("t", "")

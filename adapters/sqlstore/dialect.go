@@ -44,9 +44,10 @@ type Fragments interface {
 	// database's collation (docs/CONTRACT.md §8.4).
 	Bytewise(expr string) string
 	// Upsert gives the upsert its form on this database: the schema
-	// objects it needs (created with the table, each statement idempotent)
-	// and the statement run once per row, with one placeholder per column
-	// of core.Columns in that order (docs/CONTRACT.md §3.2, §8.5).
+	// objects it needs (created once the table has its declared shape,
+	// each statement idempotent: the trigger that absorbs history) and the
+	// statement run once per row, with one placeholder per column of
+	// core.Columns in that order (docs/CONTRACT.md §3.2, §8.5).
 	Upsert(u UpsertParts) (schema []string, statement string)
 	// Classify maps a driver error to core.ErrConstraint,
 	// core.ErrUnavailable or nil (unknown).
@@ -67,13 +68,18 @@ type UpsertParts struct {
 	// rendered by GORM in the dialect's bind syntax, one placeholder per
 	// column in core.Columns order.
 	Insert string
-	// Adopt renders the statement that hands a backfilled row of the
-	// incoming row's (session, tool call id) pair to the incoming
-	// execution (core.Adopts), given how the dialect refers to the
-	// incoming value of a column (a trigger's NEW.col, a function's $n).
-	// Run just before Insert, in the same statement, it makes the insert
-	// merge into that row (docs/CONTRACT.md §8.5).
-	Adopt func(incoming func(column string) string) string
+	// The rest are for the trigger that runs right after Insert inserts a
+	// row under an execution id, in the same statement: the backfilled row
+	// of its (session, tool call id) pair, if any, is merged into it and
+	// deleted (core.Absorbs, core.MergeHistory, docs/CONTRACT.md §8.5).
+	//
+	// History is the condition selecting that backfilled row, given how
+	// the trigger refers to the inserted row's value of a column (its
+	// NEW.col).
+	History func(new func(column string) string) string
+	// Absorb is the SET list of the UPDATE that merges the backfilled
+	// row's values (history refers to them) into the inserted row (target).
+	Absorb func(history, target func(column string) string) string
 }
 
 // MessageView is how the dialect reads the host's messages

@@ -45,5 +45,4 @@ func (s *Store) BackfillParts() map[string]string {
 	return map[string]string{"through": st.Through, "merge": st.Merge, "insert": st.Insert}
 }
 
-// AdoptSQL is the adoption statement with in's references.
-func AdoptSQL(in func(column string) string) string { return adopt(in) }
+

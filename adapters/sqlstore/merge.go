@@ -65,10 +65,10 @@ func mergeSet() clause.Set {
 // frames wrote first (target refers to it), with history the stored side:
 // history gives the write-once columns (but the id, which the row keeps)
 // and what its rules let it keep, the row's own values follow the
-// ordinary rules, updated_at is the statement's one argument. The key
+// ordinary rules, updated_at becomes written ("": it stays). The key
 // columns never change: the row keeps its execution id. Only the columns
 // has admits are set (nil: all of them).
-func historySet(history, target ref, has func(column string) bool) string {
+func historySet(history, target ref, written string, has func(column string) bool) string {
 	var set []string
 	for _, c := range core.Columns {
 		switch {
@@ -77,7 +77,9 @@ func historySet(history, target ref, has func(column string) bool) string {
 		case c.Rule == core.RuleWriteOnce:
 			set = append(set, c.Name+" = "+history(c.Name))
 		case c.Rule == core.RuleLastWrite:
-			set = append(set, c.Name+" = ?")
+			if written != "" {
+				set = append(set, c.Name+" = "+written)
+			}
 		default:
 			set = append(set, c.Name+" = "+mergeExpr(c, history, target))
 		}
@@ -97,23 +99,26 @@ func (s *Store) firstOfPair(alias, extra string) string {
 }
 
 // backfilled is the condition on alias's row that it is a row the backfill
-// wrote and no live frame has adopted yet (core.Adopts).
+// wrote, not yet absorbed by a live one (core.Absorbs).
 func backfilled(alias string) string {
-	return alias + ".agent_execution_id = '" + core.UnknownExecution + "' AND " + alias + ".source = '" + string(core.SourceBackfill) + "'"
+	if alias != "" {
+		alias += "."
+	}
+	return alias + "agent_execution_id = '" + core.UnknownExecution + "' AND " + alias + "source = '" + string(core.SourceBackfill) + "'"
 }
 
-// adopt renders the statement that gives a backfilled row of the incoming
-// row's pair the incoming execution id (core.Adopts), so that the insert
-// that follows it merges into that row; unless the pair already has a row
-// under that execution (a pair an earlier build doubled, which the shape
-// step repairs: the frame then merges there).
-func adopt(in ref) string {
-	return `UPDATE ` + Table + ` SET agent_execution_id = ` + in("agent_execution_id") + `
-	WHERE task_session_id = ` + in("task_session_id") + ` AND tool_call_id = ` + in("tool_call_id") + ` AND ` + in("agent_execution_id") + ` <> '` + core.UnknownExecution + `'
-		AND agent_execution_id = '` + core.UnknownExecution + `' AND source = '` + string(core.SourceBackfill) + `'
-		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` x WHERE x.task_session_id = ` + in("task_session_id") + `
-			AND x.agent_execution_id = ` + in("agent_execution_id") + ` AND x.tool_call_id = ` + in("tool_call_id") + `)`
+// historyOf is the condition that selects, among the rows, the one the
+// backfill wrote for the pair of an inserted row (new refers to its
+// values), not yet absorbed by a live one (core.Absorbs).
+func historyOf(new ref) string {
+	return `task_session_id = ` + new("task_session_id") + ` AND tool_call_id = ` + new("tool_call_id") +
+		` AND agent_execution_id = '` + core.UnknownExecution + `' AND source = '` + string(core.SourceBackfill) + `'`
 }
+
+// absorbing is core.MergeHistory as the SET list a dialect's trigger runs
+// over the row just inserted (target), history's values referred to by
+// history; updated_at stays the insert's.
+func absorbing(history, target ref) string { return historySet(history, target, "", nil) }
 
 // renderInsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key) DO
 // UPDATE SET … from clauses, in the handle's dialect (quoting, bind
@@ -147,7 +152,7 @@ func (s *Store) renderInsert() (string, error) {
 // columns the table has (has; nil: every declared one).
 func (s *Store) repairStatements(has func(column string) bool) (merge, remove string) {
 	known := " AND o.agent_execution_id <> '" + core.UnknownExecution + "'"
-	merge = `UPDATE ` + Table + ` AS t SET ` + historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }, has) + `
+	merge = `UPDATE ` + Table + ` AS t SET ` + historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }, "?", has) + `
 	FROM ` + Table + ` AS b
 	WHERE ` + backfilled("b") + ` AND t.task_session_id = b.task_session_id AND t.tool_call_id = b.tool_call_id
 		AND t.agent_execution_id <> '` + core.UnknownExecution + `' AND ` + s.firstOfPair("t", known)

@@ -30,6 +30,12 @@ var secondaryIndexes = []struct{ Name, Column string }{
 	{"idx_subagents_turn_id", "turn_id"},
 }
 
+// historyIndex holds the rows the backfill wrote and no live row has
+// absorbed yet (docs/CONTRACT.md §8.5): the seam's trigger looks there for
+// an inserted row's history, the repair for doubled pairs. It stays as
+// small as the history.
+const historyIndex = "idx_subagents_history"
+
 // TableDDL is the table's CREATE TABLE, rendered from core.Columns: every
 // column with its dialect type, NOT NULL and default, the primary key, the
 // three-column key and the cascading foreign key to the host's sessions.
@@ -59,13 +65,13 @@ func columnDDL(d Fragments, c core.Column) string {
 	return s
 }
 
-// IndexDDL creates the secondary indexes if absent.
+// IndexDDL creates the secondary indexes if absent, and the history's.
 func IndexDDL() []string {
 	out := make([]string, len(secondaryIndexes))
 	for i, x := range secondaryIndexes {
 		out[i] = fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s(%s)", x.Name, Table, x.Column)
 	}
-	return out
+	return append(out, "CREATE INDEX IF NOT EXISTS "+historyIndex+" ON "+Table+"(task_session_id, tool_call_id) WHERE "+backfilled(""))
 }
 
 // metaDDL creates the meta table if absent (docs/CONTRACT.md §2).
@@ -197,6 +203,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 	for _, x := range secondaryIndexes {
 		r.indexes = r.indexes || !plain[x.Column]
 	}
+	r.indexes = r.indexes || !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == historyIndex })
 	if !slices.ContainsFunc(info.ForeignKeys, func(f ForeignKeyInfo) bool {
 		return f.Column == "task_session_id" && f.RefTable == t.Sessions && f.RefColumn == "id" && f.OnDelete == "CASCADE"
 	}) {

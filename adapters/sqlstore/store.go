@@ -101,7 +101,7 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("subagentctx: render the upsert: %w", err)
 	}
-	s.upsertSchema, s.upsertSQL = d.Upsert(UpsertParts{Insert: insert, Adopt: adopt})
+	s.upsertSchema, s.upsertSQL = d.Upsert(UpsertParts{Insert: insert, History: historyOf, Absorb: absorbing})
 	return s, nil
 }
 

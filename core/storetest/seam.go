@@ -26,10 +26,10 @@ func (s *suite) backfilled(t *testing.T, sess, tool string) core.Subagent {
 }
 
 // testSeamAdopts: a live frame under an execution id, for a pair whose
-// only row the backfill wrote, merges into that row, which takes the
-// execution id: history's id, observation, source and turn, the frame's
-// status, settling and metrics, history's values where the frame says
-// nothing. One row, one invocation.
+// only row the backfill wrote, makes one row with it, under the execution
+// id: history's observation, source and turn, the frame's status, settling
+// and metrics, history's values where the frame says nothing. One row, one
+// invocation.
 func testSeamAdopts(t *testing.T, s *suite) {
 	sess := s.session(t, "seam")
 	h := s.backfilled(t, sess, "1")
@@ -43,9 +43,6 @@ func testSeamAdopts(t *testing.T, s *suite) {
 	want.AgentExecutionID, want.ToolStatus, want.SettledAt, want.Model = f.ExecutionID, str("completed"), ptrTime(at(60)), str("live-model")
 	want.TotalTokens, want.ToolUseCount = i64(9000), i64(4)
 	assertRow(t, want, got)
-	if got.ID != h.ID {
-		t.Errorf("id %s, want the backfilled row's %s: the row is adopted, not replaced", got.ID, h.ID)
-	}
 	// A later frame of the same execution merges as into any row.
 	f.ObservedAt, f.ToolStatus, f.Payload = at(90), "failed", &core.Payload{AgentID: "agent-9"}
 	s.write(t, f)
@@ -53,9 +50,9 @@ func testSeamAdopts(t *testing.T, s *suite) {
 	assertRow(t, want, s.one(t, sess))
 }
 
-// testSeamAdoptsOnce: once adopted, the row is that execution's; another
-// execution reusing the tool call id gets a row of its own (AC-32), and a
-// frame without an execution id merges into no adopted row.
+// testSeamAdoptsOnce: once absorbed, history is that execution's row's;
+// another execution reusing the tool call id gets a row of its own
+// (AC-32).
 func testSeamAdoptsOnce(t *testing.T, s *suite) {
 	sess := s.session(t, "once")
 	h := s.backfilled(t, sess, "1")
@@ -66,15 +63,16 @@ func testSeamAdoptsOnce(t *testing.T, s *suite) {
 	second.ExecutionID = s.id("exec", "b")
 	s.write(t, second)
 	rows := s.rows(t, sess)
-	if len(rows) != 2 || rows[0].AgentExecutionID != first.ExecutionID || rows[0].ID != h.ID || rows[0].Source != core.SourceBackfill ||
+	if len(rows) != 2 || rows[0].AgentExecutionID != first.ExecutionID || !rows[0].ObservedAt.Equal(h.ObservedAt) || rows[0].Source != core.SourceBackfill ||
 		rows[1].AgentExecutionID != second.ExecutionID || rows[1].Source != core.SourceLive || !rows[1].ObservedAt.Equal(at(40)) {
-		t.Errorf("rows %s: want the adopted row under %s and a live row of its own under %s", describeRows(rows), first.ExecutionID, second.ExecutionID)
+		t.Errorf("rows %s: want history's row under %s and a live row of its own under %s", describeRows(rows), first.ExecutionID, second.ExecutionID)
 	}
 }
 
 // testSeamUnknownExecution: a frame without an execution id for a
 // backfilled pair merges into the backfilled row by its key (AC-31, AC-1a)
-// without adopting it; the first frame with one then does.
+// (it is the pair's history still); the first frame with one then absorbs
+// it.
 func testSeamUnknownExecution(t *testing.T, s *suite) {
 	sess := s.session(t, "unknown")
 	h := s.backfilled(t, sess, "1")
@@ -87,12 +85,12 @@ func testSeamUnknownExecution(t *testing.T, s *suite) {
 	}
 	f.ExecutionID = s.id("exec", "1")
 	s.write(t, f)
-	if got := s.one(t, sess); got.AgentExecutionID != f.ExecutionID || got.ID != h.ID {
+	if got := s.one(t, sess); got.AgentExecutionID != f.ExecutionID || !got.ObservedAt.Equal(h.ObservedAt) || show(got.AgentID) != `"agent-1"` {
 		t.Errorf("the first frame with an execution id: %+v", got)
 	}
 }
 
-// testSeamLiveRowsApart: only a row the backfill wrote is adopted; a live
+// testSeamLiveRowsApart: only a row the backfill wrote is absorbed; a live
 // row recorded without an execution id stays apart from a frame that has
 // one (AC-31: 'unknown' means unrecorded, never shared).
 func testSeamLiveRowsApart(t *testing.T, s *suite) {

@@ -609,7 +609,7 @@ func testModelCheck(t *testing.T, s *suite) {
 				Model: pick("", "m1", "m2"), ChildSessionID: pick("", "c1"), IsAsync: rng.IntN(4) == 0,
 				TotalTokens: metric(), DurationMs: metric(), ToolUseCount: uses}
 		}
-		if rng.IntN(10) == 0 { // a row the backfill wrote: a later frame of its pair adopts it (docs/CONTRACT.md §8.5)
+		if rng.IntN(10) == 0 { // a row the backfill wrote: a later frame of its pair absorbs it (docs/CONTRACT.md §8.5)
 			f.ExecutionID, f.Settled = "", rng.IntN(2) == 0
 		}
 		row, v := core.Normalize(f)

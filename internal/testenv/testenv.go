@@ -66,7 +66,7 @@ func SQLite() *sqltest.Driver {
 		EarlierTable: sqliteEarlierTable,
 		PreviousRelease: func(t testing.TB, db *gorm.DB) {
 			previousRelease(t, db, release7580611SQLite, "")
-			exec(t, db, `DROP TRIGGER IF EXISTS subagentctx_adopt_v1`)
+			exec(t, db, `DROP TRIGGER IF EXISTS subagentctx_absorb_v1`)
 		},
 		FailInserts: func(t testing.TB, db *gorm.DB, toolCallID string) func() {
 			t.Helper()
@@ -273,8 +273,8 @@ func legacyTable(t testing.TB, db *gorm.DB) {
 		source TEXT NOT NULL DEFAULT 'live', observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,
 		UNIQUE (task_session_id, tool_call_id),
 		FOREIGN KEY (task_session_id) REFERENCES task_sessions(id) ON DELETE CASCADE)`)
-	for _, q := range sqlstore.IndexDDL() {
-		exec(t, db, q)
+	for _, c := range []string{"session_id", "task_id", "turn_id"} { // the first draft's indexes
+		exec(t, db, `CREATE INDEX idx_subagents_`+c+` ON task_session_subagents(`+strings.Replace(c, "session_id", "task_session_id", 1)+`)`)
 	}
 }
 

@@ -540,12 +540,12 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 		show(r.TotalTokens) != "1000" || show(r.Model) != "m" || r.SettledAt == nil || !r.SettledAt.Equal(at(50).Add(30*time.Second)) {
 		t.Errorf("tc-1 after the backfill: %+v (of %d rows)", r, len(got))
 	}
-	// A live frame under an execution id adopts the row history now
+	// A live frame under an execution id absorbs the row history now
 	// holds; the other legacy rows were recorded live and keep apart.
 	record(t, e, "s", "tc-1", "exec-1", at(60))
 	record(t, e, "s", "tc-2", "exec-1", at(61))
 	got = rows(t, e, "s")
-	if r, ok := got["tc-1/exec-1"]; len(got) != 5 || !ok || r.ID != "legacy-0" || !r.ObservedAt.Equal(at(50)) {
+	if r, ok := got["tc-1/exec-1"]; len(got) != 5 || !ok || r.Source != core.SourceBackfill || !r.ObservedAt.Equal(at(50)) {
 		t.Errorf("live writes after the upgrade: %d rows, tc-1 %+v", len(got), r)
 	}
 }

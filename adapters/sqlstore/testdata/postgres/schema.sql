@@ -32,6 +32,8 @@ CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_
 
 CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id);
 
+CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = 'unknown' AND source = 'backfill';
+
 CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
 
 DO $do$ BEGIN
@@ -51,15 +53,67 @@ END IF;
 END $do$;
 
 DO $do$ BEGIN
-IF to_regprocedure('subagentctx_upsert_7fc49a59(text,text,text,text,text,text,text,text,text,text,text,text,text,text,integer,bigint,bigint,bigint,text,timestamptz,timestamptz,timestamptz)') IS NULL THEN
-CREATE FUNCTION subagentctx_upsert_7fc49a59(text,text,text,text,text,text,text,text,text,text,text,text,text,text,integer,bigint,bigint,bigint,text,timestamptz,timestamptz,timestamptz) RETURNS void LANGUAGE plpgsql AS $f$
+IF to_regprocedure('subagentctx_absorb_c59dc2b5()') IS NULL THEN
+CREATE FUNCTION subagentctx_absorb_c59dc2b5() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
 BEGIN
-	UPDATE task_session_subagents SET agent_execution_id = $5
-	WHERE task_session_id = $2 AND tool_call_id = $6 AND $5 <> 'unknown'
-		AND agent_execution_id = 'unknown' AND source = 'backfill'
-		AND NOT EXISTS (SELECT 1 FROM task_session_subagents x WHERE x.task_session_id = $2
-			AND x.agent_execution_id = $5 AND x.tool_call_id = $6);
-	INSERT INTO "task_session_subagents" ("id","task_session_id","task_id","turn_id","agent_execution_id","tool_call_id","parent_tool_call_id","subagent_type","description","agent_id","child_session_id","model","agent_status","tool_status","is_async","total_tokens","tool_use_count","duration_ms","source","observed_at","settled_at","updated_at") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22) ON CONFLICT ("task_session_id","agent_execution_id","tool_call_id") DO UPDATE SET "turn_id"=COALESCE("task_session_subagents"."turn_id", excluded.turn_id),"parent_tool_call_id"=COALESCE(excluded.parent_tool_call_id, "task_session_subagents"."parent_tool_call_id"),"subagent_type"=COALESCE(excluded.subagent_type, "task_session_subagents"."subagent_type"),"description"=COALESCE(excluded.description, "task_session_subagents"."description"),"agent_id"=COALESCE(excluded.agent_id, "task_session_subagents"."agent_id"),"child_session_id"=COALESCE(excluded.child_session_id, "task_session_subagents"."child_session_id"),"model"=COALESCE(excluded.model, "task_session_subagents"."model"),"agent_status"=COALESCE(excluded.agent_status, "task_session_subagents"."agent_status"),"tool_status"=CASE WHEN "task_session_subagents"."settled_at" IS NOT NULL THEN "task_session_subagents"."tool_status" ELSE COALESCE(excluded.tool_status, "task_session_subagents"."tool_status") END,"is_async"=CASE WHEN "task_session_subagents"."is_async" = 1 OR excluded.is_async = 1 THEN 1 ELSE 0 END,"total_tokens"=COALESCE(excluded.total_tokens, "task_session_subagents"."total_tokens"),"tool_use_count"=COALESCE(excluded.tool_use_count, "task_session_subagents"."tool_use_count"),"duration_ms"=COALESCE(excluded.duration_ms, "task_session_subagents"."duration_ms"),"settled_at"=COALESCE("task_session_subagents"."settled_at", excluded.settled_at),"updated_at"=excluded.updated_at;
-END $f$;
+	IF NOT here THEN -- a partition of the table, or a Citus shard
+		here := (SELECT c.relname FROM pg_class c WHERE c.oid = pg_partition_root(TG_RELID)) = 'task_session_subagents';
+	END IF;
+	IF here THEN
+		DELETE FROM task_session_subagents WHERE task_session_id = NEW.task_session_id AND tool_call_id = NEW.tool_call_id AND agent_execution_id = 'unknown' AND source = 'backfill' RETURNING * INTO b;
+		IF FOUND THEN
+			UPDATE task_session_subagents AS t SET task_id = b.task_id,
+		turn_id = COALESCE(b.turn_id, t.turn_id),
+		parent_tool_call_id = COALESCE(t.parent_tool_call_id, b.parent_tool_call_id),
+		subagent_type = COALESCE(t.subagent_type, b.subagent_type),
+		description = COALESCE(t.description, b.description),
+		agent_id = COALESCE(t.agent_id, b.agent_id),
+		child_session_id = COALESCE(t.child_session_id, b.child_session_id),
+		model = COALESCE(t.model, b.model),
+		agent_status = COALESCE(t.agent_status, b.agent_status),
+		tool_status = CASE WHEN b.settled_at IS NOT NULL THEN b.tool_status ELSE COALESCE(t.tool_status, b.tool_status) END,
+		is_async = CASE WHEN b.is_async = 1 OR t.is_async = 1 THEN 1 ELSE 0 END,
+		total_tokens = COALESCE(t.total_tokens, b.total_tokens),
+		tool_use_count = COALESCE(t.tool_use_count, b.tool_use_count),
+		duration_ms = COALESCE(t.duration_ms, b.duration_ms),
+		source = b.source,
+		observed_at = b.observed_at,
+		settled_at = COALESCE(b.settled_at, t.settled_at)
+			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
+		END IF;
+	ELSE -- a Citus shard: its own name, planned on each call
+		tbl := quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME);
+		EXECUTE 'UPDATE ' || tbl || $q$ AS t SET task_id = h.task_id,
+		turn_id = COALESCE(h.turn_id, t.turn_id),
+		parent_tool_call_id = COALESCE(t.parent_tool_call_id, h.parent_tool_call_id),
+		subagent_type = COALESCE(t.subagent_type, h.subagent_type),
+		description = COALESCE(t.description, h.description),
+		agent_id = COALESCE(t.agent_id, h.agent_id),
+		child_session_id = COALESCE(t.child_session_id, h.child_session_id),
+		model = COALESCE(t.model, h.model),
+		agent_status = COALESCE(t.agent_status, h.agent_status),
+		tool_status = CASE WHEN h.settled_at IS NOT NULL THEN h.tool_status ELSE COALESCE(t.tool_status, h.tool_status) END,
+		is_async = CASE WHEN h.is_async = 1 OR t.is_async = 1 THEN 1 ELSE 0 END,
+		total_tokens = COALESCE(t.total_tokens, h.total_tokens),
+		tool_use_count = COALESCE(t.tool_use_count, h.tool_use_count),
+		duration_ms = COALESCE(t.duration_ms, h.duration_ms),
+		source = h.source,
+		observed_at = h.observed_at,
+		settled_at = COALESCE(h.settled_at, t.settled_at)
+			FROM (SELECT * FROM $q$ || tbl || $q$ WHERE task_session_id = $1 AND tool_call_id = $2 AND agent_execution_id = 'unknown' AND source = 'backfill') AS h WHERE t.task_session_id = $1 AND t.id = $3$q$
+			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
+		EXECUTE 'DELETE FROM ' || tbl || $q$ WHERE task_session_id = $1 AND tool_call_id = $2 AND agent_execution_id = 'unknown' AND source = 'backfill'$q$ USING NEW.task_session_id, NEW.tool_call_id;
+	END IF;
+	RETURN NULL;
+END
+$f$;
+END IF;
+IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'task_session_subagents'::regclass AND tgname = 'subagentctx_absorb'
+		AND tgfoid = 'subagentctx_absorb_c59dc2b5()'::regprocedure) THEN
+	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+	DROP TRIGGER IF EXISTS subagentctx_absorb ON task_session_subagents;
+	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents FOR EACH ROW
+		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_c59dc2b5();
 END IF;
 END $do$;

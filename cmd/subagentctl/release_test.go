@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// previousRelease is the commit of this module's previous release: every
+// database it wrote must keep working with every later build.
+const previousRelease = "7580611"
+
+// buildRelease builds the command line of a commit of this repository
+// from its git history (skipping, saying so, where the history is not
+// there).
+func buildRelease(t *testing.T, commit string) string {
+	t.Helper()
+	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil || exec.Command("git", "cat-file", "-e", commit+"^{commit}").Run() != nil {
+		t.Skipf("the git history with %s is not here: the previous release's own binary cannot be built (the dialect suites still check its table, from its DDL)", commit)
+	}
+	src := t.TempDir()
+	archive := exec.Command("git", "-C", strings.TrimSpace(string(root)), "archive", "--format=tar", commit)
+	untar := exec.Command("tar", "-x", "-C", src)
+	untar.Stdin, _ = archive.StdoutPipe()
+	if err := untar.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := archive.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := untar.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "subagentctl-"+commit)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/subagentctl")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", commit, err, out)
+	}
+	return bin
+}
+
+// TestPreviousReleaseDatabase: a database the previous release wrote,
+// through its own command line — with the seam doubled as that release
+// doubled it: a subagent in flight at its migrate, then its completion
+// recorded under an execution id — keeps working with this build, on every
+// dialect: migrate repairs the doubled pair and records the schema's
+// versions, list, stats and health then count one invocation, and new
+// writes go on.
+func TestPreviousReleaseDatabase(t *testing.T) {
+	old := buildRelease(t, previousRelease)
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		ctx := context.Background()
+		// The previous release creates the table itself.
+		e.Exec(t, `DROP TABLE task_session_subagents`)
+		e.Exec(t, `DELETE FROM kandev_meta`)
+		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
+			t.Fatal(err)
+		}
+		inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer", Description: "map the repo"})
+		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, []kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
+			Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
+			t.Fatal(err)
+		}
+		run := func(bin string, stdin string, args ...string) string {
+			t.Helper()
+			cmd := exec.Command(bin, append([]string{"--db", e.DSN}, args...)...)
+			cmd.Env, cmd.Stdin = append(os.Environ(), "SUBAGENTCTL_DB="), strings.NewReader(stdin)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s %v: %v\n%s", filepath.Base(bin), args, err, out)
+			}
+			return string(out)
+		}
+		run(old, "", "migrate")
+		frames := jsonFrame("s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute), `{"description":"","prompt":"","subagent_type":"","total_tokens":5000}`) + "\n" +
+			jsonFrame("s1", "toolu_2", "exec-1", "in_progress", created.Add(2*time.Minute), `{"description":"later","prompt":"","subagent_type":"reviewer"}`) + "\n"
+		run(old, frames, "record")
+		if n := e.Count(t); n != 3 {
+			t.Fatalf("the previous release wrote %d rows, want 3 (its doubled pair and one more)", n)
+		}
+
+		var report struct {
+			Steps []struct {
+				Step, Status, Detail string
+				RowsMerged           int64 `json:"rows_merged"`
+			}
+		}
+		if err := json.Unmarshal([]byte(run(binary, "", "migrate", "--json")), &report); err != nil {
+			t.Fatal(err)
+		}
+		if len(report.Steps) < 2 || report.Steps[1].RowsMerged != 1 || !strings.Contains(report.Steps[1].Detail, "1 doubled pairs merged") {
+			t.Errorf("migrate: %+v", report.Steps)
+		}
+		var rows []core.Subagent
+		if err := json.Unmarshal([]byte(run(binary, "", "list", "--session", "s1", "--json")), &rows); err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 || rows[0].ToolCallID != "toolu_1" || rows[0].AgentExecutionID != "exec-1" || rows[0].Source != core.SourceBackfill ||
+			rows[0].Description == nil || *rows[0].Description != "map the repo" || rows[0].TotalTokens == nil || *rows[0].TotalTokens != 5000 {
+			t.Errorf("rows after the repair: %s", run(binary, "", "list", "--session", "s1"))
+		}
+		var st core.Stats
+		if err := json.Unmarshal([]byte(run(binary, "", "stats", "--json")), &st); err != nil || st.Subagents != 2 {
+			t.Errorf("stats: %d subagents, %v", st.Subagents, err)
+		}
+		for _, v := range []string{"1", "2", "3", "4"} {
+			if k := e.Keys(t); k["subagent_context_schema_v"+v] == "" && !(e.Dialect.Name() == "sqlite" && v == "2") {
+				t.Errorf("version %s not recorded: %v", v, k)
+			}
+		}
+		run(binary, jsonFrame("s1", "toolu_2", "exec-1", "completed", created.Add(3*time.Minute), `{"description":"","prompt":"","subagent_type":""}`)+"\n", "record")
+		if n := e.Count(t); n != 2 {
+			t.Errorf("%d rows after a new write, want 2", n)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestDeployWhileSubagentsRun is the deploy that found the seam, through
+// the command line on every dialect: a subagent in flight in the host's
+// history, migrate, then its completion recorded under an execution id:
+// one row, counted once.
+func TestDeployWhileSubagentsRun(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		ctx := context.Background()
+		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+		inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer"})
+		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, []kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
+			Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
+			t.Fatal(err)
+		}
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
+		cli(t, jsonFrame("s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute), `{"description":"","prompt":"","subagent_type":"","total_tokens":7}`)+"\n",
+			"--db", e.DSN, "record").want(t, 0)
+		var st core.Stats
+		if err := json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "stats", "--json").want(t, 0).stdout), &st); err != nil ||
+			st.Subagents != 1 || len(st.FanOutPerTurn) != 1 || st.FanOutPerTurn[0].Subagents != 1 {
+			t.Errorf("stats: %d subagents, fan-out %v, %v; want one", st.Subagents, st.FanOutPerTurn, err)
+		}
+		cli(t, "", "--db", e.DSN, "health").want(t, 0)
+	})
+}
