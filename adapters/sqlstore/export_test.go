@@ -44,5 +44,3 @@ func (s *Store) BackfillParts() map[string]string {
 	st := s.backfillStatements(true)
 	return map[string]string{"through": st.Through, "merge": st.Merge, "insert": st.Insert}
 }
-
-
