@@ -12,7 +12,7 @@ import (
 // a host that must not wait for it at start-up: the quick steps (table,
 // shape, execution key), then the backfill, each retried in-process with
 // backoff while it fails. Its progress is observable: Ready when the table
-// is in its end shape and the live path may write, Done when the whole pass
+// is in its declared shape and the live path may write, Done when the whole pass
 // has completed. Stop cancels it; a cancelled pass is reported as
 // cancelled, not failed.
 type Runner struct {
@@ -125,7 +125,7 @@ func (r *Runner) publish(report Report, err error) {
 	r.last, r.err = report, err
 }
 
-// Ready is closed once the table is in its end shape (the quick steps
+// Ready is closed once the table is in its declared shape (the quick steps
 // succeeded): the live path may write. Give it to core.WithReady.
 func (r *Runner) Ready() <-chan struct{} { return r.ready }
 

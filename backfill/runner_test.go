@@ -16,7 +16,7 @@ import (
 
 // TestRunnerRetriesInProcess: a failed backfill is retried in the
 // background with backoff until it succeeds; Ready opens once the table is
-// in its end shape, Done once the pass completed.
+// in its declared shape, Done once the pass completed.
 func TestRunnerRetriesInProcess(t *testing.T) {
 	e := testenv.SQLite().Env(t)
 	e.Session(t, "s")

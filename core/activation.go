@@ -3,7 +3,7 @@ package core
 // The activation keys in the host's meta table (docs/CONTRACT.md §4.3). Each is written
 // once and never rewritten; values this project writes are RFC3339Nano UTC.
 const (
-	// ExecutionSinceKey: the table has its end shape (the
+	// ExecutionSinceKey: the table has its declared shape (the
 	// agent_execution_id column and the three-column key) since this
 	// instant; before it, no agent_execution_id is an execution identity.
 	ExecutionSinceKey = "subagent_context_execution_since"

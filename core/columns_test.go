@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,15 +65,25 @@ func TestArenaFitsTheDeclaration(t *testing.T) {
 	}
 }
 
-// full is a row with every column set, each pointer to a value of its own.
+// full is a row with every declared column set, each pointer to a value
+// of its own (built from Columns, so a new column is in it).
 func full() Subagent {
-	str := func(s string) *string { return &s }
-	n := func(v int64) *int64 { return &v }
+	var s Subagent
 	at := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
-	return Subagent{ID: "id", TaskSessionID: "s", TaskID: "t", TurnID: str("turn"), AgentExecutionID: "e", ToolCallID: "c",
-		ParentToolCallID: str("p"), SubagentType: str("type"), Description: str("d"), AgentID: str("a"), ChildSessionID: str("ch"),
-		Model: str("m"), AgentStatus: str("as"), ToolStatus: str("ts"), IsAsync: true, TotalTokens: n(1), ToolUseCount: n(2),
-		DurationMs: n(3), Source: SourceLive, ObservedAt: at, SettledAt: &at, UpdatedAt: at}
+	for i, c := range Columns {
+		switch c.Type {
+		case Text:
+			c.Set(&s, fmt.Sprintf("v%d", i))
+		case Int64:
+			c.Set(&s, int64(i+1))
+		case Bool:
+			c.Set(&s, true)
+		case Time:
+			c.Set(&s, at)
+		}
+	}
+	s.Source = SourceLive
+	return s
 }
 
 // TestMergeFollowsTheDeclaredRules: for every column and every case (stored
@@ -163,8 +174,9 @@ func TestCloneSharesNothing(t *testing.T) {
 		}
 	}
 	clone2 := a.Clone()
+	model, tokens := *a.Model, *a.TotalTokens
 	*a.Model, *a.TotalTokens, *a.SettledAt = "mutated", 99, a.SettledAt.Add(time.Hour)
-	if *clone2.Model != "m" || *clone2.TotalTokens != 1 || !clone2.SettledAt.Equal(time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)) {
+	if *clone2.Model != model || *clone2.TotalTokens != tokens || !clone2.SettledAt.Equal(time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)) {
 		t.Error("a clone shares a pointee with the original")
 	}
 }

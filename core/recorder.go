@@ -104,7 +104,7 @@ func WithRetry(min, max time.Duration) RecorderOption {
 
 // WithReady holds the writers until ready is closed (frames queue
 // meanwhile): the migration pass's backfill.Runner.Ready, so that the first
-// write finds the table in its end shape.
+// write finds the table in its declared shape.
 func WithReady(ready <-chan struct{}) RecorderOption { return func(r *Recorder) { r.ready = ready } }
 
 // Defaults.

@@ -60,7 +60,7 @@ type Driver struct {
 // Features declares where a dialect legitimately differs.
 type Features struct {
 	// HostTimeText: the host's timestamps are text (SQLite), in any of the
-	// forms backfill.ParseHostTime reads and at nanosecond precision; the
+	// forms history.ParseHostTime reads and at nanosecond precision; the
 	// suite stores them in every form. Otherwise they are typed
 	// microsecond timestamps.
 	HostTimeText bool
