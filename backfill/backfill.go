@@ -14,9 +14,9 @@ package backfill
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
@@ -60,7 +60,7 @@ func New(store *sqlstore.Store, opts ...Option) *Migrator {
 }
 
 // errNoStore is every step's failure on a Migrator without a store.
-var errNoStore = errors.New("subagentctx: backfill: the store is nil")
+var errNoStore = core.Errorf("backfill: the store is nil")
 
 // Run runs a whole pass in the contract's order: Prepare, then Backfill.
 func (m *Migrator) Run(ctx context.Context) Report {
@@ -98,11 +98,12 @@ func (m *Migrator) step(ctx context.Context, name string, fn func(context.Contex
 	res.Duration = time.Since(start)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		res.Status, res.Err, res.Detail = Cancelled, err, "cancelled: "+context.Cause(ctx).Error()
+		res.Status, res.Err, res.Detail = Cancelled, core.Errorf("%s step: %w", name, err), "cancelled: "+context.Cause(ctx).Error()
 		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil
 		m.log.LogAttrs(ctx, slog.LevelInfo, "subagentctx: migration step cancelled", slog.String("step", name))
 	case err != nil:
-		res.Status, res.Err, res.Detail = Failed, err, err.Error()
+		res.Err = core.Errorf("%s step: %w", name, err)
+		res.Status, res.Detail = Failed, strings.TrimPrefix(res.Err.Error(), core.Prefix+name+" step: ")
 		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil // nothing that claims success
 		m.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: migration step failed", slog.String("step", name), slog.Any("error", err))
 	default:

@@ -3,6 +3,7 @@ package backfill
 import (
 	"context"
 	"errors"
+	"github.com/subagentctx/subagentctx/core"
 	"log/slog"
 	"sync"
 	"time"
@@ -169,6 +170,6 @@ func (r *Runner) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return errors.Join(errors.New("subagentctx: the migration pass did not stop in time"), context.Cause(ctx))
+		return errors.Join(core.Errorf("the migration pass did not stop in time"), context.Cause(ctx))
 	}
 }

@@ -122,7 +122,7 @@ const (
 // once.
 func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	if store == nil {
-		return nil, errors.New("subagentctx: NewRecorder: store is nil")
+		return nil, Errorf("NewRecorder: store is nil")
 	}
 	r := &Recorder{store: store, queueSize: DefaultQueueSize, batchSize: DefaultBatchSize,
 		retryMin: 50 * time.Millisecond, retryMax: 2 * time.Second, seed: maphash.MakeSeed()}
@@ -147,13 +147,13 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	}
 	switch {
 	case len(r.shards) < 1:
-		return nil, fmt.Errorf("subagentctx: NewRecorder: %d writers, want at least 1", len(r.shards))
+		return nil, Errorf("NewRecorder: %d writers, want at least 1", len(r.shards))
 	case r.queueSize < len(r.shards):
-		return nil, fmt.Errorf("subagentctx: NewRecorder: a queue of %d frames for %d writers, want at least one frame each", r.queueSize, len(r.shards))
+		return nil, Errorf("NewRecorder: a queue of %d frames for %d writers, want at least one frame each", r.queueSize, len(r.shards))
 	case r.batchSize < 1:
-		return nil, fmt.Errorf("subagentctx: NewRecorder: batches of %d frames, want at least 1", r.batchSize)
+		return nil, Errorf("NewRecorder: batches of %d frames, want at least 1", r.batchSize)
 	case r.retryMin <= 0 || r.retryMax < r.retryMin:
-		return nil, fmt.Errorf("subagentctx: NewRecorder: retry from %v to %v, want 0 < min <= max", r.retryMin, r.retryMax)
+		return nil, Errorf("NewRecorder: retry from %v to %v, want 0 < min <= max", r.retryMin, r.retryMax)
 	}
 	_, r.sync = store.(Synchronous)
 	r.batches, _ = store.(BatchStore)
@@ -427,7 +427,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 			select {
 			case <-progress:
 			case <-ctx.Done():
-				return fmt.Errorf("subagentctx: flush: %d frames still pending: %w", r.counters.Values().Pending, context.Cause(ctx))
+				return Errorf("flush: %d frames still pending: %w", r.counters.Values().Pending, context.Cause(ctx))
 			}
 		}
 	}
@@ -459,7 +459,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 			select {
 			case <-done:
 			case <-time.After(100 * time.Millisecond):
-				err = errors.Join(err, fmt.Errorf("subagentctx: a write was still in flight: %w", context.Cause(ctx)))
+				err = errors.Join(err, Errorf("a write was still in flight: %w", context.Cause(ctx)))
 			}
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -99,6 +100,9 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	where := ""
 	if e.Key != (RowKey{}) {
 		where = fmt.Sprintf(" (task_session_id=%q agent_execution_id=%q tool_call_id=%q)",
@@ -108,7 +112,31 @@ func (e *OpError) Error() string {
 	if e.Kind != nil {
 		kind = e.Kind.Error() + ": "
 	}
-	return fmt.Sprintf("subagentctx: %s%s: %s%v", e.Op, where, kind, e.Err)
+	return Prefix + e.Op + where + ": " + kind + unprefixed(e.Err)
+}
+
+// Prefix starts every error the library returns, once.
+const Prefix = "subagentctx: "
+
+// Errorf is fmt.Errorf for the library's errors: the message starts with
+// Prefix once, whatever the errors it wraps say (theirs is dropped), and
+// %w keeps them reachable for errors.Is and errors.As.
+func Errorf(format string, args ...any) error {
+	return &prefixed{fmt.Errorf(format, args...)}
+}
+
+type prefixed struct{ err error }
+
+func (e *prefixed) Error() string { return Prefix + unprefixed(e.err) }
+func (e *prefixed) Unwrap() error { return e.err }
+
+// unprefixed is an error's message without the library's prefix anywhere
+// in it (a wrapped error of the library's carries one).
+func unprefixed(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.ReplaceAll(err.Error(), Prefix, "")
 }
 
 // Unwrap exposes both the kind and the driver error to errors.Is/As.

@@ -6,8 +6,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"net/url"
 
 	gormpostgres "gorm.io/driver/postgres"
@@ -23,7 +21,7 @@ import (
 // OpenDB). GORM's own logger is silenced: failures surface as errors.
 func OpenDB(dsn string) (*gorm.DB, error) {
 	if dsn == "" {
-		return nil, errors.New("subagentctx: postgres: DSN is empty")
+		return nil, core.Errorf("postgres: DSN is empty")
 	}
 	db, err := gorm.Open(gormpostgres.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
 	if err != nil {
@@ -76,11 +74,11 @@ func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 // connection of its own.
 func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 	if db == nil {
-		return nil, errors.New("subagentctx: postgres.NewSQL: *sql.DB is nil")
+		return nil, core.Errorf("postgres.NewSQL: *sql.DB is nil")
 	}
 	g, err := gorm.Open(gormpostgres.New(gormpostgres.Config{Conn: db}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
 	if err != nil {
-		return nil, fmt.Errorf("subagentctx: postgres: wrap the host's *sql.DB: %w", err)
+		return nil, core.Errorf("postgres: wrap the host's *sql.DB: %w", err)
 	}
 	return New(g, opts...)
 }

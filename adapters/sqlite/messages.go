@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/subagentctx/subagentctx/core"
 	"strings"
 	"time"
 
@@ -79,7 +80,7 @@ func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) erro
 	return db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
 		conn, ok := tx.Statement.ConnPool.(*sql.Conn)
 		if !ok {
-			return fmt.Errorf("subagentctx: sqlite: want a connection, got %T", tx.Statement.ConnPool)
+			return core.Errorf("sqlite: want a connection, got %T", tx.Statement.ConnPool)
 		}
 		if err := conn.Raw(register); err != nil {
 			return err
@@ -91,7 +92,7 @@ func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) erro
 func register(driverConn any) error {
 	c, ok := driverConn.(*sqlite3.SQLiteConn)
 	if !ok {
-		return fmt.Errorf("subagentctx: sqlite: the handle's driver is %T, want mattn/go-sqlite3", driverConn)
+		return core.Errorf("sqlite: the handle's driver is %T, want mattn/go-sqlite3", driverConn)
 	}
 	if err := c.RegisterFunc("subagentctx_message", message, true); err != nil {
 		return err

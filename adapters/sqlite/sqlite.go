@@ -6,10 +6,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/subagentctx/subagentctx/core"
 
 	gormsqlite "gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -45,7 +45,7 @@ func OpenDB(path string) (*gorm.DB, error) { return openDB(path, false) }
 // the web view.
 func openDB(path string, readOnly bool) (*gorm.DB, error) {
 	if path == "" {
-		return nil, errors.New("subagentctx: sqlite: database path is empty")
+		return nil, core.Errorf("sqlite: database path is empty")
 	}
 	dsn, how := DSN(path), ""
 	if readOnly {
@@ -53,7 +53,7 @@ func openDB(path string, readOnly bool) (*gorm.DB, error) {
 	}
 	db, err := gorm.Open(gormsqlite.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
-		return nil, fmt.Errorf("subagentctx: sqlite: open %s%s: %w", path, how, err)
+		return nil, core.Errorf("sqlite: open %s%s: %w", path, how, err)
 	}
 	return db, nil
 }
@@ -79,11 +79,11 @@ func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 // connection of its own.
 func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 	if db == nil {
-		return nil, errors.New("subagentctx: sqlite.NewSQL: *sql.DB is nil")
+		return nil, core.Errorf("sqlite.NewSQL: *sql.DB is nil")
 	}
 	g, err := gorm.Open(gormsqlite.New(gormsqlite.Config{Conn: db}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
 	if err != nil {
-		return nil, fmt.Errorf("subagentctx: sqlite: wrap the host's *sql.DB: %w", err)
+		return nil, core.Errorf("sqlite: wrap the host's *sql.DB: %w", err)
 	}
 	return New(g, opts...)
 }

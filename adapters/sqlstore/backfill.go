@@ -154,7 +154,7 @@ func (s *Store) Backfill(ctx context.Context, now func() time.Time, hook func(st
 		hook = func(string) error { return nil }
 	}
 	if ok, err := s.d.TableExists(ctx, s.db, s.tables.Messages); err != nil || !ok {
-		return res, errors.Join(fmt.Errorf("subagentctx: messages table %q does not exist", s.tables.Messages), err)
+		return res, errors.Join(core.Errorf("messages table %q does not exist", s.tables.Messages), err)
 	}
 	distributed, err := s.distributed(ctx)
 	if err != nil {
@@ -219,7 +219,7 @@ func (s *Store) Backfill(ctx context.Context, now func() time.Time, hook func(st
 		})
 	})
 	if err != nil {
-		return BackfillResult{}, err
+		return BackfillResult{}, s.opError("backfill", err)
 	}
 	return res, nil
 }

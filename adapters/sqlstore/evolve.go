@@ -124,10 +124,10 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	db := s.db.WithContext(ctx)
 	info, versions, err := s.catalog(db)
 	if err != nil {
-		return ev, err
+		return ev, s.opError("read the table's shape", err)
 	}
 	if !info.Exists {
-		return ev, errors.New("table " + Table + " does not exist")
+		return ev, core.Errorf("table %s does not exist", Table)
 	}
 	if pending, placed := s.pending(info, versions); len(pending) == 0 && !placed && compare(s.d, s.tables, info).holds() {
 		return ev, s.distribute(ctx)
@@ -197,7 +197,7 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 		})
 	})
 	if err != nil {
-		return Evolution{}, err
+		return Evolution{}, s.opError("bring the table to its declared shape", err)
 	}
 	return ev, s.distribute(ctx)
 }
@@ -260,7 +260,10 @@ func (s *Store) distribute(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	return p.Distribute(ctx, s.db, s.tables, false)
+	if err := p.Distribute(ctx, s.db, s.tables, false); err != nil {
+		return s.opError("place the table beside the sessions", err)
+	}
+	return nil
 }
 
 // distributed reports whether the table is sharded.
@@ -276,7 +279,7 @@ func (s *Store) distributed(ctx context.Context) (bool, error) {
 // ("" for BEGIN), committed when fn returns nil and rolled back otherwise.
 func (s *Store) write(conn *gorm.DB, begin string, fn func(tx *gorm.DB) error) error {
 	if _, inTx := conn.Statement.ConnPool.(*sql.Tx); inTx {
-		return errors.New("subagentctx: the migration pass runs its own transactions: give the store a pool, not a transaction")
+		return core.Errorf("the migration pass runs its own transactions: give the store a pool, not a transaction")
 	}
 	if begin == "" {
 		begin = "BEGIN"

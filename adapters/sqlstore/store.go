@@ -87,10 +87,10 @@ var ErrNoSessionsTable = errors.New("the host's sessions table does not exist")
 // fault).
 func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	if db == nil {
-		return nil, errors.New("subagentctx: sqlstore.New: *gorm.DB is nil")
+		return nil, core.Errorf("sqlstore.New: *gorm.DB is nil")
 	}
 	if d == nil {
-		return nil, errors.New("subagentctx: sqlstore.New: the dialect is nil")
+		return nil, core.Errorf("sqlstore.New: the dialect is nil")
 	}
 	s, err := configure(opts)
 	if err != nil {
@@ -99,7 +99,7 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	s.db, s.d, s.now = db, d, time.Now
 	insert, err := s.renderInsert()
 	if err != nil {
-		return nil, fmt.Errorf("subagentctx: render the upsert: %w", err)
+		return nil, core.Errorf("render the upsert: %w", err)
 	}
 	s.upsertSchema, s.upsertSQL = d.Upsert(UpsertParts{Insert: insert, History: historyOf, Absorb: absorbing})
 	return s, nil
@@ -113,7 +113,7 @@ func configure(opts []Option) (*Store, error) {
 		o(s)
 	}
 	if err := s.tables.Validate(); err != nil {
-		return nil, fmt.Errorf("subagentctx: %w", err)
+		return nil, core.Errorf("%w", err)
 	}
 	s.tables = s.tables.WithDefaults()
 	return s, nil
@@ -158,7 +158,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		return s.opError("check the sessions table", err)
 	}
 	if !ok {
-		return fmt.Errorf("subagentctx: %w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
+		return core.Errorf("%w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
 			ErrNoSessionsTable, s.tables.Sessions)
 	}
 	metaExisted, err := s.d.TableExists(ctx, s.db, s.tables.Meta)
@@ -222,7 +222,7 @@ func (s *Store) checkHandle(ctx context.Context) error {
 	}
 	if err := s.d.CheckHandle(ctx, s.db); err != nil {
 		if errors.Is(err, ErrHandleSettings) {
-			return fmt.Errorf("subagentctx: %w", err)
+			return core.Errorf("%w", err)
 		}
 		return s.opError("check the handle's settings", err)
 	}
