@@ -17,7 +17,8 @@ func TestReadmeSnippetsAreCompiledCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)(<!-- snippet: ([^#]+)#(\\w+) -->\n)?```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	snippet := regexp.MustCompile("(?s)(<!-- snippet: ([^#]+)#(\\w+) -->\n)?```go\n(.*?)```")
+	blocks := snippet.FindAllStringSubmatch(string(readme), -1)
 	if len(blocks) == 0 {
 		t.Fatal("the README has no Go snippet")
 	}
@@ -38,7 +39,9 @@ func TestReadmeSnippetsAreCompiledCode(t *testing.T) {
 			continue
 		}
 		if strings.TrimSpace(code) != strings.TrimSpace(want) {
-			t.Errorf("the README's snippet %s#%s differs from the code:\n--- README\n%s\n--- %s\n%s", file, region, code, file, want)
+			t.Errorf(
+				"the README's snippet %s#%s differs from the code:\n--- README\n%s\n--- %s\n%s", file, region, code, file, want,
+			)
 		}
 	}
 }

@@ -75,9 +75,12 @@ func describe(r core.Subagent) string {
 	if r.SettledAt != nil {
 		settled = "settled"
 	}
-	return fmt.Sprintf("%s type=%s desc=%q tool=%s %s agent=%s async=%v tokens=%s uses=%s ms=%s parent=%s child=%s model=%s id=%s",
+	return fmt.Sprintf(
+		"%s type=%s desc=%q tool=%s %s agent=%s async=%v tokens=%s uses=%s ms=%s parent=%s child=%s model=%s id=%s",
 		r.ToolCallID, s(r.SubagentType), s(r.Description), s(r.ToolStatus), settled, s(r.AgentStatus), r.IsAsync,
-		n(r.TotalTokens), n(r.ToolUseCount), n(r.DurationMs), s(r.ParentToolCallID), s(r.ChildSessionID), s(r.Model), s(r.AgentID))
+		n(r.TotalTokens), n(r.ToolUseCount), n(r.DurationMs), s(r.ParentToolCallID), s(r.ChildSessionID), s(r.Model),
+		s(r.AgentID),
+	)
 }
 
 // providers are the replays: each provider's recorded-style traffic and
@@ -88,23 +91,32 @@ var providers = []struct {
 	want  []string
 }{
 	{"claude", "", []string{
-		`toolu_01A type=general-purpose desc="Find flaky tests" tool=completed settled agent=completed async=false tokens=275717 uses=23 ms=48211 parent=- child=- model=claude-sonnet-4-5-20250929 id=a1b2c3`,
-		`toolu_01C type=explorer desc="Bisect the failing test" tool=failed settled agent=- async=false tokens=- uses=- ms=- parent=toolu_01A child=- model=- id=-`,
-		`toolu_02 type=security-reviewer desc="Audit auth middleware" tool=pending settled agent=async_launched async=true tokens=- uses=- ms=- parent=- child=- model=- id=d4e5`,
+		`toolu_01A type=general-purpose desc="Find flaky tests" tool=completed settled agent=completed async=false ` +
+			`tokens=275717 uses=23 ms=48211 parent=- child=- model=claude-sonnet-4-5-20250929 id=a1b2c3`,
+		`toolu_01C type=explorer desc="Bisect the failing test" tool=failed settled agent=- async=false tokens=- uses=- ` +
+			`ms=- parent=toolu_01A child=- model=- id=-`,
+		`toolu_02 type=security-reviewer desc="Audit auth middleware" tool=pending settled agent=async_launched ` +
+			`async=true tokens=- uses=- ms=- parent=- child=- model=- id=d4e5`,
 	}},
 	{"opencode", "", []string{
-		`call_8 type=general desc="Review the migration" tool=completed settled agent=- async=false tokens=- uses=- ms=- parent=- child=ses_child_1 model=anthropic/claude-sonnet-4 id=-`,
+		`call_8 type=general desc="Review the migration" tool=completed settled agent=- async=false tokens=- uses=- ms=- ` +
+			`parent=- child=ses_child_1 model=anthropic/claude-sonnet-4 id=-`,
 	}},
 	{"cursor", "", []string{
-		`tc_1 type=general desc="Refactor the parser" tool=completed settled agent=- async=false tokens=- uses=- ms=5300 parent=- child=- model=gpt-5 id=bc-1`,
-		`tc_2 type=- desc="Write the changelog" tool=completed settled agent=- async=true tokens=- uses=- ms=- parent=- child=- model=claude-4-sonnet id=bc-2`,
+		`tc_1 type=general desc="Refactor the parser" tool=completed settled agent=- async=false tokens=- uses=- ms=5300 ` +
+			`parent=- child=- model=gpt-5 id=bc-1`,
+		`tc_2 type=- desc="Write the changelog" tool=completed settled agent=- async=true tokens=- uses=- ms=- parent=- ` +
+			`child=- model=claude-4-sonnet id=bc-2`,
 	}},
 	{"auggie", "", []string{
-		`aug_2 type=explorer desc="Map the auth module" tool=completed settled agent=- async=false tokens=- uses=- ms=- parent=- child=- model=- id=-`,
+		`aug_2 type=explorer desc="Map the auth module" tool=completed settled agent=- async=false tokens=- uses=- ms=- ` +
+			`parent=- child=- model=- id=-`,
 	}},
 	{"codex", acp.AgentCodex, []string{
-		`spawn_1 type=worker desc="Port the CLI flags" tool=completed settled agent=running async=false tokens=- uses=- ms=- parent=- child=thr-a model=gpt-5-codex id=-`,
-		`spawn_2 type=explorer desc="Find the flag parser" tool=completed settled agent=- async=false tokens=- uses=- ms=- parent=spawn_1 child=thr-b model=- id=-`,
+		`spawn_1 type=worker desc="Port the CLI flags" tool=completed settled agent=running async=false tokens=- uses=- ` +
+			`ms=- parent=- child=thr-a model=gpt-5-codex id=-`,
+		`spawn_2 type=explorer desc="Find the flag parser" tool=completed settled agent=- async=false tokens=- uses=- ` +
+			`ms=- parent=spawn_1 child=thr-b model=- id=-`,
 	}},
 }
 
@@ -125,8 +137,11 @@ func TestReplay(t *testing.T) {
 				}
 				var got []string
 				for _, r := range rows {
-					if r.TaskID != id.TaskID || r.AgentExecutionID != id.ExecutionID || r.TurnID == nil || *r.TurnID != id.TurnID {
-						t.Errorf("%s: identity %s %s %v, want the host's", r.ToolCallID, r.TaskID, r.AgentExecutionID, r.TurnID)
+					if r.TaskID != id.TaskID || r.AgentExecutionID != id.ExecutionID || r.TurnID == nil ||
+						*r.TurnID != id.TurnID {
+						t.Errorf(
+							"%s: identity %s %s %v, want the host's", r.ToolCallID, r.TaskID, r.AgentExecutionID, r.TurnID,
+						)
 					}
 					got = append(got, describe(r))
 				}

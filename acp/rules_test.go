@@ -13,7 +13,9 @@ import (
 )
 
 func line(sess, kind, tool string, fields string) []byte {
-	return []byte(fmt.Sprintf(`{"sessionId":%q,"update":{"sessionUpdate":%q,"toolCallId":%q%s}}`, sess, kind, tool, fields))
+	return []byte(
+		fmt.Sprintf(`{"sessionId":%q,"update":{"sessionUpdate":%q,"toolCallId":%q%s}}`, sess, kind, tool, fields),
+	)
 }
 
 func rowsOf(t *testing.T, frames []core.Frame) map[string]core.Subagent {
@@ -61,9 +63,12 @@ func TestTypedAndRawAgree(t *testing.T) {
 	rawTracker, typedTracker := acp.NewTracker(acp.WithClock(clock())), acp.NewTracker(acp.WithClock(clock()))
 	var rawFrames, typedFrames []core.Frame
 	for _, l := range [][]byte{
-		line("a", "tool_call", "t1", `,"title":"Task","status":"pending","rawInput":{"description":"d","subagent_type":"x"},"_meta":{"claudeCode":{"toolName":"Agent","parentToolUseId":"p"}}`),
+		line("a", "tool_call", "t1", `,"title":"Task","status":"pending",`+
+			`"rawInput":{"description":"d","subagent_type":"x"},`+
+			`"_meta":{"claudeCode":{"toolName":"Agent","parentToolUseId":"p"}}`),
 		line("a", "tool_call_update", "t1", `,"status":"completed"`),
-		line("a", "tool_call_update", "t1", `,"_meta":{"claudeCode":{"toolResponse":{"totalTokens":12,"totalToolUseCount":0,"status":"completed"}}}`),
+		line("a", "tool_call_update", "t1",
+			`,"_meta":{"claudeCode":{"toolResponse":{"totalTokens":12,"totalToolUseCount":0,"status":"completed"}}}`),
 		line("a", "tool_call", "t2", `,"title":"sub-agent-planner: Plan it"`),
 	} {
 		f, err := rawTracker.UpdateJSON(id, l)
@@ -78,10 +83,14 @@ func TestTypedAndRawAgree(t *testing.T) {
 		typedFrames = append(typedFrames, typedTracker.Update(id, n)...)
 	}
 	a, b := rowsOf(t, rawFrames), rowsOf(t, typedFrames)
-	if len(a) != 2 || fmt.Sprint(describe(a["t1"]), describe(a["t2"])) != fmt.Sprint(describe(b["t1"]), describe(b["t2"])) {
-		t.Errorf("raw:   %s | %s\ntyped: %s | %s", describe(a["t1"]), describe(a["t2"]), describe(b["t1"]), describe(b["t2"]))
+	if len(a) != 2 ||
+		fmt.Sprint(describe(a["t1"]), describe(a["t2"])) != fmt.Sprint(describe(b["t1"]), describe(b["t2"])) {
+		t.Errorf(
+			"raw:   %s | %s\ntyped: %s | %s", describe(a["t1"]), describe(a["t2"]), describe(b["t1"]), describe(b["t2"]),
+		)
 	}
-	if r := a["t1"]; r.ToolUseCount == nil || *r.ToolUseCount != 0 || r.TotalTokens == nil || *r.TotalTokens != 12 || r.SettledAt == nil {
+	if r := a["t1"]; r.ToolUseCount == nil || *r.ToolUseCount != 0 || r.TotalTokens == nil || *r.TotalTokens != 12 ||
+		r.SettledAt == nil {
 		t.Errorf("t1: %s; want a reported 0 tool uses, 12 tokens, settled", describe(r))
 	}
 }
@@ -162,7 +171,8 @@ func TestBounded(t *testing.T) {
 		t.Errorf("%d calls after the turn ended, want the open subagent only", n)
 	}
 	// Its result after the turn still reaches a frame.
-	if f, _ := tr.UpdateJSON(identity("s"), line("a", "tool_call_update", "open", `,"status":"completed"`)); len(f) != 1 || f[0].Payload.SubagentType != "x" {
+	f, _ := tr.UpdateJSON(identity("s"), line("a", "tool_call_update", "open", `,"status":"completed"`))
+	if len(f) != 1 || f[0].Payload.SubagentType != "x" {
 		t.Errorf("the open call's result after its turn: %+v", f)
 	}
 	tr.EndSession("a")
@@ -212,10 +222,14 @@ func TestConcurrent(t *testing.T) {
 // the host's identity and a tool call id.
 func FuzzTracker(f *testing.F) {
 	for _, s := range []string{
-		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"a","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"Task","_meta":{"claudeCode":{"toolName":"Agent","toolResponse":{"totalTokens":1e400,"totalToolUseCount":-1}}}}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"a","update":{"sessionUpdate":"tool_call",` +
+			`"toolCallId":"t","title":"Task","_meta":{"claudeCode":{"toolName":"Agent","toolResponse":{"totalTokens":1e400,` +
+			`"totalToolUseCount":-1}}}}}}`,
 		`{"method":"cursor/task","params":{"toolCallId":"t","agentId":[1],"model":{"x":1}}}`,
-		`{"sessionId":"a","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","rawInput":[],"rawOutput":"x","_meta":{"codex":{"collaboration":{"tool":"spawnAgent","receiverThreadIds":[null,1]}}}}}`,
-		`{"sessionId":"a","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"task","rawOutput":{"metadata":{"model":"m","sessionId":3}}}}`,
+		`{"sessionId":"a","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","rawInput":[],"rawOutput":"x",` +
+			`"_meta":{"codex":{"collaboration":{"tool":"spawnAgent","receiverThreadIds":[null,1]}}}}}`,
+		`{"sessionId":"a","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"task",` +
+			`"rawOutput":{"metadata":{"model":"m","sessionId":3}}}}`,
 		`{"update":null}`, `[]`, `null`, `{"method":"session/update","params":7}`,
 	} {
 		f.Add(s, false)
@@ -229,7 +243,8 @@ func FuzzTracker(f *testing.F) {
 		for range 2 {
 			frames, _ := tr.Line(id, []byte(l))
 			for _, fr := range frames {
-				if fr.TaskSessionID != id.TaskSessionID || fr.TaskID != id.TaskID || fr.ToolCallID == "" || fr.Payload == nil {
+				if fr.TaskSessionID != id.TaskSessionID || fr.TaskID != id.TaskID || fr.ToolCallID == "" ||
+					fr.Payload == nil {
 					t.Fatalf("frame %+v", fr)
 				}
 			}

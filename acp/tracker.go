@@ -77,7 +77,12 @@ func WithClock(now func() time.Time) Option { return func(t *Tracker) { t.now = 
 
 // NewTracker returns an empty tracker.
 func NewTracker(opts ...Option) *Tracker {
-	t := &Tracker{sessions: map[string]*session{}, maxCalls: DefaultMaxCalls, maxSessions: DefaultMaxSessions, now: time.Now}
+	t := &Tracker{
+		sessions:    map[string]*session{},
+		maxCalls:    DefaultMaxCalls,
+		maxSessions: DefaultMaxSessions,
+		now:         time.Now,
+	}
 	for _, o := range opts {
 		o(t)
 	}
@@ -126,13 +131,26 @@ func (t *Tracker) Update(id Identity, n sdk.SessionNotification) []core.Frame {
 	case n.Update.ToolCall != nil && n.Update.ToolCall.SessionUpdate == "tool_call":
 		c := n.Update.ToolCall
 		status := string(c.Status)
-		u = update{toolCallID: string(c.ToolCallId), title: &c.Title, status: &status, input: c.RawInput, output: c.RawOutput, meta: c.Meta}
+		u = update{
+			toolCallID: string(c.ToolCallId),
+			title:      &c.Title,
+			status:     &status,
+			input:      c.RawInput,
+			output:     c.RawOutput,
+			meta:       c.Meta,
+		}
 		if status == "" {
 			u.status = nil
 		}
 	case n.Update.ToolCallUpdate != nil && n.Update.ToolCallUpdate.SessionUpdate == "tool_call_update":
 		c := n.Update.ToolCallUpdate
-		u = update{toolCallID: string(c.ToolCallId), title: c.Title, input: c.RawInput, output: c.RawOutput, meta: c.Meta}
+		u = update{
+			toolCallID: string(c.ToolCallId),
+			title:      c.Title,
+			input:      c.RawInput,
+			output:     c.RawOutput,
+			meta:       c.Meta,
+		}
 		if c.Status != nil {
 			s := string(*c.Status)
 			u.status = &s
@@ -258,7 +276,12 @@ func (t *Tracker) session(id string) *session {
 			}
 			delete(t.sessions, oldest)
 		}
-		s = &session{calls: map[string]*call{}, cursor: map[string]jsonMap{}, children: map[string]string{}, maxCalls: t.maxCalls}
+		s = &session{
+			calls:    map[string]*call{},
+			cursor:   map[string]jsonMap{},
+			children: map[string]string{},
+			maxCalls: t.maxCalls,
+		}
 		t.sessions[id] = s
 	}
 	s.used = t.tick
@@ -325,8 +348,16 @@ func (t *Tracker) frames(s *session, tool string, c *call) []core.Frame {
 			return nil
 		}
 	}
-	f := core.Frame{TaskSessionID: c.id.TaskSessionID, TaskID: c.id.TaskID, TurnID: c.id.TurnID, ExecutionID: c.id.ExecutionID,
-		ToolCallID: tool, ToolStatus: c.status, ObservedAt: t.now(), Payload: &core.Payload{}}
+	f := core.Frame{
+		TaskSessionID: c.id.TaskSessionID,
+		TaskID:        c.id.TaskID,
+		TurnID:        c.id.TurnID,
+		ExecutionID:   c.id.ExecutionID,
+		ToolCallID:    tool,
+		ToolStatus:    c.status,
+		ObservedAt:    t.now(),
+		Payload:       &core.Payload{},
+	}
 	c.provider.fill(s, tool, c, &f)
 	if f.Payload.Status == "async_launched" || f.Payload.IsAsync {
 		// An async launch returns once the subagent is started: the tool

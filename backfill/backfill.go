@@ -98,18 +98,31 @@ func (m *Migrator) step(ctx context.Context, name string, fn func(context.Contex
 	res.Duration = time.Since(start)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		res.Status, res.Err, res.Detail = Cancelled, core.Errorf("%s step: %w", name, err), "cancelled: "+context.Cause(ctx).Error()
+		res.Err = core.Errorf("%s step: %w", name, err)
+		res.Status, res.Detail = Cancelled, "cancelled: "+context.Cause(ctx).Error()
 		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil
 		m.log.LogAttrs(ctx, slog.LevelInfo, "subagentctx: migration step cancelled", slog.String("step", name))
 	case err != nil:
 		res.Err = core.Errorf("%s step: %w", name, err)
 		res.Status, res.Detail = Failed, strings.TrimPrefix(res.Err.Error(), core.Prefix+name+" step: ")
 		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil // nothing that claims success
-		m.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: migration step failed", slog.String("step", name), slog.Any("error", err))
+		m.log.LogAttrs(
+			ctx, slog.LevelWarn, "subagentctx: migration step failed", slog.String("step", name), slog.Any("error", err),
+		)
 	default:
-		m.log.LogAttrs(ctx, slog.LevelInfo, "subagentctx: migration step "+string(res.Status),
-			slog.String("step", name), slog.String("detail", res.Detail),
-			slog.Int64("rows_inserted", res.RowsInserted), slog.Int64("rows_merged", res.RowsMerged), slog.Any("keys_written", res.KeysWritten))
+		m.log.LogAttrs(
+			ctx,
+			slog.LevelInfo,
+			"subagentctx: migration step "+string(res.Status),
+			slog.String("step", name),
+			slog.String("detail", res.Detail),
+			slog.Int64(
+				"rows_inserted",
+				res.RowsInserted,
+			),
+			slog.Int64("rows_merged", res.RowsMerged),
+			slog.Any("keys_written", res.KeysWritten),
+		)
 	}
 	return res
 }
@@ -203,6 +216,9 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 		return nil
 	}
 	res.RowsInserted, res.RowsMerged, res.KeysWritten = out.Inserted, out.Merged, out.KeysWritten
-	res.Detail = fmt.Sprintf("%d rows inserted, %d live rows merged with their history, from %s", out.Inserted, out.Merged, m.store.Tables().Messages)
+	res.Detail = fmt.Sprintf(
+		"%d rows inserted, %d live rows merged with their history, from %s", out.Inserted, out.Merged,
+		m.store.Tables().Messages,
+	)
 	return nil
 }

@@ -227,7 +227,8 @@ func (sc script) host(t *testing.T, e *sqltest.Env) {
 	e.Exec(t, `ALTER TABLE task_session_messages RENAME TO task_session_messages_fk`)
 	e.Exec(t, `CREATE TABLE task_session_messages AS SELECT * FROM task_session_messages_fk WHERE 1 = 0`)
 	if e.Name == "citus" { // sharded with the sessions, as a host on Citus has it
-		e.Exec(t, `SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with => 'task_sessions')`)
+		e.Exec(t, `SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with =>
+				'task_sessions')`)
 	}
 }
 
@@ -239,8 +240,10 @@ func insertMessage(t *testing.T, e *sqltest.Env, m histMsg) {
 		}
 		return *st.t
 	}
-	e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
-		VALUES (?, ?, ?, ?, 'agent', '', 'tool_call', ?, ?, ?)`, m.id, m.session, m.task, m.turn, m.metadata, value(m.created), value(m.updated))
+	e.Exec(t, `INSERT INTO task_session_messages
+			(id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
+		VALUES (?, ?, ?, ?, 'agent', '', 'tool_call', ?, ?, ?)`,
+		m.id, m.session, m.task, m.turn, m.metadata, value(m.created), value(m.updated))
 }
 
 // failBeforeCommit fails the backfill just before it commits.
@@ -316,7 +319,10 @@ func (m *model) compare(t *testing.T, e *sqltest.Env) {
 	}
 	ref := memory.New()
 	slices.SortFunc(want, func(a, b core.Subagent) int { // a backfilled row after its pair's others: nothing to absorb
-		return strings.Compare(strconv.FormatBool(a.AgentExecutionID == core.UnknownExecution), strconv.FormatBool(b.AgentExecutionID == core.UnknownExecution))
+		return strings.Compare(
+			strconv.FormatBool(a.AgentExecutionID == core.UnknownExecution),
+			strconv.FormatBool(b.AgentExecutionID == core.UnknownExecution),
+		)
 	})
 	for _, r := range want {
 		if err := ref.Upsert(ctx, r); err != nil {
@@ -339,8 +345,10 @@ func (m *model) compare(t *testing.T, e *sqltest.Env) {
 // statsOf renders what statistics derive from the rows alone.
 func statsOf(s core.Stats) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "subagents %d (live %d, backfill %d), without turn %d, unknown execution %d, fan-out %v", s.Subagents, s.Live, s.Backfill,
-		s.RowsWithoutTurn, s.UnknownExecutionRows, s.FanOutPerTurn)
+	fmt.Fprintf(
+		&b, "subagents %d (live %d, backfill %d), without turn %d, unknown execution %d, fan-out %v", s.Subagents, s.Live,
+		s.Backfill, s.RowsWithoutTurn, s.UnknownExecutionRows, s.FanOutPerTurn,
+	)
 	for _, m := range s.Metrics() {
 		for _, part := range []core.Metric{m.Stats.All, m.Stats.Live, m.Stats.Backfill} {
 			fmt.Fprintf(&b, "; %s %d/%d sum %v", m.Column, part.Reported, part.Unreported, part.Sum)
@@ -352,7 +360,10 @@ func statsOf(s core.Stats) string {
 func sortRows(rows []core.Subagent) {
 	slices.SortFunc(rows, func(a, b core.Subagent) int {
 		ka, kb := a.Key(), b.Key()
-		return strings.Compare(ka.TaskSessionID+"\x00"+ka.ToolCallID+"\x00"+ka.AgentExecutionID, kb.TaskSessionID+"\x00"+kb.ToolCallID+"\x00"+kb.AgentExecutionID)
+		return strings.Compare(
+			ka.TaskSessionID+"\x00"+ka.ToolCallID+"\x00"+ka.AgentExecutionID,
+			kb.TaskSessionID+"\x00"+kb.ToolCallID+"\x00"+kb.AgentExecutionID,
+		)
 	})
 }
 
@@ -407,71 +418,136 @@ func FuzzBackfill(f *testing.F) {
 
 // meta builds a subagent message's metadata around a payload's JSON text.
 func meta(tool, status, task string) string {
-	return `{"tool_call_id":"` + tool + `","status":"` + status + `","normalized":{"kind":"subagent_task","subagent_task":` + task + `}}`
+	return `{"tool_call_id":"` + tool + `","status":"` + status + `",` +
+		`"normalized":{"kind":"subagent_task","subagent_task":` + task + `}}`
+}
+
+// lines joins a script's lines.
+func lines(l ...string) string { return strings.Join(l, "\n") }
+
+// msgLine is a script's line for one host message.
+func msgLine(id, sess, task, turn, created, updated, metadata string) string {
+	return strings.Join([]string{"msg", id, sess, task, turn, created, updated, metadata}, "|")
+}
+
+// msgS is a message of session "s" in its turn-1 at the given times.
+func msgS(id, created, updated, metadata string) string {
+	return msgLine(id, "s", "task-s", "turn-1", created, updated, metadata)
 }
 
 var seeds = []string{
 	// Realistic history: every provider's shape, a duplicate, malformed text.
-	"msg|m1|s1|task-s1|turn-1|2026-08-12T09:00:00.123456Z|2026-08-12T09:00:30Z|" + kandevtest.Subagent("toolu_1", "completed", &kandevtest.ClaudeCompleted).JSON() + "\n" +
-		"msg|m2|s1|task-s1|turn-1|2026-08-12T09:00:01Z|2026-08-12T09:00:31Z|" + kandevtest.Subagent("toolu_2", "complete", &kandevtest.ClaudeAsyncLaunch).JSON() + "\n" +
-		"msg|m3|s1|task-s1||2026-08-12T09:00:02Z|2026-08-12T09:00:32Z|" + kandevtest.Subagent("toolu_2", "in_progress", &kandevtest.OpenCodeTask).JSON() + "\n" +
-		"msg|m4|s2|task-s2|turn-2|2026-08-12T09:00:03Z|2026-08-12T09:00:33Z|{\"normalized\": {\"kind\": \"subagent_task\"\n" +
-		"msg|m5|gone-1|task-g|turn-3|2026-08-12T09:00:04Z|2026-08-12T09:00:34Z|" + meta("tc-gone", "completed", `{}`),
+	lines(
+		msgLine("m1", "s1", "task-s1", "turn-1", "2026-08-12T09:00:00.123456Z", "2026-08-12T09:00:30Z",
+			kandevtest.Subagent("toolu_1", "completed", &kandevtest.ClaudeCompleted).JSON()),
+		msgLine("m2", "s1", "task-s1", "turn-1", "2026-08-12T09:00:01Z", "2026-08-12T09:00:31Z",
+			kandevtest.Subagent("toolu_2", "complete", &kandevtest.ClaudeAsyncLaunch).JSON()),
+		msgLine("m3", "s1", "task-s1", "", "2026-08-12T09:00:02Z", "2026-08-12T09:00:32Z",
+			kandevtest.Subagent("toolu_2", "in_progress", &kandevtest.OpenCodeTask).JSON()),
+		msgLine("m4", "s2", "task-s2", "turn-2", "2026-08-12T09:00:03Z", "2026-08-12T09:00:33Z",
+			`{"normalized": {"kind": "subagent_task"`),
+		msgLine("m5", "gone-1", "task-g", "turn-3", "2026-08-12T09:00:04Z", "2026-08-12T09:00:34Z",
+			meta("tc-gone", "completed", `{}`)),
+	),
 	// One message keeps PostgreSQL from activating: an identifier of a few
 	// thousand characters; and three ids within 1 KiB that together exceed
 	// one B-tree entry.
-	"msg|m1|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|" + meta(strings.Repeat("x", 3000), "completed", `{}`) + "\n" +
-		"msg|" + strings.Repeat("i", 1000) + "|" + strings.Repeat("s", 1000) + "|task|turn|2026-08-12T09:00:01Z|2026-08-12T09:00:01Z|" + meta(strings.Repeat("t", 1000), "completed", `{}`) + "\n" +
-		"msg|m3|s|task-s|turn-1|2026-08-12T09:00:02Z|2026-08-12T09:00:02Z|" + meta("ok", "completed", `{"model":"m"}`),
+	lines(
+		msgS("m1", "2026-08-12T09:00:00Z", "2026-08-12T09:00:00Z", meta(strings.Repeat("x", 3000), "completed", `{}`)),
+		msgLine(strings.Repeat("i", 1000), strings.Repeat("s", 1000), "task", "turn", "2026-08-12T09:00:01Z",
+			"2026-08-12T09:00:01Z", meta(strings.Repeat("t", 1000), "completed", `{}`)),
+		msgS("m3", "2026-08-12T09:00:02Z", "2026-08-12T09:00:02Z", meta("ok", "completed", `{"model":"m"}`)),
+	),
 	// An invocation recorded live (under an execution id, or none) gets no
 	// second row: history merges into it.
-	"live|s|tc-live|exec-1\nlive|s|tc-unknown|\n" +
-		"msg|m1|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|" + meta("tc-live", "completed", `{"total_tokens":5}`) + "\n" +
-		"msg|m2|s|task-s|turn-1|2026-08-12T09:00:01Z|2026-08-12T09:00:01Z|" + meta("tc-unknown", "completed", `{}`) + "\n" +
-		"msg|m3|s|task-s|turn-1|2026-08-12T09:00:02Z|2026-08-12T09:00:02Z|" + meta("tc-new", "completed", `{}`),
+	lines(
+		"live|s|tc-live|exec-1",
+		"live|s|tc-unknown|",
+		msgS("m1", "2026-08-12T09:00:00Z", "2026-08-12T09:00:00Z", meta("tc-live", "completed", `{"total_tokens":5}`)),
+		msgS("m2", "2026-08-12T09:00:01Z", "2026-08-12T09:00:01Z", meta("tc-unknown", "completed", `{}`)),
+		msgS("m3", "2026-08-12T09:00:02Z", "2026-08-12T09:00:02Z", meta("tc-new", "completed", `{}`)),
+	),
 	// The deploy (docs/CONTRACT.md §8.5): subagents in flight when the pass
 	// runs, their later frames live under the execution id; one row each.
-	"msg|m1|s|task-s|turn-1|2026-08-12T08:59:00Z|2026-08-12T08:59:10Z|" + meta("inflight", "in_progress", `{"subagent_type":"explorer","description":"d"}`) + "\n" +
-		"msg|m2|s|task-s|turn-1|2026-08-12T08:59:01Z|2026-08-12T08:59:11Z|" + meta("async", "completed", `{"status":"async_launched","is_async":true}`) + "\n" +
-		"pass\n" +
-		"live|s|inflight|exec-1|completed|claude|1200|turn-2\n" +
-		"live|s|async|exec-1|completed||900|\n" +
+	lines(
+		msgS("m1", "2026-08-12T08:59:00Z", "2026-08-12T08:59:10Z",
+			meta("inflight", "in_progress", `{"subagent_type":"explorer","description":"d"}`)),
+		msgS("m2", "2026-08-12T08:59:01Z", "2026-08-12T08:59:11Z",
+			meta("async", "completed", `{"status":"async_launched","is_async":true}`)),
+		"pass",
+		"live|s|inflight|exec-1|completed|claude|1200|turn-2",
+		"live|s|async|exec-1|completed||900|",
 		"live|s|inflight|exec-1|failed|later|5|turn-3",
+	),
 	// Frames before the pass, during a failed one and after: the pair is
 	// one invocation whatever came first; the frame of another execution
 	// reusing a tool call id after history was absorbed keeps a row apart.
-	"live|s|a|exec-1|in_progress|m||turn-9\n" +
-		"msg|m1|s|task-s|turn-1|2026-08-12T08:59:00Z|2026-08-12T08:59:10Z|" + meta("a", "completed", `{"total_tokens":7,"model":"hist"}`) + "\n" +
-		"msg|m2|s|task-s|turn-1|2026-08-12T08:59:02Z|2026-08-12T08:59:12Z|" + meta("b", "pending", `{"agent_id":"x"}`) + "\n" +
-		"fail\nlive|s|b||in_progress|||\nlive|s|b|exec-2|completed|||\npass\nlive|s|b|exec-3|completed|other|3|\nlive|s|a|exec-1|failed|||",
+	lines(
+		"live|s|a|exec-1|in_progress|m||turn-9",
+		msgS("m1", "2026-08-12T08:59:00Z", "2026-08-12T08:59:10Z",
+			meta("a", "completed", `{"total_tokens":7,"model":"hist"}`)),
+		msgS("m2", "2026-08-12T08:59:02Z", "2026-08-12T08:59:12Z", meta("b", "pending", `{"agent_id":"x"}`)),
+		"fail",
+		"live|s|b||in_progress|||",
+		"live|s|b|exec-2|completed|||",
+		"pass",
+		"live|s|b|exec-3|completed|other|3|",
+		"live|s|a|exec-1|failed|||",
+	),
 	// Duplicated keys: the last occurrence counts, for the kind, the tool
 	// call id and the metrics, at every level.
-	`msg|m1|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|{"tool_call_id":"first","tool_call_id":"last","normalized":{"kind":"message","kind":"subagent_task","subagent_task":{"total_tokens":1,"total_tokens":2,"model":"a"},"subagent_task":{"duration_ms":7}}}` + "\n" +
-		`msg|m2|s|task-s|turn-1|2026-08-12T09:00:01Z|2026-08-12T09:00:01Z|{"tool_call_id":"k","normalized":{"kind":"subagent_task","kind":"message"}}`,
+	lines(
+		msgS("m1", "2026-08-12T09:00:00Z", "2026-08-12T09:00:00Z", `{"tool_call_id":"first","tool_call_id":"last",`+
+			`"normalized":{"kind":"message","kind":"subagent_task",`+
+			`"subagent_task":{"total_tokens":1,"total_tokens":2,"model":"a"},"subagent_task":{"duration_ms":7}}}`),
+		msgS("m2", "2026-08-12T09:00:01Z", "2026-08-12T09:00:01Z",
+			`{"tool_call_id":"k","normalized":{"kind":"subagent_task","kind":"message"}}`),
+	),
 	// Escapes read as what they are: an escaped backslash before u0000 is
 	// text; a real \u0000 or a lone surrogate makes the document {}; the
 	// kind spelled with escapes counts.
-	`msg|m1|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|{"tool_call_id":"bs","normalized":{"kind":"subagent_task","subagent_task":{"description":"a\\u0000b"}}}` + "\n" +
-		`msg|m2|s|task-s|turn-1|2026-08-12T09:00:01Z|2026-08-12T09:00:01Z|{"tool_call_id":"nul","normalized":{"kind":"subagent_task","subagent_task":{"description":"a\u0000b"}}}` + "\n" +
-		`msg|m3|s|task-s|turn-1|2026-08-12T09:00:02Z|2026-08-12T09:00:02Z|{"tool_call_id":"sur","normalized":{"kind":"subagent_task","subagent_task":{"model":"\ud800"}}}` + "\n" +
-		`msg|m4|s|task-s|turn-1|2026-08-12T09:00:03Z|2026-08-12T09:00:03Z|{"tool_call_id":"pair","normalized":{"kind":"subagent\u005ftask","subagent_task":{"model":"\ud83d\ude00 \u00e9"}}}`,
+	lines(
+		msgS("m1", "2026-08-12T09:00:00Z", "2026-08-12T09:00:00Z",
+			`{"tool_call_id":"bs","normalized":{"kind":"subagent_task","subagent_task":{"description":"a\\u0000b"}}}`),
+		msgS("m2", "2026-08-12T09:00:01Z", "2026-08-12T09:00:01Z",
+			`{"tool_call_id":"nul","normalized":{"kind":"subagent_task","subagent_task":{"description":"a\u0000b"}}}`),
+		msgS("m3", "2026-08-12T09:00:02Z", "2026-08-12T09:00:02Z",
+			`{"tool_call_id":"sur","normalized":{"kind":"subagent_task","subagent_task":{"model":"\ud800"}}}`),
+		msgS("m4", "2026-08-12T09:00:03Z", "2026-08-12T09:00:03Z", `{"tool_call_id":"pair",`+
+			`"normalized":{"kind":"subagent\u005ftask","subagent_task":{"model":"\ud83d\ude00 \u00e9"}}}`),
+	),
 	// Metrics as large reals, exponents, fractions, beyond 64 bits.
-	`msg|m1|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|{"tool_call_id":"r1","normalized":{"kind":"subagent_task","subagent_task":{"total_tokens":9223372036854775807.0,"duration_ms":9.2233720368547758e18,"tool_use_count":1e-5,"is_async":10e-1}}}` + "\n" +
-		`msg|m2|s|task-s|turn-1|2026-08-12T09:00:01Z|2026-08-12T09:00:01Z|{"tool_call_id":"r2","normalized":{"kind":"subagent_task","subagent_task":{"total_tokens":4503599627370496.5,"duration_ms":1.0000000000000000001,"tool_use_count":-0.0}}}` + "\n" +
-		`msg|m3|s|task-s|turn-1|2026-08-12T09:00:02Z|2026-08-12T09:00:02Z|{"tool_call_id":"r3","normalized":{"kind":"subagent_task","subagent_task":{"total_tokens":1e400,"duration_ms":0.5e1}},"x":1e-16384}`,
+	lines(
+		msgS("m1", "2026-08-12T09:00:00Z", "2026-08-12T09:00:00Z",
+			`{"tool_call_id":"r1","normalized":{"kind":"subagent_task","subagent_task":`+
+				`{"total_tokens":9223372036854775807.0,"duration_ms":9.2233720368547758e18,`+
+				`"tool_use_count":1e-5,"is_async":10e-1}}}`),
+		msgS("m2", "2026-08-12T09:00:01Z", "2026-08-12T09:00:01Z",
+			`{"tool_call_id":"r2","normalized":{"kind":"subagent_task","subagent_task":`+
+				`{"total_tokens":4503599627370496.5,"duration_ms":1.0000000000000000001,"tool_use_count":-0.0}}}`),
+		msgS("m3", "2026-08-12T09:00:02Z", "2026-08-12T09:00:02Z",
+			`{"tool_call_id":"r3","normalized":{"kind":"subagent_task","subagent_task":`+
+				`{"total_tokens":1e400,"duration_ms":0.5e1}},"x":1e-16384}`),
+	),
 	// Newest wins on the full precision; equal times break on the greatest
 	// id in byte order ("a" > "B" in bytes; a linguistic collation disagrees).
-	"msg|B|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|" + meta("tie", "failed", `{"model":"B"}`) + "\n" +
-		"msg|a|s|task-s|turn-1|2026-08-12T09:00:00Z|2026-08-12T09:00:00Z|" + meta("tie", "completed", `{"model":"a"}`) + "\n" +
-		"msg|é|s|task-s|turn-1|2026-08-12T09:00:00.000001Z|2026-08-12T09:00:00Z|" + meta("tie2", "completed", `{"model":"é"}`) + "\n" +
-		"msg|z|s|task-s|turn-1|2026-08-12T09:00:00.000001Z|2026-08-12T09:00:00Z|" + meta("tie2", "completed", `{"model":"z"}`),
+	lines(
+		msgS("B", "2026-08-12T09:00:00Z", "2026-08-12T09:00:00Z", meta("tie", "failed", `{"model":"B"}`)),
+		msgS("a", "2026-08-12T09:00:00Z", "2026-08-12T09:00:00Z", meta("tie", "completed", `{"model":"a"}`)),
+		msgS("é", "2026-08-12T09:00:00.000001Z", "2026-08-12T09:00:00Z", meta("tie2", "completed", `{"model":"é"}`)),
+		msgS("z", "2026-08-12T09:00:00.000001Z", "2026-08-12T09:00:00Z", meta("tie2", "completed", `{"model":"z"}`)),
+	),
 	// SQLite keeps host timestamps as text: offsets, nanoseconds (newest
 	// wins on them), an unparsable one, invalid UTF-8 in the metadata.
-	"msg|m1|s|task-s|turn-1|text:2026-08-12 09:00:00.000001100+00:00|text:2026-08-12 09:00:01|" + meta("ns", "pending", `{"model":"earlier"}`) + "\n" +
-		"msg|m2|s|task-s|turn-1|text:2026-08-12T11:00:00.000001999+02:00|text:2026-08-12T09:00:02Z|" + meta("ns", "completed", `{"model":"later"}`) + "\n" +
-		"msg|m3|s|task-s|turn-1|text:yesterday|text:2026-08-12 09:00|" + meta("bad-time", "completed", `{}`) + "\n" +
-		"msg|m4|s|task-s|turn-1|text:2026-08-12 09:00:03|text:garbage|" + meta("unsettled", "completed", "{\"model\":\"x\xff\"}") + "\n" +
-		"msg|m5|s|task-s|turn-1|2026-08-12T09:00:04.0000005Z|2026-08-12T09:00:04Z|" + meta("sub-micro", "completed", `{}`),
+	lines(
+		msgS("m1", "text:2026-08-12 09:00:00.000001100+00:00", "text:2026-08-12 09:00:01",
+			meta("ns", "pending", `{"model":"earlier"}`)),
+		msgS("m2", "text:2026-08-12T11:00:00.000001999+02:00", "text:2026-08-12T09:00:02Z",
+			meta("ns", "completed", `{"model":"later"}`)),
+		msgS("m3", "text:yesterday", "text:2026-08-12 09:00", meta("bad-time", "completed", `{}`)),
+		msgS("m4", "text:2026-08-12 09:00:03", "text:garbage", meta("unsettled", "completed", "{\"model\":\"x\xff\"}")),
+		msgS("m5", "2026-08-12T09:00:04.0000005Z", "2026-08-12T09:00:04Z", meta("sub-micro", "completed", `{}`)),
+	),
 }
 
 // randomSeam is a random history of sessions and their subagents: host
@@ -487,16 +563,36 @@ func randomSeam(rng *rand.Rand) (msgs []histMsg, frames []core.Frame) {
 			for n := range rng.IntN(3) { // 0, 1 or 2 messages
 				created := frameTime.Add(-time.Hour + time.Duration(rng.IntN(3000))*time.Second)
 				updated := created.Add(time.Duration(rng.IntN(60)) * time.Second)
-				task := fmt.Sprintf(`{"subagent_type":"t%d","total_tokens":%d,"model":"hist-%d","is_async":%v}`, rng.IntN(3), rng.IntN(3)*100, n, rng.IntN(4) == 0)
-				msgs = append(msgs, histMsg{id: fmt.Sprintf("m-%s-%d", tool, n), session: sess, task: "task-" + sess, turn: fmt.Sprintf("turn-%d", rng.IntN(3)),
-					metadata: meta(tool, statuses[rng.IntN(len(statuses))], task), created: stamp{t: &created}, updated: stamp{t: &updated}})
+				task := fmt.Sprintf(
+					`{"subagent_type":"t%d","total_tokens":%d,"model":"hist-%d","is_async":%v}`, rng.IntN(3), rng.IntN(3)*100, n,
+					rng.IntN(4) == 0,
+				)
+				msgs = append(
+					msgs,
+					histMsg{
+						id:       fmt.Sprintf("m-%s-%d", tool, n),
+						session:  sess,
+						task:     "task-" + sess,
+						turn:     fmt.Sprintf("turn-%d", rng.IntN(3)),
+						metadata: meta(tool, statuses[rng.IntN(len(statuses))], task),
+						created:  stamp{t: &created},
+						updated:  stamp{t: &updated},
+					},
+				)
 			}
 			if rng.IntN(10) < 6 {
 				exec := []string{"exec-1", "exec-2", ""}[rng.IntN(3)]
 				for i := range 1 + rng.IntN(4) {
-					frames = append(frames, core.Frame{TaskSessionID: sess, TaskID: "task-" + sess, ExecutionID: exec, ToolCallID: tool,
-						TurnID: []string{"", "turn-live"}[rng.IntN(2)], ToolStatus: statuses[min(i+rng.IntN(2), len(statuses)-1)],
-						Payload: &core.Payload{Model: []string{"", "live"}[rng.IntN(2)], TotalTokens: int64(rng.IntN(3)) * 7, AgentID: fmt.Sprint("a", i)}})
+					frames = append(
+						frames,
+						core.Frame{TaskSessionID: sess, TaskID: "task-" + sess, ExecutionID: exec, ToolCallID: tool,
+							TurnID: []string{"", "turn-live"}[rng.IntN(2)], ToolStatus: statuses[min(i+rng.IntN(2), len(statuses)-1)],
+							Payload: &core.Payload{
+								Model:       []string{"", "live"}[rng.IntN(2)],
+								TotalTokens: int64(rng.IntN(3)) * 7,
+								AgentID:     fmt.Sprint("a", i),
+							}},
+					)
 				}
 			}
 		}
@@ -512,7 +608,10 @@ func randomSeam(rng *rand.Rand) (msgs []histMsg, frames []core.Frame) {
 	for _, idx := range byKey {
 		sorted := slices.Clone(idx)
 		slices.SortFunc(sorted, func(a, b int) int {
-			return strings.Compare(frames[a].ToolStatus+frames[a].Payload.AgentID, frames[b].ToolStatus+frames[b].Payload.AgentID)
+			return strings.Compare(
+				frames[a].ToolStatus+frames[a].Payload.AgentID,
+				frames[b].ToolStatus+frames[b].Payload.AgentID,
+			)
 		})
 		for n, i := range idx {
 			ordered[i] = frames[sorted[n]]
@@ -552,14 +651,19 @@ func TestSeamConcurrent(t *testing.T) {
 				sc.steps = append(sc.steps, step{kind: "pass"})
 				ref := sc.reference()
 				if other := after.reference(); !reflect.DeepEqual(rowsOf(ref), rowsOf(other)) {
-					t.Fatalf("round %d: the reference depends on the order: frames first %v, the pass first %v", round, rowsOf(ref), rowsOf(other))
+					t.Fatalf(
+						"round %d: the reference depends on the order: frames first %v, the pass first %v", round, rowsOf(ref),
+						rowsOf(other),
+					)
 				}
 				e := d.Env(t)
 				sc.host(t, e)
 				for _, m := range msgs {
 					insertMessage(t, e, m)
 				}
-				rec, err := core.NewRecorder(e.Store, core.WithWriters(4), core.WithBatch(8), core.WithLogger(slog.New(slog.DiscardHandler)))
+				rec, err := core.NewRecorder(
+					e.Store, core.WithWriters(4), core.WithBatch(8), core.WithLogger(slog.New(slog.DiscardHandler)),
+				)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -584,7 +688,8 @@ func TestSeamConcurrent(t *testing.T) {
 				for range 2 {
 					select {
 					case r := <-passes:
-						if st := r.Step(backfill.StepBackfill); st.Status == backfill.Ran || st.Status == backfill.Failed && strings.Contains(st.Detail, "injected") {
+						if st := r.Step(backfill.StepBackfill); st.Status == backfill.Ran ||
+							st.Status == backfill.Failed && strings.Contains(st.Detail, "injected") {
 							continue
 						}
 						t.Fatalf("round %d: a pass: %s", round, r)
@@ -598,7 +703,10 @@ func TestSeamConcurrent(t *testing.T) {
 				if v := rec.Counters().Values(); err != nil || v.Failed != 0 || v.Persisted != int64(len(frames)) {
 					t.Fatalf("round %d: recorder: %v, counters %+v", round, err, v)
 				}
-				t.Logf("round %d: %d messages, %d frames, %d written before the pass completed", round, len(msgs), len(frames), during.Load())
+				t.Logf(
+					"round %d: %d messages, %d frames, %d written before the pass completed", round, len(msgs), len(frames),
+					during.Load(),
+				)
 				ref.compare(t, e)
 			}
 		})

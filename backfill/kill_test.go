@@ -39,13 +39,17 @@ func TestKilledBackfillHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := backfill.New(store, backfill.WithLogger(slog.New(slog.DiscardHandler)), backfill.WithHook(func(stage string) error {
-		if stage == os.Getenv("SUBAGENTCTX_KILL_STAGE") {
-			fmt.Println("REACHED", stage)
-			time.Sleep(time.Hour) // killed here
-		}
-		return nil
-	}))
+	m := backfill.New(
+		store,
+		backfill.WithLogger(slog.New(slog.DiscardHandler)),
+		backfill.WithHook(func(stage string) error {
+			if stage == os.Getenv("SUBAGENTCTX_KILL_STAGE") {
+				fmt.Println("REACHED", stage)
+				time.Sleep(time.Hour) // killed here
+			}
+			return nil
+		}),
+	)
 	fmt.Println("STARTED")
 	m.Run(ctx)
 	fmt.Println("DONE")
@@ -71,8 +75,17 @@ func TestKilledMidBackfill(t *testing.T) {
 					meta.Normalized.Kind = "execute" // not a subagent
 				}
 				m := meta.JSON()
-				msgs = append(msgs, kandevtest.Message{ID: fmt.Sprintf("m-%d-%d", s, i), TaskSessionID: sid, TaskID: "task-" + sid, TurnID: "turn-1",
-					Metadata: &m, CreatedAt: t0.Add(time.Duration(i) * time.Second)})
+				msgs = append(
+					msgs,
+					kandevtest.Message{
+						ID:            fmt.Sprintf("m-%d-%d", s, i),
+						TaskSessionID: sid,
+						TaskID:        "task-" + sid,
+						TurnID:        "turn-1",
+						Metadata:      &m,
+						CreatedAt:     t0.Add(time.Duration(i) * time.Second),
+					},
+				)
 			}
 		}
 		if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
@@ -81,7 +94,10 @@ func TestKilledMidBackfill(t *testing.T) {
 		want := sessions * (perSession - perSession/3)
 		for _, stage := range []string{"inserted", "wrote " + core.BackfillThroughKey} {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestKilledBackfillHelper$", "-test.v")
-			cmd.Env = append(os.Environ(), "SUBAGENTCTX_KILL_DIALECT="+e.Dialect.Name(), "SUBAGENTCTX_KILL_DSN="+e.DSN, "SUBAGENTCTX_KILL_STAGE="+stage)
+			cmd.Env = append(
+				os.Environ(), "SUBAGENTCTX_KILL_DIALECT="+e.Dialect.Name(), "SUBAGENTCTX_KILL_DSN="+e.DSN,
+				"SUBAGENTCTX_KILL_STAGE="+stage,
+			)
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -102,7 +118,8 @@ func TestKilledMidBackfill(t *testing.T) {
 			if !reached {
 				t.Fatalf("child never reached %q", stage)
 			}
-			if k := e.ActivationKeys(t); len(k) != 1 { // execution_since only: written before the backfill, in its own step
+			// execution_since only: written before the backfill, in its own step.
+			if k := e.ActivationKeys(t); len(k) != 1 {
 				t.Errorf("killed at %q: keys %v, want none of the backfill's", stage, k)
 			}
 			var n int64
@@ -114,7 +131,8 @@ func TestKilledMidBackfill(t *testing.T) {
 		r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
 		var n int64
 		e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&n)
-		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) || len(e.ActivationKeys(t)) != 3 {
+		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) ||
+			len(e.ActivationKeys(t)) != 3 {
 			t.Errorf("next pass: %d rows (want %d), keys %v", n, want, e.ActivationKeys(t))
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/backfill"
+	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -64,22 +65,25 @@ func TestRunnerStopIsCancellation(t *testing.T) {
 		backfill.WithHook(func(stage string) error {
 			if stage == "inserted" {
 				close(reached)
-				<-release
+				if _, err := await.Within(release, await.Limit); err != nil {
+					return err
+				}
 				return context.Canceled
 			}
 			return nil
 		})))
 	r.Start(context.Background())
-	<-reached
+	await.Recv(t, reached, "the backfill's insert")
 	stopped := make(chan error)
 	go func() { stopped <- r.Stop(context.Background()) }()
 	time.Sleep(10 * time.Millisecond)
 	close(release)
-	if err := <-stopped; err != nil {
+	if err := await.Recv(t, stopped, "Stop"); err != nil {
 		t.Fatal(err)
 	}
 	report, err := r.Wait(context.Background())
-	if !errors.Is(err, backfill.ErrStopped) || report.Step(backfill.StepBackfill).Status != backfill.Cancelled || report.Failed() {
+	if !errors.Is(err, backfill.ErrStopped) || report.Step(backfill.StepBackfill).Status != backfill.Cancelled ||
+		report.Failed() {
 		t.Errorf("stopped pass: %v\n%s", err, report)
 	}
 	if strings.Contains(logs.String(), "level=WARN") {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,84 +17,33 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 )
 
-// The baselines of the history measures, written by hand as a user would:
-// one scan of the messages with the same filter (the literal kind, or a \u
-// escape that could spell it; then the kind read from the metadata),
-// counting matches,
-// and the health check's two set differences with the dialect's own JSON
-// functions (no canonical reading, no exact time comparisons).
-var (
-	bareScan = map[string]string{
-		"sqlite": `SELECT count(*) FROM task_session_messages
-			WHERE (instr(metadata, 'subagent_task') > 0 OR instr(metadata, '\u') > 0)
-			AND json_valid(metadata) AND json_extract(metadata, '$.normalized.kind') = 'subagent_task'`,
-		"postgres": `SELECT count(*) FROM task_session_messages
-			WHERE (strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0)
-			AND subagentctx_metadata_v1(metadata) #>> '{normalized,kind}' = 'subagent_task'`,
+// The baselines of the history measures are written by hand as a user
+// would, one file per measure and dialect in baselines/:
+//
+//   - scan: one scan of the messages with the same filter (the literal
+//     kind, or a \u escape that could spell it; then the kind read from
+//     the metadata), counting matches;
+//   - backfill: the reference plan's one INSERT … SELECT (the seeds), as a
+//     user would write it for the contract: the newest message of each
+//     pair by a ROW_NUMBER() window (AC-21b), the columns with the
+//     dialect's own JSON functions, ON CONFLICT DO NOTHING; no canonical
+//     reading of odd documents, no merge into live rows, no lock. On
+//     PostgreSQL the text is parsed by the same function as the library's
+//     (a bare ::jsonb cast aborts on the seeded malformed metadata);
+//   - health: the health check's two set differences with the dialect's
+//     own JSON functions (no canonical reading, no exact time comparisons).
+//
+//go:embed baselines/*.sql
+var baselines embed.FS
+
+// baseline is the hand-written statement of a measure on a dialect.
+func baseline(measure, dialect string) string {
+	b, err := baselines.ReadFile("baselines/" + measure + "." + dialect + ".sql")
+	if err != nil {
+		panic(err) // the files are embedded: a missing one is a build mistake
 	}
-	// handBackfill is the reference plan's one INSERT … SELECT (the seeds),
-	// as a user would write it for the contract: the newest message of each
-	// pair by a ROW_NUMBER() window (AC-21b), the columns with the
-	// dialect's own JSON functions, ON CONFLICT DO NOTHING; no canonical
-	// reading of odd documents, no merge into live rows, no lock. On
-	// PostgreSQL the text is parsed by the same function as the library's
-	// (a bare ::jsonb cast aborts on the seeded malformed metadata).
-	handBackfill = map[string]string{
-		"sqlite": `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id,
-				subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count,
-				duration_ms, source, observed_at, settled_at, updated_at)
-			SELECT id, task_session_id, task_id, NULLIF(turn_id, ''), 'unknown', tc, json_extract(metadata, '$.parent_tool_call_id'),
-				json_extract(metadata, '$.normalized.subagent_task.subagent_type'), json_extract(metadata, '$.normalized.subagent_task.description'),
-				json_extract(metadata, '$.normalized.subagent_task.agent_id'), json_extract(metadata, '$.normalized.subagent_task.child_session_id'),
-				json_extract(metadata, '$.normalized.subagent_task.model'), json_extract(metadata, '$.normalized.subagent_task.status'),
-				json_extract(metadata, '$.status'), COALESCE(json_extract(metadata, '$.normalized.subagent_task.is_async'), 0),
-				NULLIF(json_extract(metadata, '$.normalized.subagent_task.total_tokens'), 0), json_extract(metadata, '$.normalized.subagent_task.tool_use_count'),
-				NULLIF(json_extract(metadata, '$.normalized.subagent_task.duration_ms'), 0), 'backfill', created_at,
-				CASE WHEN json_extract(metadata, '$.status') IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled') THEN updated_at END, ?
-			FROM (SELECT m.*, json_extract(metadata, '$.tool_call_id') AS tc,
-					ROW_NUMBER() OVER (PARTITION BY task_session_id, json_extract(metadata, '$.tool_call_id') ORDER BY created_at DESC, id DESC) AS rn
-				FROM task_session_messages m
-				WHERE (instr(metadata, 'subagent_task') > 0 OR instr(metadata, '\u') > 0)
-					AND json_valid(metadata) AND json_extract(metadata, '$.normalized.kind') = 'subagent_task'
-					AND task_session_id <> '' AND task_id <> '' AND json_extract(metadata, '$.tool_call_id') <> '') r
-			WHERE rn = 1
-			ON CONFLICT DO NOTHING`,
-		"postgres": `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id,
-				subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count,
-				duration_ms, source, observed_at, settled_at, updated_at)
-			SELECT id, task_session_id, task_id, NULLIF(turn_id, ''), 'unknown', doc ->> 'tool_call_id', doc ->> 'parent_tool_call_id',
-				doc #>> '{normalized,subagent_task,subagent_type}', doc #>> '{normalized,subagent_task,description}',
-				doc #>> '{normalized,subagent_task,agent_id}', doc #>> '{normalized,subagent_task,child_session_id}',
-				doc #>> '{normalized,subagent_task,model}', doc #>> '{normalized,subagent_task,status}', doc ->> 'status',
-				CASE WHEN (doc #>> '{normalized,subagent_task,is_async}') IN ('true', '1') THEN 1 ELSE 0 END,
-				NULLIF((doc #>> '{normalized,subagent_task,total_tokens}')::numeric::bigint, 0), (doc #>> '{normalized,subagent_task,tool_use_count}')::numeric::bigint,
-				NULLIF((doc #>> '{normalized,subagent_task,duration_ms}')::numeric::bigint, 0), 'backfill', created_at,
-				CASE WHEN doc ->> 'status' IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled') THEN updated_at END, $1
-			FROM (SELECT m.*, d.doc, ROW_NUMBER() OVER (PARTITION BY m.task_session_id, d.doc ->> 'tool_call_id' ORDER BY m.created_at DESC, m.id DESC) AS rn
-				FROM task_session_messages m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata) AS d(doc)
-				WHERE (strpos(m.metadata, 'subagent_task') > 0 OR strpos(m.metadata, E'\\u') > 0)
-					AND d.doc #>> '{normalized,kind}' = 'subagent_task' AND m.task_session_id <> '' AND m.task_id <> '' AND d.doc ->> 'tool_call_id' <> '') r
-			WHERE rn = 1
-			ON CONFLICT DO NOTHING`,
-	}
-	handHealth = map[string]string{
-		"sqlite": `WITH m AS MATERIALIZED (SELECT task_session_id, json_extract(metadata, '$.tool_call_id') AS tool_call_id, created_at FROM task_session_messages
-				WHERE (instr(metadata, 'subagent_task') > 0 OR instr(metadata, '\u') > 0)
-				AND json_valid(metadata) AND json_extract(metadata, '$.normalized.kind') = 'subagent_task')
-			SELECT (SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE created_at >= ? AND tool_call_id IS NOT NULL
-				EXCEPT SELECT task_session_id, tool_call_id FROM task_session_subagents)),
-			(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM task_session_subagents WHERE observed_at >= ?
-				EXCEPT SELECT task_session_id, tool_call_id FROM m))`,
-		"postgres": `WITH m AS MATERIALIZED (SELECT task_session_id, doc ->> 'tool_call_id' AS tool_call_id, created_at
-				FROM (SELECT task_session_id, created_at, subagentctx_metadata_v1(metadata) AS doc FROM task_session_messages
-					WHERE strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0 OFFSET 0) d
-				WHERE doc #>> '{normalized,kind}' = 'subagent_task')
-			SELECT (SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM m WHERE created_at >= $1 AND tool_call_id IS NOT NULL
-				EXCEPT SELECT task_session_id, tool_call_id FROM task_session_subagents) i),
-			(SELECT count(*) FROM (SELECT task_session_id, tool_call_id FROM task_session_subagents WHERE observed_at >= $2
-				EXCEPT SELECT task_session_id, tool_call_id FROM m) x)`,
-	}
-)
+	return strings.TrimSuffix(strings.TrimSpace(string(b)), ";")
+}
 
 // timedExec times one statement that returns no rows.
 func timedExec(ctx context.Context, s *sqlstore.Store, q string, args ...any) (time.Duration, error) {
@@ -109,7 +60,11 @@ func timedExec(ctx context.Context, s *sqlstore.Store, q string, args ...any) (t
 // library's rows set aside and put back after.
 func handAside(ctx context.Context, s *sqlstore.Store, fn func() error) error {
 	db := s.DB().WithContext(ctx)
-	for _, q := range []string{"DROP TABLE IF EXISTS bench_aside", "CREATE TABLE bench_aside AS SELECT * FROM task_session_subagents", "DELETE FROM task_session_subagents"} {
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS bench_aside",
+		"CREATE TABLE bench_aside AS SELECT * FROM task_session_subagents",
+		"DELETE FROM task_session_subagents",
+	} {
 		if err := db.Exec(q).Error; err != nil {
 			return err
 		}
@@ -196,17 +151,25 @@ func benchHistory(ctx context.Context, c config, dialect string) ([]result, erro
 		first, last := points[0], points[len(points)-1]
 		growth := last.perMsg / first.perMsg
 		flat := last.peakMiB <= first.peakMiB+8
-		out = append(out, result{what: "backfill cost growth", dialect: dialect, size: fmt.Sprintf("%d→%d msgs", first.n, last.n),
-			library: fmt.Sprintf("%.2f→%.2f µs/msg", first.perMsg, last.perMsg), baseline: "-", ratio: growth,
-			target: "per-message cost ≤ 2× (linear)", pass: growth <= 2 && flat,
-			note: fmt.Sprintf("Go heap +%.1f→+%.1f MiB at peak: %s", first.peakMiB, last.peakMiB, map[bool]string{true: "flat", false: "GROWS"}[flat])})
+		out = append(
+			out,
+			result{what: "backfill cost growth", dialect: dialect, size: fmt.Sprintf("%d→%d msgs", first.n, last.n),
+				library: fmt.Sprintf("%.2f→%.2f µs/msg", first.perMsg, last.perMsg), baseline: "-", ratio: growth,
+				target: "per-message cost ≤ 2× (linear)", pass: growth <= 2 && flat,
+				note: fmt.Sprintf(
+					"Go heap +%.1f→+%.1f MiB at peak: %s", first.peakMiB, last.peakMiB,
+					map[bool]string{true: "flat", false: "GROWS"}[flat],
+				)},
+		)
 	}
 	return out, nil
 }
 
 type historyPoint struct{ perMsg, peakMiB float64 }
 
-func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.Store, n int) ([]result, historyPoint, error) {
+func measureHistory(
+	ctx context.Context, c config, dialect string, s *sqlstore.Store, n int,
+) ([]result, historyPoint, error) {
 	bytes, err := seed(ctx, s, n)
 	if err != nil {
 		return nil, historyPoint{}, err
@@ -223,9 +186,9 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 		if err := s.DB().Exec("DELETE FROM kandev_meta").Error; err != nil {
 			return nil, historyPoint{}, err
 		}
-		scan := func() error { d, err := timed(ctx, s, bareScan[dialect]); bare = append(bare, d); return err }
+		scan := func() error { d, err := timed(ctx, s, baseline("scan", dialect)); bare = append(bare, d); return err }
 		byHand := func() error {
-			d, err := timedExec(ctx, s, handBackfill[dialect], time.Now().UTC())
+			d, err := timedExec(ctx, s, baseline("backfill", dialect), time.Now().UTC())
 			if err == nil {
 				err = s.DB().Exec("DELETE FROM task_session_subagents").Error
 			}
@@ -254,7 +217,9 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 		// whole history, as if every message had been recorded live after
 		// activation, so both differences cover every message and row.
 		capture := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-		if err := s.DB().Exec("UPDATE kandev_meta SET value = ? WHERE key = ?", capture.Format(time.RFC3339Nano), core.CaptureSinceKey).Error; err != nil {
+		err := s.DB().Exec("UPDATE kandev_meta SET value = ? WHERE key = ?",
+			capture.Format(time.RFC3339Nano), core.CaptureSinceKey).Error
+		if err != nil {
 			return nil, historyPoint{}, err
 		}
 		start := time.Now()
@@ -264,9 +229,12 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 		}
 		hLib = append(hLib, time.Since(start))
 		if !h.Ran || h.Shortfall != 0 || h.Excess != 0 {
-			return nil, historyPoint{}, fmt.Errorf("health of a backfilled store: %+v, want no shortfall and no excess", h)
+			return nil, historyPoint{}, fmt.Errorf(
+				"health of a backfilled store: %+v, want no shortfall and no excess",
+				h,
+			)
 		}
-		d, err := timed(ctx, s, handHealth[dialect], capture, capture)
+		d, err := timed(ctx, s, baseline("health", dialect), capture, capture)
 		if err != nil {
 			return nil, historyPoint{}, err
 		}
@@ -275,14 +243,20 @@ func measureHistory(ctx context.Context, c config, dialect string, s *sqlstore.S
 	l, b, hw := median(lib), median(bare), median(hand)
 	pt := historyPoint{perMsg: float64(l.Microseconds()) / float64(n), peakMiB: float64(peak) / (1 << 20)}
 	hl, hb := median(hLib), median(hBare)
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	return []result{
-		{what: "backfill", dialect: dialect, size: size,
-			library:  fmt.Sprintf("%v (%.2f µs/msg, %d rows)", l.Round(time.Millisecond), pt.perMsg, inserted),
-			baseline: hw.Round(time.Millisecond).String() + " (the reference plan's INSERT … SELECT, by hand)", ratio: l.Seconds() / hw.Seconds(),
-			target: "≤ 1.20×", pass: l.Seconds() <= 1.2*hw.Seconds(),
-			note: fmt.Sprintf("floor: one bare scan %v (%.2f×); Go heap +%.1f MiB at peak", b.Round(time.Millisecond), l.Seconds()/b.Seconds(), pt.peakMiB)},
-		{what: "health check", dialect: dialect, size: size, library: hl.Round(time.Millisecond).String(),
-			baseline: hb.Round(time.Millisecond).String() + " (hand-written)", ratio: hl.Seconds() / hb.Seconds(), target: "≤ 1.50×",
-			pass: hl.Seconds() <= 1.5*hb.Seconds()},
+		{
+			what: "backfill", dialect: dialect, size: size,
+			library:  fmt.Sprintf("%v (%.2f µs/msg, %d rows)", ms(l), pt.perMsg, inserted),
+			baseline: ms(hw).String() + " (the reference plan's INSERT … SELECT, by hand)",
+			ratio:    l.Seconds() / hw.Seconds(), target: "≤ 1.20×", pass: l.Seconds() <= 1.2*hw.Seconds(),
+			note: fmt.Sprintf("floor: one bare scan %v (%.2f×); Go heap +%.1f MiB at peak",
+				ms(b), l.Seconds()/b.Seconds(), pt.peakMiB),
+		},
+		{
+			what: "health check", dialect: dialect, size: size,
+			library: ms(hl).String(), baseline: ms(hb).String() + " (hand-written)",
+			ratio: hl.Seconds() / hb.Seconds(), target: "≤ 1.50×", pass: hl.Seconds() <= 1.5*hb.Seconds(),
+		},
 	}, pt, nil
 }

@@ -41,7 +41,9 @@ func main() {
 	size := flag.String("size", "small", "tiny, small or full (full includes a ≈330 MB message store)")
 	runs := flag.Int("runs", 0, "runs per figure (default: the size's)")
 	dialects := flag.String("dialects", "sqlite,postgres", "comma-separated")
-	only := flag.String("only", "", "comma-separated measures to run: record, view, throughput, upsert, history (default all)")
+	only := flag.String(
+		"only", "", "comma-separated measures to run: record, view, throughput, upsert, history (default all)",
+	)
 	flag.Parse()
 	c, ok := sizes[*size]
 	if !ok {
@@ -108,7 +110,9 @@ type result struct {
 }
 
 func printTable(rows []result, size string, c config) {
-	fmt.Printf("subagentctx benchmark, -size %s, median of %d run(s), %s\n\n", size, c.runs, time.Now().UTC().Format(time.DateOnly))
+	fmt.Printf(
+		"subagentctx benchmark, -size %s, median of %d run(s), %s\n\n", size, c.runs, time.Now().UTC().Format(time.DateOnly),
+	)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "measure\tdialect\tsize\tlibrary\tbaseline\tratio\ttarget\tresult\tnote")
 	for _, r := range rows {
@@ -125,7 +129,10 @@ func printTable(rows []result, size string, c config) {
 		if r.ratio > 0 {
 			ratio = fmt.Sprintf("%.2f", r.ratio)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.what, r.dialect, r.size, r.library, r.baseline, ratio, r.target, verdict, r.note)
+		fmt.Fprintf(
+			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.what, r.dialect, r.size, r.library, r.baseline, ratio, r.target,
+			verdict, r.note,
+		)
 	}
 	tw.Flush()
 }

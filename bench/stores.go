@@ -86,10 +86,13 @@ func newStore(ctx context.Context, c config, dialect string) (*sqlstore.Store, f
 // ≈300k messages make the reference store's 328 MB.
 func seed(ctx context.Context, s *sqlstore.Store, n int) (bytes int64, err error) {
 	db := s.DB()
-	shapes := []core.Payload{kandevtest.ClaudeAsyncLaunch, kandevtest.ClaudeAsyncLaunch, kandevtest.ClaudeAsyncLaunch,
-		kandevtest.ClaudeCompleted, kandevtest.OpenCodeTask, kandevtest.CursorTask, kandevtest.AuggieSubAgent, kandevtest.CodexChild}
+	shapes := []core.Payload{
+		kandevtest.ClaudeAsyncLaunch, kandevtest.ClaudeAsyncLaunch, kandevtest.ClaudeAsyncLaunch, kandevtest.ClaudeCompleted,
+		kandevtest.OpenCodeTask, kandevtest.CursorTask, kandevtest.AuggieSubAgent, kandevtest.CodexChild,
+	}
 	content := strings.Repeat("Kandev message content, tool output and prose. ", 21) // ≈1 KiB
-	other := `{"tool_call_id":"call_%d","status":"completed","normalized":{"kind":"execute","execute":{"command":"go test ./...","exit_code":0}}}`
+	other := `{"tool_call_id":"call_%d","status":"completed",` +
+		`"normalized":{"kind":"execute","execute":{"command":"go test ./...","exit_code":0}}}`
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	const perSession = 1000
 	batch := make([]kandevtest.Message, 0, 5000)
@@ -106,7 +109,8 @@ func seed(ctx context.Context, s *sqlstore.Store, n int) (bytes int64, err error
 			p := shapes[(i/100)%len(shapes)]
 			meta = kandevtest.Subagent(fmt.Sprintf("toolu_%d", i), "completed", &p).JSON()
 		case i%100 == 8: // an earlier message of the same subagent
-			meta = kandevtest.Subagent(fmt.Sprintf("toolu_%d", i-1), "in_progress", &core.Payload{SubagentType: "explorer"}).JSON()
+			earlier := &core.Payload{SubagentType: "explorer"}
+			meta = kandevtest.Subagent(fmt.Sprintf("toolu_%d", i-1), "in_progress", earlier).JSON()
 		case i%1000 == 9:
 			meta = `{"normalized": {"kind": "subagent_task"` // malformed
 		case i%3 == 0:
@@ -116,8 +120,10 @@ func seed(ctx context.Context, s *sqlstore.Store, n int) (bytes int64, err error
 		}
 		created := t0.Add(time.Duration(i) * time.Second)
 		m := meta
-		batch = append(batch, kandevtest.Message{ID: fmt.Sprintf("m%09d", i), TaskSessionID: sess, TaskID: sess + "-task",
-			TurnID: fmt.Sprintf("%s-t%d", sess, i/20), Content: content, Metadata: &m, CreatedAt: created, UpdatedAt: created})
+		batch = append(batch, kandevtest.Message{
+			ID: fmt.Sprintf("m%09d", i), TaskSessionID: sess, TaskID: sess + "-task", TurnID: fmt.Sprintf("%s-t%d", sess, i/20),
+			Content: content, Metadata: &m, CreatedAt: created, UpdatedAt: created,
+		})
 		bytes += int64(len(content) + len(meta) + 120)
 		if len(batch) == cap(batch) || i == n-1 {
 			if err := kandevtest.InsertMessages(ctx, db, sqlstore.Tables{}, batch); err != nil {

@@ -21,9 +21,9 @@ import (
 
 // handUpsert is the upsert as a user would write it by hand from the
 // contract's merge rules: the baseline of the recorder's throughput.
-const handUpsert = `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id,
-	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async,
-	total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
+const handUpsert = `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id,
+	tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status,
+	tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
 	turn_id = COALESCE(task_session_subagents.turn_id, excluded.turn_id),
@@ -53,9 +53,30 @@ func handArgs(r core.Subagent) []any {
 	if r.SettledAt != nil {
 		settled = r.SettledAt.UTC()
 	}
-	return []any{uuid.NewString(), r.TaskSessionID, r.TaskID, r.TurnID, r.AgentExecutionID, r.ToolCallID, r.ParentToolCallID,
-		r.SubagentType, r.Description, r.AgentID, r.ChildSessionID, r.Model, r.AgentStatus, r.ToolStatus, async,
-		r.TotalTokens, r.ToolUseCount, r.DurationMs, string(r.Source), r.ObservedAt.UTC(), settled, time.Now().UTC()}
+	return []any{
+		uuid.NewString(),
+		r.TaskSessionID,
+		r.TaskID,
+		r.TurnID,
+		r.AgentExecutionID,
+		r.ToolCallID,
+		r.ParentToolCallID,
+		r.SubagentType,
+		r.Description,
+		r.AgentID,
+		r.ChildSessionID,
+		r.Model,
+		r.AgentStatus,
+		r.ToolStatus,
+		async,
+		r.TotalTokens,
+		r.ToolUseCount,
+		r.DurationMs,
+		string(r.Source),
+		r.ObservedAt.UTC(),
+		settled,
+		time.Now().UTC(),
+	}
 }
 
 // rebind turns ? placeholders into $n for PostgreSQL.
@@ -101,7 +122,11 @@ func benchThroughput(ctx context.Context, c config, dialect string, callers int)
 		name string
 		run  func(context.Context, *sqlstore.Store, string, [][]core.Frame) error
 		took []time.Duration
-	}{{name: "recorder", run: viaRecorder}, {name: "hand, batched", run: byHand}, {name: "one tx per frame", run: perFrame}}
+	}{
+		{name: "recorder", run: viaRecorder},
+		{name: "hand, batched", run: byHand},
+		{name: "one tx per frame", run: perFrame},
+	}
 	for run := range c.runs {
 		for i := range ways {
 			w := &ways[(i+run)%len(ways)] // rotate which goes first
@@ -128,11 +153,27 @@ func benchThroughput(ctx context.Context, c config, dialect string, callers int)
 	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f frames/s", float64(total)/d.Seconds()) }
 	size := fmt.Sprintf("%d frames, %d caller(s)", total, callers)
 	return []result{
-		{what: "recorder throughput", dialect: dialect, size: size, library: rate(lib), baseline: rate(hand) + " (hand, batched)",
-			ratio: lib.Seconds() / hand.Seconds(), target: "≤ 1.30×", pass: lib.Seconds() <= 1.3*hand.Seconds()},
-		{what: "recorder vs one tx per frame", dialect: dialect, size: size, library: rate(lib), baseline: rate(single) + " (one tx per frame)",
-			ratio: single.Seconds() / lib.Seconds(), target: "≥ 5× faster", pass: single.Seconds() >= 5*lib.Seconds(),
-			note: "ratio here is speed-up"},
+		{
+			what:     "recorder throughput",
+			dialect:  dialect,
+			size:     size,
+			library:  rate(lib),
+			baseline: rate(hand) + " (hand, batched)",
+			ratio:    lib.Seconds() / hand.Seconds(),
+			target:   "≤ 1.30×",
+			pass:     lib.Seconds() <= 1.3*hand.Seconds(),
+		},
+		{
+			what:     "recorder vs one tx per frame",
+			dialect:  dialect,
+			size:     size,
+			library:  rate(lib),
+			baseline: rate(single) + " (one tx per frame)",
+			ratio:    single.Seconds() / lib.Seconds(),
+			target:   "≥ 5× faster",
+			pass:     single.Seconds() >= 5*lib.Seconds(),
+			note:     "ratio here is speed-up",
+		},
 	}, nil
 }
 
@@ -147,7 +188,9 @@ func viaRecorder(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][
 	// queue's bound, is measured. Failed writes would make the figure
 	// meaningless: their WARNs go to stderr, and the run stops with their
 	// count.
-	rec, err := core.NewRecorder(s, core.WithCounters(counters), core.WithLogger(slog.Default()), core.WithQueue(max(total, core.DefaultQueueSize)))
+	rec, err := core.NewRecorder(
+		s, core.WithCounters(counters), core.WithLogger(slog.Default()), core.WithQueue(max(total, core.DefaultQueueSize)),
+	)
 	if err != nil {
 		return err
 	}
@@ -273,17 +316,30 @@ func benchUpsertRule(ctx context.Context, c config, dialect string) (result, err
 	}
 	r, b, f := median(took["rule"]), median(took["previous"]), median(took["floor"])
 	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f rows/s", float64(len(rows))/d.Seconds()) }
-	return result{what: "upsert with the seam rule", dialect: dialect, size: fmt.Sprintf("%d frames, batches of %d", total, core.DefaultBatchSize),
-		library: rate(r), baseline: rate(b) + " (the previous release's upsert)", ratio: r.Seconds() / b.Seconds(), target: "≤ 1.10×",
-		pass: r.Seconds() <= 1.1*b.Seconds(),
-		note: fmt.Sprintf("floor: the trigger with nothing to do, %s (%.2f×); the rest is one index probe per inserted row", rate(f), f.Seconds()/b.Seconds())}, nil
+	return result{
+		what:     "upsert with the seam rule",
+		dialect:  dialect,
+		size:     fmt.Sprintf("%d frames, batches of %d", total, core.DefaultBatchSize),
+		library:  rate(r),
+		baseline: rate(b) + " (the previous release's upsert)",
+		ratio:    r.Seconds() / b.Seconds(),
+		target:   "≤ 1.10×",
+		pass:     r.Seconds() <= 1.1*b.Seconds(),
+		note: fmt.Sprintf(
+			"floor: the trigger with nothing to do, %s (%.2f×); the rest is one index probe per inserted row",
+			rate(f),
+			f.Seconds()/b.Seconds(),
+		),
+	}, nil
 }
 
 // timeUpserts writes the rows in batches on this build's table (way
 // "rule"), on the previous release's (without the trigger: "previous"),
 // or with the trigger doing nothing ("floor": what any trigger on an
 // insert costs), and times it.
-func timeUpserts(ctx context.Context, s *sqlstore.Store, dialect, way string, perCaller [][]core.Frame, rows [][]any) (time.Duration, error) {
+func timeUpserts(
+	ctx context.Context, s *sqlstore.Store, dialect, way string, perCaller [][]core.Frame, rows [][]any,
+) (time.Duration, error) {
 	for _, f := range perCaller[0] {
 		if err := kandevtest.InsertSession(ctx, s.DB(), sqlstore.Tables{}, f.TaskSessionID, "task"); err != nil {
 			return 0, err
@@ -295,12 +351,23 @@ func timeUpserts(ctx context.Context, s *sqlstore.Store, dialect, way string, pe
 	}
 	stmt := rebind(dialect, handUpsert)
 	change := map[string]map[string][]string{
-		"previous": {"sqlite": {`DROP TRIGGER subagentctx_absorb_v1`}, "postgres": {`DROP TRIGGER subagentctx_absorb ON task_session_subagents`}},
-		"floor": {"sqlite": {`DROP TRIGGER subagentctx_absorb_v1`, `CREATE TRIGGER bench_floor AFTER INSERT ON task_session_subagents FOR EACH ROW
-				WHEN NEW.agent_execution_id <> 'unknown' BEGIN SELECT 1; END`},
-			"postgres": {`CREATE FUNCTION bench_floor() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NULL; END $f$`,
-				`DROP TRIGGER subagentctx_absorb ON task_session_subagents`, `CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents
-				FOR EACH ROW WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION bench_floor()`}},
+		"previous": {
+			"sqlite":   {`DROP TRIGGER subagentctx_absorb_v1`},
+			"postgres": {`DROP TRIGGER subagentctx_absorb ON task_session_subagents`},
+		},
+		"floor": {
+			"sqlite": {
+				`DROP TRIGGER subagentctx_absorb_v1`,
+				`CREATE TRIGGER bench_floor AFTER INSERT ON task_session_subagents FOR EACH ROW
+				WHEN NEW.agent_execution_id <> 'unknown' BEGIN SELECT 1; END`,
+			},
+			"postgres": {
+				`CREATE FUNCTION bench_floor() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NULL; END $f$`,
+				`DROP TRIGGER subagentctx_absorb ON task_session_subagents`,
+				`CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents
+				FOR EACH ROW WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION bench_floor()`,
+			},
+		},
 	}
 	for _, q := range change[way][dialect] {
 		if _, err := pool.ExecContext(ctx, q); err != nil {

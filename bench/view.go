@@ -21,9 +21,16 @@ func benchView() result {
 	rec, _ := core.NewRecorder(s)
 	t0 := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
 	for i := range 600 {
-		f := core.Frame{TaskSessionID: "big", TaskID: "task", TurnID: "turn", ExecutionID: "e", ToolCallID: fmt.Sprint("tool-", i),
-			ToolStatus: "completed", ObservedAt: t0.Add(time.Duration(i) * 50 * time.Millisecond),
-			Payload: &core.Payload{SubagentType: "worker", Description: "a realistic description of the task"}}
+		f := core.Frame{
+			TaskSessionID: "big",
+			TaskID:        "task",
+			TurnID:        "turn",
+			ExecutionID:   "e",
+			ToolCallID:    fmt.Sprint("tool-", i),
+			ToolStatus:    "completed",
+			ObservedAt:    t0.Add(time.Duration(i) * 50 * time.Millisecond),
+			Payload:       &core.Payload{SubagentType: "worker", Description: "a realistic description of the task"},
+		}
 		if i%3 != 0 {
 			f.ParentToolCallID = fmt.Sprint("tool-", i-i%3)
 		}
@@ -44,6 +51,7 @@ func benchView() result {
 	})
 	p, l := time.Duration(page.NsPerOp()), time.Duration(list.NsPerOp())
 	return result{what: "session page (web view)", dialect: "memory", size: "600 subagents, nested",
-		library: p.Round(10 * time.Microsecond).String(), baseline: l.Round(10*time.Microsecond).String() + " (list the rows)",
-		ratio: p.Seconds() / l.Seconds(), target: "< 50 ms a page", pass: p < 50*time.Millisecond}
+		library:  p.Round(10 * time.Microsecond).String(),
+		baseline: l.Round(10*time.Microsecond).String() + " (list the rows)",
+		ratio:    p.Seconds() / l.Seconds(), target: "< 50 ms a page", pass: p < 50*time.Millisecond}
 }

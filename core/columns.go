@@ -18,33 +18,50 @@ import (
 // list, the history reader (history.Recover) and each dialect's message
 // view, argument and scan lists.
 var Columns = []Column{
-	{Name: "id", Type: Text, Identifier: true, Rule: RuleWriteOnce, field: text(func(s *Subagent) *string { return &s.ID })},
-	{Name: "task_session_id", Type: Text, Identifier: true, Rule: RuleKey, field: text(func(s *Subagent) *string { return &s.TaskSessionID })},
-	{Name: "task_id", Type: Text, Identifier: true, Rule: RuleWriteOnce, field: text(func(s *Subagent) *string { return &s.TaskID })},
-	{Name: "turn_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFirstWins, field: nullText(func(s *Subagent) **string { return &s.TurnID })},
+	{Name: "id", Type: Text, Identifier: true, Rule: RuleWriteOnce,
+		field: text(func(s *Subagent) *string { return &s.ID })},
+	{Name: "task_session_id", Type: Text, Identifier: true, Rule: RuleKey,
+		field: text(func(s *Subagent) *string { return &s.TaskSessionID })},
+	{Name: "task_id", Type: Text, Identifier: true, Rule: RuleWriteOnce,
+		field: text(func(s *Subagent) *string { return &s.TaskID })},
+	{Name: "turn_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFirstWins,
+		field: nullText(func(s *Subagent) **string { return &s.TurnID })},
 	{Name: "agent_execution_id", Type: Text, Identifier: true, Rule: RuleKey, Default: UnknownExecution,
 		field: text(func(s *Subagent) *string { return &s.AgentExecutionID })},
-	{Name: "tool_call_id", Type: Text, Identifier: true, Rule: RuleKey, Metadata: top("tool_call_id"), field: text(func(s *Subagent) *string { return &s.ToolCallID })},
-	{Name: "parent_tool_call_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFillForward, Metadata: top("parent_tool_call_id"),
-		field: nullText(func(s *Subagent) **string { return &s.ParentToolCallID })},
-	{Name: "subagent_type", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("subagent_type"), field: nullText(func(s *Subagent) **string { return &s.SubagentType })},
-	{Name: "description", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("description"), field: nullText(func(s *Subagent) **string { return &s.Description })},
-	{Name: "agent_id", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("agent_id"), field: nullText(func(s *Subagent) **string { return &s.AgentID })},
-	{Name: "child_session_id", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("child_session_id"), field: nullText(func(s *Subagent) **string { return &s.ChildSessionID })},
-	{Name: "model", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("model"), field: nullText(func(s *Subagent) **string { return &s.Model })},
-	{Name: "agent_status", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("status"), field: nullText(func(s *Subagent) **string { return &s.AgentStatus })},
-	{Name: "tool_status", Type: Text, Nullable: true, Rule: RuleFrozenOnceSettled, Metadata: top("status"), field: nullText(func(s *Subagent) **string { return &s.ToolStatus })},
-	{Name: "is_async", Type: Bool, Rule: RuleSticky, Default: false, Metadata: task("is_async"), field: boolean(func(s *Subagent) *bool { return &s.IsAsync })},
+	{Name: "tool_call_id", Type: Text, Identifier: true, Rule: RuleKey, Metadata: top("tool_call_id"),
+		field: text(func(s *Subagent) *string { return &s.ToolCallID })},
+	{Name: "parent_tool_call_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFillForward,
+		Metadata: top("parent_tool_call_id"), field: nullText(func(s *Subagent) **string { return &s.ParentToolCallID })},
+	{Name: "subagent_type", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("subagent_type"),
+		field: nullText(func(s *Subagent) **string { return &s.SubagentType })},
+	{Name: "description", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("description"),
+		field: nullText(func(s *Subagent) **string { return &s.Description })},
+	{Name: "agent_id", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("agent_id"),
+		field: nullText(func(s *Subagent) **string { return &s.AgentID })},
+	{Name: "child_session_id", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("child_session_id"),
+		field: nullText(func(s *Subagent) **string { return &s.ChildSessionID })},
+	{Name: "model", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("model"),
+		field: nullText(func(s *Subagent) **string { return &s.Model })},
+	{Name: "agent_status", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("status"),
+		field: nullText(func(s *Subagent) **string { return &s.AgentStatus })},
+	{Name: "tool_status", Type: Text, Nullable: true, Rule: RuleFrozenOnceSettled, Metadata: top("status"),
+		field: nullText(func(s *Subagent) **string { return &s.ToolStatus })},
+	{Name: "is_async", Type: Bool, Rule: RuleSticky, Default: false, Metadata: task("is_async"),
+		field: boolean(func(s *Subagent) *bool { return &s.IsAsync })},
 	{Name: "total_tokens", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 1, Metadata: task("total_tokens"),
 		field: nullInt(func(s *Subagent) **int64 { return &s.TotalTokens })},
 	{Name: "tool_use_count", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 0, Metadata: task("tool_use_count"),
 		field: nullInt(func(s *Subagent) **int64 { return &s.ToolUseCount })},
 	{Name: "duration_ms", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 1, Metadata: task("duration_ms"),
 		field: nullInt(func(s *Subagent) **int64 { return &s.DurationMs })},
-	{Name: "source", Type: Text, Rule: RuleWriteOnce, Default: string(SourceLive), field: text(func(s *Subagent) *string { return (*string)(&s.Source) })},
-	{Name: "observed_at", Type: Time, Rule: RuleWriteOnce, field: timestamp(func(s *Subagent) *time.Time { return &s.ObservedAt })},
-	{Name: SettledAtColumn, Type: Time, Nullable: true, Rule: RuleFirstWins, field: nullTime(func(s *Subagent) **time.Time { return &s.SettledAt })},
-	{Name: "updated_at", Type: Time, Rule: RuleLastWrite, field: timestamp(func(s *Subagent) *time.Time { return &s.UpdatedAt })},
+	{Name: "source", Type: Text, Rule: RuleWriteOnce, Default: string(SourceLive),
+		field: text(func(s *Subagent) *string { return (*string)(&s.Source) })},
+	{Name: "observed_at", Type: Time, Rule: RuleWriteOnce,
+		field: timestamp(func(s *Subagent) *time.Time { return &s.ObservedAt })},
+	{Name: SettledAtColumn, Type: Time, Nullable: true, Rule: RuleFirstWins,
+		field: nullTime(func(s *Subagent) **time.Time { return &s.SettledAt })},
+	{Name: "updated_at", Type: Time, Rule: RuleLastWrite,
+		field: timestamp(func(s *Subagent) *time.Time { return &s.UpdatedAt })},
 }
 
 // top and task are metadata paths: a key at the top of a message's
@@ -149,8 +166,10 @@ const (
 	RuleLastWrite
 )
 
-var ruleNames = [...]string{RuleKey: "key", RuleWriteOnce: "write-once", RuleFirstWins: "first wins", RuleFillForward: "fill forward",
-	RuleFrozenOnceSettled: "frozen once settled", RuleSticky: "sticky", RuleLastWrite: "last write"}
+var ruleNames = [...]string{
+	RuleKey: "key", RuleWriteOnce: "write-once", RuleFirstWins: "first wins", RuleFillForward: "fill forward",
+	RuleFrozenOnceSettled: "frozen once settled", RuleSticky: "sticky", RuleLastWrite: "last write",
+}
 
 func (r Rule) String() string { return ruleNames[r] }
 

@@ -61,7 +61,10 @@ func TestArenaFitsTheDeclaration(t *testing.T) {
 	}
 	var a arena
 	if texts > len(a.texts) || ints > len(a.ints) || times > len(a.times) {
-		t.Errorf("nullable columns: %d text, %d int, %d time; the arena holds %d, %d, %d", texts, ints, times, len(a.texts), len(a.ints), len(a.times))
+		t.Errorf(
+			"nullable columns: %d text, %d int, %d time; the arena holds %d, %d, %d", texts, ints, times, len(a.texts),
+			len(a.ints), len(a.times),
+		)
 	}
 }
 
@@ -176,7 +179,8 @@ func TestCloneSharesNothing(t *testing.T) {
 	clone2 := a.Clone()
 	model, tokens := *a.Model, *a.TotalTokens
 	*a.Model, *a.TotalTokens, *a.SettledAt = "mutated", 99, a.SettledAt.Add(time.Hour)
-	if *clone2.Model != model || *clone2.TotalTokens != tokens || !clone2.SettledAt.Equal(time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)) {
+	if *clone2.Model != model || *clone2.TotalTokens != tokens ||
+		!clone2.SettledAt.Equal(time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)) {
 		t.Error("a clone shares a pointee with the original")
 	}
 }

@@ -14,7 +14,8 @@ import (
 // hold.
 func FuzzDecodeFrame(f *testing.F) {
 	for _, seed := range []string{
-		`{"task_session_id":"s","task_id":"t","tool_call_id":"c","tool_status":"completed","observed_at":"2026-08-12T09:00:00.123456Z",` +
+		`{"task_session_id":"s","task_id":"t","tool_call_id":"c","tool_status":"completed",` +
+			`"observed_at":"2026-08-12T09:00:00.123456Z",` +
 			`"subagent_task":{"description":"d","prompt":"p","subagent_type":"x","status":"async_launched","is_async":true}}`,
 		`{"task_session_id":"s","task_id":"t","tool_call_id":"c","subagent_task":{"tool_use_count":0,"total_tokens":-5}}`,
 		`[1,2]`, `null`, `"s"`, `{"observed_at":"yesterday"}`, `{"subagent_task":{"tool_use_count":"3"}}`,
@@ -37,17 +38,26 @@ func FuzzDecodeFrame(f *testing.F) {
 // FuzzNormalize: Normalize never panics and its rows keep the contract's
 // invariants whatever the frame holds.
 func FuzzNormalize(f *testing.F) {
-	f.Add("s", "t", "turn", "e", "c", "p", "completed", "running", "model", int64(5), int64(-1), int64(0), true, true, int64(1786000000123456789))
+	f.Add(
+		"s", "t", "turn", "e", "c", "p", "completed", "running", "model", int64(5), int64(-1), int64(0), true, true,
+		int64(1786000000123456789),
+	)
 	f.Add("", "t", "", "", "c", "", "", "", "", int64(0), int64(0), int64(0), false, false, int64(0))
-	f.Add("s\x00", "t\xff", "\xc3", "e", "c", "p\x00", "error", "\x00", "m\xfe", int64(-9), int64(9), int64(-1), true, false, int64(-62135596800000000))
+	f.Add(
+		"s\x00", "t\xff", "\xc3", "e", "c", "p\x00", "error", "\x00", "m\xfe", int64(-9), int64(9), int64(-1), true, false,
+		int64(-62135596800000000),
+	)
 	f.Fuzz(func(t *testing.T, sess, task, turn, exec, tool, parent, toolStatus, agentStatus, model string,
 		tokens, duration, uses int64, reportUses, async bool, nanos int64) {
 		p := &core.Payload{Status: agentStatus, Model: model, TotalTokens: tokens, DurationMs: duration, IsAsync: async}
 		if reportUses {
 			p.ToolUseCount = &uses
 		}
-		checkNormalized(t, core.Frame{TaskSessionID: sess, TaskID: task, TurnID: turn, ExecutionID: exec, ToolCallID: tool,
-			ParentToolCallID: parent, ToolStatus: toolStatus, ObservedAt: time.Unix(0, nanos), Payload: p})
+		checkNormalized(
+			t,
+			core.Frame{TaskSessionID: sess, TaskID: task, TurnID: turn, ExecutionID: exec, ToolCallID: tool,
+				ParentToolCallID: parent, ToolStatus: toolStatus, ObservedAt: time.Unix(0, nanos), Payload: p},
+		)
 	})
 }
 
@@ -63,8 +73,11 @@ func checkNormalized(t *testing.T, f core.Frame) {
 	if v.UnknownExecution != (f.ExecutionID == "") || row.AgentExecutionID == "" {
 		t.Fatalf("execution sentinel: %q %+v", row.AgentExecutionID, v)
 	}
-	for name, p := range map[string]*string{"turn": row.TurnID, "parent": row.ParentToolCallID, "tool_status": row.ToolStatus,
-		"agent_status": row.AgentStatus, "model": row.Model, "type": row.SubagentType, "description": row.Description} {
+	texts := map[string]*string{
+		"turn": row.TurnID, "parent": row.ParentToolCallID, "tool_status": row.ToolStatus, "agent_status": row.AgentStatus,
+		"model": row.Model, "type": row.SubagentType, "description": row.Description,
+	}
+	for name, p := range texts {
 		if p != nil && *p == "" {
 			t.Fatalf("%s stored as '' instead of NULL", name)
 		}

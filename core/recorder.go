@@ -149,7 +149,9 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	case len(r.shards) < 1:
 		return nil, Errorf("NewRecorder: %d writers, want at least 1", len(r.shards))
 	case r.queueSize < len(r.shards):
-		return nil, Errorf("NewRecorder: a queue of %d frames for %d writers, want at least one frame each", r.queueSize, len(r.shards))
+		return nil, Errorf(
+			"NewRecorder: a queue of %d frames for %d writers, want at least one frame each", r.queueSize, len(r.shards),
+		)
 	case r.batchSize < 1:
 		return nil, Errorf("NewRecorder: batches of %d frames, want at least 1", r.batchSize)
 	case r.retryMin <= 0 || r.retryMax < r.retryMin:
@@ -404,8 +406,18 @@ func (r *Recorder) giveUpQueued(s *shard) {
 // outage.
 func (r *Recorder) warnOutage(err error, frames int, retry time.Duration) {
 	if ok, suppressed := r.warns.allow(r.now()); ok {
-		r.log.LogAttrs(context.Background(), slog.LevelWarn, "subagentctx: database unavailable; frames kept and retried",
-			slog.Int("frames", frames), slog.Duration("retry_in", retry), slog.Int64("similar_warnings_suppressed", suppressed), slog.Any("error", err))
+		r.log.LogAttrs(
+			context.Background(),
+			slog.LevelWarn,
+			"subagentctx: database unavailable; frames kept and retried",
+			slog.Int(
+				"frames",
+				frames,
+			),
+			slog.Duration("retry_in", retry),
+			slog.Int64("similar_warnings_suppressed", suppressed),
+			slog.Any("error", err),
+		)
 	}
 }
 

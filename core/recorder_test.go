@@ -16,6 +16,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 )
 
@@ -45,12 +46,22 @@ func frame(tool string) core.Frame {
 		Payload: &core.Payload{SubagentType: "explorer"}}
 }
 
+// wait holds a store's write until release closes (an error after
+// await.Limit, so a test that forgets to release does not hang).
+func wait(release <-chan struct{}) error {
+	_, err := await.Within(release, await.Limit)
+	return err
+}
+
 func quiet() core.RecorderOption { return core.WithLogger(slog.New(slog.DiscardHandler)) }
 
 func checkInvariant(t *testing.T, v core.CounterValues) {
 	t.Helper()
 	if v.Attempted != v.SkippedNoIdentity+v.Persisted+v.Failed+v.Pending || v.Pending < 0 {
-		t.Errorf("AC-26: attempted %d != skipped %d + persisted %d + failed %d + pending %d", v.Attempted, v.SkippedNoIdentity, v.Persisted, v.Failed, v.Pending)
+		t.Errorf(
+			"AC-26: attempted %d != skipped %d + persisted %d + failed %d + pending %d", v.Attempted, v.SkippedNoIdentity,
+			v.Persisted, v.Failed, v.Pending,
+		)
 	}
 }
 
@@ -96,7 +107,7 @@ func TestAC27_FailingStoreNeverReachesTheCaller(t *testing.T) {
 	}{
 		{"error", func(context.Context, core.Subagent) error { return errors.New("disk full") }, "disk full"},
 		{"panic", func(context.Context, core.Subagent) error { panic("driver bug") }, "driver bug"},
-		{"hangs", func(context.Context, core.Subagent) error { <-release; return nil }, "still pending"},
+		{"hangs", func(context.Context, core.Subagent) error { return wait(release) }, "still pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs testlog.Buffer
@@ -138,13 +149,20 @@ func TestAC27_FailingStoreNeverReachesTheCaller(t *testing.T) {
 func TestRecordNeverWaits(t *testing.T) {
 	release, entered := make(chan struct{}), make(chan struct{}, 10)
 	var logs testlog.Buffer
-	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { entered <- struct{}{}; <-release; return nil }),
-		core.WithQueue(4), core.WithWriters(1), core.WithBatch(1), core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	rec, _ := core.NewRecorder(
+		storeFunc(func(context.Context, core.Subagent) error { entered <- struct{}{}; return wait(release) }),
+		core.WithQueue(
+			4,
+		),
+		core.WithWriters(1),
+		core.WithBatch(1),
+		core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+	)
 	start := time.Now()
 	for i := range 10 {
 		rec.Record(context.Background(), frame(fmt.Sprint("t", i)))
 		if i == 0 {
-			<-entered // the writer holds the first frame in the store
+			await.Recv(t, entered, "the writer in the store") // it holds the first frame there
 		}
 		checkInvariant(t, rec.Counters().Values())
 	}
@@ -207,7 +225,9 @@ func TestGroupCommit(t *testing.T) {
 	block := make(chan struct{})
 	store := batchFunc{batch: func(rows []core.Subagent) ([]error, error) {
 		if batches.Add(1) == 1 {
-			<-block // hold the first batch so the rest queue up
+			if err := wait(block); err != nil { // hold the first batch so the rest queue up
+				return nil, err
+			}
 		}
 		errs := make([]error, len(rows))
 		for i, r := range rows {
@@ -267,7 +287,10 @@ func TestOrderPerKey(t *testing.T) {
 func TestReadyHoldsWriters(t *testing.T) {
 	var writes atomic.Int64
 	ready := make(chan struct{})
-	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { writes.Add(1); return nil }), core.WithReady(ready))
+	rec, _ := core.NewRecorder(
+		storeFunc(func(context.Context, core.Subagent) error { writes.Add(1); return nil }),
+		core.WithReady(ready),
+	)
 	rec.Record(context.Background(), frame("x"))
 	time.Sleep(20 * time.Millisecond)
 	if writes.Load() != 0 || rec.Counters().Values().Pending != 1 {
@@ -282,7 +305,7 @@ func TestReadyHoldsWriters(t *testing.T) {
 
 func TestCloseGivesUpAndRefuses(t *testing.T) {
 	release := make(chan struct{})
-	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { <-release; return nil }),
+	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { return wait(release) }),
 		core.WithWriters(1), core.WithBatch(1), quiet())
 	for i := range 3 {
 		rec.Record(context.Background(), frame(fmt.Sprint("t", i)))
@@ -325,7 +348,7 @@ func TestRecorderFillsObservedAt(t *testing.T) {
 	rec, _ := core.NewRecorder(storeFunc(func(_ context.Context, r core.Subagent) error { got <- r; return nil }),
 		core.WithClock(func() time.Time { return now }))
 	rec.Record(context.Background(), frame("x"))
-	if r := <-got; !r.ObservedAt.Equal(now.Truncate(time.Microsecond)) {
+	if r := await.Recv(t, got, "the row"); !r.ObservedAt.Equal(now.Truncate(time.Microsecond)) {
 		t.Errorf("observed_at %v, want %v", r.ObservedAt, now.Truncate(time.Microsecond))
 	}
 }
@@ -393,7 +416,10 @@ func TestCountersExpvar(t *testing.T) {
 	if err := json.Unmarshal([]byte(published.String()), &got); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"attempted", "persisted", "skipped_no_identity", "anomalous_value", "failed", "unknown_execution", "pending", "dropped"} {
+	for _, k := range []string{
+		"attempted", "persisted", "skipped_no_identity", "anomalous_value", "failed", "unknown_execution", "pending",
+		"dropped",
+	} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("counter %s not in the published map %v", k, got)
 		}
@@ -424,7 +450,11 @@ func TestNewRecorderRejectsBadOptions(t *testing.T) {
 func TestWarnFloodSummarised(t *testing.T) {
 	var logs bytes.Buffer
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rec, _ := core.NewRecorder(memory.New(), core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), core.WithClock(func() time.Time { return now }))
+	rec, _ := core.NewRecorder(
+		memory.New(),
+		core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		core.WithClock(func() time.Time { return now }),
+	)
 	bad := frame("x")
 	bad.ExecutionID = "e\x00" // refused by every store: ErrInvalidRow
 	for range 100 {

@@ -27,7 +27,9 @@ func TestAC11_TerminalToolStatusesPinned(t *testing.T) {
 			t.Errorf("%q must be terminal", s)
 		}
 	}
-	for _, s := range []string{"", "pending", "in_progress", "running", "async_launched", "Completed", "canceled", "cancelled ", "done"} {
+	for _, s := range []string{
+		"", "pending", "in_progress", "running", "async_launched", "Completed", "canceled", "cancelled ", "done",
+	} {
 		if IsTerminalToolStatus(s) {
 			t.Errorf("%q must not be terminal", s)
 		}
@@ -77,44 +79,72 @@ func TestNormalize(t *testing.T) {
 				}
 			}
 		}},
-		{"AC11 a frame the host says is settled settles, its status verbatim", Frame{ToolStatus: "in_progress", Settled: true},
+		{
+			"AC11 a frame the host says is settled settles, its status verbatim",
+			Frame{ToolStatus: "in_progress", Settled: true},
 			func(t *testing.T, r Subagent, v Verdict) {
-				if r.SettledAt == nil || !r.SettledAt.Equal(r.ObservedAt) || r.ToolStatus == nil || *r.ToolStatus != "in_progress" {
+				if r.SettledAt == nil || !r.SettledAt.Equal(r.ObservedAt) || r.ToolStatus == nil ||
+					*r.ToolStatus != "in_progress" {
 					t.Errorf("settled_at %v, tool_status %v", r.SettledAt, r.ToolStatus)
 				}
-			}},
-		{"AC7 unreported metrics are NULL", Frame{Payload: &Payload{Status: "async_launched"}}, func(t *testing.T, r Subagent, v Verdict) {
-			if r.TotalTokens != nil || r.ToolUseCount != nil || r.DurationMs != nil || v.Anomalous {
-				t.Errorf("metrics %v %v %v", r.TotalTokens, r.ToolUseCount, r.DurationMs)
-			}
-		}},
-		{"AC8 reported zero tool uses is 0", Frame{Payload: &Payload{ToolUseCount: ptr(int64(0))}}, func(t *testing.T, r Subagent, v Verdict) {
-			if r.ToolUseCount == nil || *r.ToolUseCount != 0 {
-				t.Errorf("tool_use_count %v", r.ToolUseCount)
-			}
-		}},
-		{"AC9 negatives are NULL, counted once, others kept", Frame{Payload: &Payload{TotalTokens: -1, DurationMs: -2, ToolUseCount: ptr(int64(-3)), Model: "m"}},
+			},
+		},
+		{
+			"AC7 unreported metrics are NULL",
+			Frame{Payload: &Payload{Status: "async_launched"}},
 			func(t *testing.T, r Subagent, v Verdict) {
-				if r.TotalTokens != nil || r.DurationMs != nil || r.ToolUseCount != nil || !v.Anomalous || r.Model == nil || *r.Model != "m" {
+				if r.TotalTokens != nil || r.ToolUseCount != nil || r.DurationMs != nil || v.Anomalous {
+					t.Errorf("metrics %v %v %v", r.TotalTokens, r.ToolUseCount, r.DurationMs)
+				}
+			},
+		},
+		{
+			"AC8 reported zero tool uses is 0",
+			Frame{Payload: &Payload{ToolUseCount: ptr(int64(0))}},
+			func(t *testing.T, r Subagent, v Verdict) {
+				if r.ToolUseCount == nil || *r.ToolUseCount != 0 {
+					t.Errorf("tool_use_count %v", r.ToolUseCount)
+				}
+			},
+		},
+		{
+			"AC9 negatives are NULL, counted once, others kept",
+			Frame{Payload: &Payload{TotalTokens: -1, DurationMs: -2, ToolUseCount: ptr(int64(-3)), Model: "m"}},
+			func(t *testing.T, r Subagent, v Verdict) {
+				if r.TotalTokens != nil || r.DurationMs != nil || r.ToolUseCount != nil || !v.Anomalous ||
+					r.Model == nil || *r.Model != "m" {
 					t.Errorf("row %+v verdict %+v", r, v)
 				}
-			}},
-		{"AC9 one negative leaves the other metrics", Frame{Payload: &Payload{TotalTokens: 10, DurationMs: -2, ToolUseCount: ptr(int64(4))}},
+			},
+		},
+		{
+			"AC9 one negative leaves the other metrics",
+			Frame{Payload: &Payload{TotalTokens: 10, DurationMs: -2, ToolUseCount: ptr(int64(4))}},
 			func(t *testing.T, r Subagent, v Verdict) {
 				if *r.TotalTokens != 10 || r.DurationMs != nil || *r.ToolUseCount != 4 || !v.Anomalous {
 					t.Errorf("row %+v verdict %+v", r, v)
 				}
-			}},
-		{"AC11 terminal tool status settles at observation", Frame{ToolStatus: "failed"}, func(t *testing.T, r Subagent, v Verdict) {
-			if r.SettledAt == nil || !r.SettledAt.Equal(t0.Truncate(time.Microsecond)) || r.SettledAt.Location() != time.UTC {
-				t.Errorf("settled_at %v", r.SettledAt)
-			}
-		}},
-		{"AC10a agent status never settles", Frame{ToolStatus: "in_progress", Payload: &Payload{Status: "completed"}}, func(t *testing.T, r Subagent, v Verdict) {
-			if r.SettledAt != nil || *r.AgentStatus != "completed" {
-				t.Errorf("settled_at %v agent_status %v", r.SettledAt, r.AgentStatus)
-			}
-		}},
+			},
+		},
+		{
+			"AC11 terminal tool status settles at observation",
+			Frame{ToolStatus: "failed"},
+			func(t *testing.T, r Subagent, v Verdict) {
+				if r.SettledAt == nil || !r.SettledAt.Equal(t0.Truncate(time.Microsecond)) ||
+					r.SettledAt.Location() != time.UTC {
+					t.Errorf("settled_at %v", r.SettledAt)
+				}
+			},
+		},
+		{
+			"AC10a agent status never settles",
+			Frame{ToolStatus: "in_progress", Payload: &Payload{Status: "completed"}},
+			func(t *testing.T, r Subagent, v Verdict) {
+				if r.SettledAt != nil || *r.AgentStatus != "completed" {
+					t.Errorf("settled_at %v agent_status %v", r.SettledAt, r.AgentStatus)
+				}
+			},
+		},
 		{"observed_at is UTC microseconds", Frame{}, func(t *testing.T, r Subagent, v Verdict) {
 			if r.ObservedAt.Location() != time.UTC || r.ObservedAt.Nanosecond() != 123456000 || r.Source != SourceLive {
 				t.Errorf("observed_at %v source %s", r.ObservedAt, r.Source)
@@ -150,7 +180,14 @@ func TestMergeWriteOnceAndSticky(t *testing.T) {
 }
 
 func TestValidateNamesTheField(t *testing.T) {
-	ok := Subagent{TaskSessionID: "s", TaskID: "t", AgentExecutionID: "e", ToolCallID: "c", Source: SourceLive, ObservedAt: t0}
+	ok := Subagent{
+		TaskSessionID:    "s",
+		TaskID:           "t",
+		AgentExecutionID: "e",
+		ToolCallID:       "c",
+		Source:           SourceLive,
+		ObservedAt:       t0,
+	}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,9 @@ func (c Config) Validate() error {
 	case c.QueueSize < 0:
 		return fmt.Errorf("fxmodule: Config.QueueSize is %d: want 0 (the default) or more", c.QueueSize)
 	case c.RetryMin < 0 || c.RetryMax < 0:
-		return fmt.Errorf("fxmodule: Config.RetryMin (%v) and Config.RetryMax (%v) must not be negative", c.RetryMin, c.RetryMax)
+		return fmt.Errorf(
+			"fxmodule: Config.RetryMin (%v) and Config.RetryMax (%v) must not be negative", c.RetryMin, c.RetryMax,
+		)
 	case c.RetryMax > 0 && c.RetryMax < c.RetryMin:
 		return fmt.Errorf("fxmodule: Config.RetryMax (%v) is below Config.RetryMin (%v)", c.RetryMax, c.RetryMin)
 	}
@@ -79,11 +81,8 @@ func (p params) logger() *slog.Logger {
 // SQL wires a *sqlstore.Store that the host provides.
 var SQL = fx.Module("subagentctx",
 	fx.Provide(
-		func(s *sqlstore.Store) core.Store { return s },
-		func(s *sqlstore.Store) core.Reader { return s },
-		newRunner,
-		newSQLRecorder,
-		core.ProcessCounters,
+		func(s *sqlstore.Store) core.Store { return s }, func(s *sqlstore.Store) core.Reader { return s }, newRunner,
+		newSQLRecorder, core.ProcessCounters,
 	),
 	fx.Invoke(func(*core.Recorder) {}), // the lifecycle runs even if nothing records yet
 )
@@ -96,9 +95,7 @@ var Memory = fx.Module("subagentctx",
 		memory.New,
 	),
 	fx.Provide(
-		func(s *memory.Store) core.Store { return s },
-		func(s *memory.Store) core.Reader { return s },
-		newMemoryRecorder,
+		func(s *memory.Store) core.Store { return s }, func(s *memory.Store) core.Reader { return s }, newMemoryRecorder,
 		core.ProcessCounters,
 	),
 )

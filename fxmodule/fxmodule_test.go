@@ -70,7 +70,8 @@ func TestSameHostCodeOnEveryStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			v := h.rec.Counters().Values()
-			if v.Failed != before.Failed || v.Persisted-before.Persisted != int64(len(frames)-1) || v.SkippedNoIdentity-before.SkippedNoIdentity != 1 {
+			if v.Failed != before.Failed || v.Persisted-before.Persisted != int64(len(frames)-1) ||
+				v.SkippedNoIdentity-before.SkippedNoIdentity != 1 {
 				t.Fatalf("counters %+v before %+v", v, before)
 			}
 			rows, err := h.store.ListBySession(ctx, "fx-sess", core.Page{})
@@ -98,7 +99,8 @@ func TestCountersPublishedOnceAcrossApps(t *testing.T) {
 		app.RequireStart().RequireStop()
 	}
 	var got map[string]int64
-	if err := json.Unmarshal([]byte(expvar.Get(core.ExpvarName).String()), &got); err != nil || got[core.CounterPersisted] < 2 {
+	if err := json.Unmarshal([]byte(expvar.Get(core.ExpvarName).String()), &got); err != nil ||
+		got[core.CounterPersisted] < 2 {
 		t.Fatalf("/debug/vars %s: %v (%v)", core.ExpvarName, got, err)
 	}
 }
@@ -129,8 +131,10 @@ func TestStartNeverWaits(t *testing.T) {
 	}
 	var rec *core.Recorder
 	var runner *backfill.Runner
-	app := fxtest.New(t, supply(s), fx.Supply(fxmodule.Config{RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond}),
-		fx.Supply(slog.New(slog.DiscardHandler)), fxmodule.SQL, fx.NopLogger, fx.Populate(&rec, &runner))
+	app := fxtest.New(
+		t, supply(s), fx.Supply(fxmodule.Config{RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond}),
+		fx.Supply(slog.New(slog.DiscardHandler)), fxmodule.SQL, fx.NopLogger, fx.Populate(&rec, &runner),
+	)
 	start := time.Now()
 	app.RequireStart()
 	defer app.RequireStop()
@@ -175,7 +179,10 @@ func TestBackfillInTheBackground(t *testing.T) {
 	var logs testlog.Buffer
 	var reader core.Reader
 	var runner *backfill.Runner
-	app := fxtest.New(t, supply(e.Store), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger, fx.Populate(&reader, &runner))
+	app := fxtest.New(
+		t, supply(e.Store), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger,
+		fx.Populate(&reader, &runner),
+	)
 	app.RequireStart()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -80,7 +80,9 @@ func Recover(m Message) Recovered {
 		r.Row.SettledAt = &t
 	}
 	r.Recoverable = m.CreatedAt != nil && r.Row.TaskSessionID != "" && r.Row.TaskID != "" && r.Row.ToolCallID != "" &&
-		storable(r.Row.ID, r.Row.TaskSessionID, r.Row.TaskID, deref(r.Row.TurnID), r.Row.ToolCallID, deref(r.Row.ParentToolCallID))
+		storable(
+			r.Row.ID, r.Row.TaskSessionID, r.Row.TaskID, deref(r.Row.TurnID), r.Row.ToolCallID, deref(r.Row.ParentToolCallID),
+		)
 	return r
 }
 

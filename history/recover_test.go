@@ -15,6 +15,7 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/history"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
+	"github.com/subagentctx/subagentctx/internal/rowmaps"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 )
 
@@ -25,22 +26,28 @@ import (
 // JSON itself quickly.
 func FuzzRecover(f *testing.F) {
 	for _, doc := range []string{
-		`{"tool_call_id":"a","status":"completed","normalized":{"kind":"subagent_task","subagent_task":{"total_tokens":5,"model":"m"}}}`,
+		`{"tool_call_id":"a","status":"completed","normalized":{"kind":"subagent_task","subagent_task":{"total_tokens":5,` +
+			`"model":"m"}}}`,
 		`{"tool_call_id":"a","tool_call_id":"b","normalized":{"kind":"subagent_task","kind":"x"}}`,
-		`{"tool_call_id":"a","normalized":{"kind":"x","kind":"subagent_task","subagent_task":{"is_async":1.0,"duration_ms":1e3}}}`,
+		`{"tool_call_id":"a","normalized":{"kind":"x","kind":"subagent_task","subagent_task":{"is_async":1.0,` +
+			`"duration_ms":1e3}}}`,
 		`{"tool_call_id":"\\u0000","normalized":{"kind":"subagent_task"}}`,
 		`{"tool_call_id":"\u0000","normalized":{"kind":"subagent_task"}}`,
 		`{"tool_call_id":"\ud800","normalized":{"kind":"subagent_task"}}`,
 		`{"tool_call_id":"\ud83d\ude00","normalized":{"kind":"sub\u0061gent_task"}}`,
-		`{"tool_call_id":"x","normalized":{"kind":"subagent_task","subagent_task":{"total_tokens":9.9999999999999999999e18}}}`,
-		`{"tool_call_id":"x","normalized":{"kind":"subagent_task","subagent_task":{"tool_use_count":-0,"total_tokens":12345678901234567890e-1}}}`,
+		`{"tool_call_id":"x","normalized":{"kind":"subagent_task",` +
+			`"subagent_task":{"total_tokens":9.9999999999999999999e18}}}`,
+		`{"tool_call_id":"x","normalized":{"kind":"subagent_task","subagent_task":{"tool_use_count":-0,` +
+			`"total_tokens":12345678901234567890e-1}}}`,
 		` {"tool_call_id":"x","normalized":{"kind":"subagent_task"}} `,
 		"\t{\"tool_call_id\":\"x\",\"normalized\":{\"kind\":\"subagent_task\"}}\r\n",
 		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"}}x`,
 		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"n":01}`,
 		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"a":[1,2,[3,{"b":null}]],"t":true,"f":false}`,
-		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"deep":` + strings.Repeat("[", 999) + strings.Repeat("]", 999) + `}`,
-		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"deep":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}`,
+		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"deep":` +
+			strings.Repeat("[", 999) + strings.Repeat("]", 999) + `}`,
+		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"deep":` +
+			strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}`,
 		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"n":1e131072}`,
 		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"n":0.0e-16383}`,
 		`[{"normalized":{"kind":"subagent_task"}}]`, `null`, ``, `"subagent_task"`,
@@ -73,16 +80,29 @@ func FuzzRecover(f *testing.F) {
 		}
 		at = at.UTC()
 		id, sess, task, turn := "m", "s", "task-s", "turn"
-		r := history.Recover(history.Message{ID: &id, TaskSessionID: &sess, TaskID: &task, TurnID: &turn, Metadata: &doc,
-			CreatedAt: readable(at), UpdatedAt: readable(at)})
+		r := history.Recover(
+			history.Message{ID: &id, TaskSessionID: &sess, TaskID: &task, TurnID: &turn, Metadata: &doc,
+				CreatedAt: readable(at), UpdatedAt: readable(at)},
+		)
 		want := describe(r.Subagent, r.Recoverable, r.Row)
 		for _, p := range probes {
 			if !p.d.Features.HostTimeText && (!utf8.ValidString(doc) || strings.ContainsRune(doc, 0)) {
 				continue // PostgreSQL cannot store this text
 			}
 			p.e.Exec(t, `DELETE FROM task_session_messages`)
-			p.e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
-				VALUES (?, ?, ?, ?, '', ?, ?, ?)`, id, sess, task, turn, doc, at, at)
+			p.e.Exec(
+				t,
+				`INSERT INTO task_session_messages
+					(id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
+				VALUES (?, ?, ?, ?, '', ?, ?, ?)`,
+				id,
+				sess,
+				task,
+				turn,
+				doc,
+				at,
+				at,
+			)
 			if got := view(t, p.e); got != want {
 				t.Errorf("%s reads %q created %s as\n%s\nthe reference as\n%s", p.d.Name, doc, created, got, want)
 			}
@@ -103,7 +123,7 @@ func view(t *testing.T, e *sqltest.Env) string {
 	t.Helper()
 	var out []map[string]any
 	err := e.Dialect.WithConn(context.Background(), e.DB, func(db *gorm.DB) (err error) {
-		out, err = scanMaps(db, `SELECT * FROM (`+e.Dialect.SubagentMessages(e.Tables)+`) v`)
+		out, err = rowmaps.Query(db, `SELECT * FROM (`+e.Dialect.SubagentMessages(e.Tables)+`) v`)
 		return err
 	})
 	if err != nil {
@@ -129,8 +149,12 @@ func view(t *testing.T, e *sqltest.Env) string {
 		}
 		return nil
 	}
-	row := core.Subagent{ID: deref(text("message_id")), TaskSessionID: deref(text("task_session_id")), TaskID: deref(text("task_id")),
-		ToolCallID: deref(text("tool_call_id"))}
+	row := core.Subagent{
+		ID:            deref(text("message_id")),
+		TaskSessionID: deref(text("task_session_id")),
+		TaskID:        deref(text("task_id")),
+		ToolCallID:    deref(text("tool_call_id")),
+	}
 	for _, c := range sqlstore.HistoryColumns() {
 		switch c.Type {
 		case core.Text:
@@ -155,37 +179,6 @@ func view(t *testing.T, e *sqltest.Env) string {
 		}
 	}
 	return describe(true, deref64(num("recoverable")) == 1, row)
-}
-
-// scanMaps runs a query and returns its rows as column → value maps, each
-// value as the driver returns it.
-func scanMaps(db *gorm.DB, q string) ([]map[string]any, error) {
-	rows, err := db.Raw(q).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		m := make(map[string]any, len(cols))
-		for i, c := range cols {
-			m[c] = vals[i]
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }
 
 func deref(p *string) string {

@@ -116,7 +116,8 @@ func InsertMessages(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, ms
 	table := `"` + tables.WithDefaults().Messages + `"`
 	for start := 0; start < len(msgs); start += batch {
 		end := min(start+batch, len(msgs))
-		sql := `INSERT INTO ` + table + ` (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at) VALUES `
+		sql := `INSERT INTO ` + table +
+			` (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at) VALUES `
 		args := make([]any, 0, (end-start)*8)
 		for i, m := range msgs[start:end] {
 			if i > 0 {
@@ -127,7 +128,9 @@ func InsertMessages(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, ms
 			if updated.IsZero() {
 				updated = m.CreatedAt
 			}
-			args = append(args, m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.Content, m.Metadata, m.CreatedAt.UTC(), updated.UTC())
+			args = append(
+				args, m.ID, m.TaskSessionID, m.TaskID, m.TurnID, m.Content, m.Metadata, m.CreatedAt.UTC(), updated.UTC(),
+			)
 		}
 		if err := db.WithContext(ctx).Exec(sql, args...).Error; err != nil {
 			return fmt.Errorf("kandevtest: insert messages: %w", err)

@@ -21,7 +21,12 @@ func Example() {
 	t0 := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
 	frame := core.Frame{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1",
 		ToolCallID: "toolu_01", ToolStatus: "in_progress", ObservedAt: t0,
-		Payload: &core.Payload{SubagentType: "security-reviewer", Description: "review auth", Status: "async_launched", IsAsync: true}}
+		Payload: &core.Payload{
+			SubagentType: "security-reviewer",
+			Description:  "review auth",
+			Status:       "async_launched",
+			IsAsync:      true,
+		}}
 	rec.Record(ctx, frame)
 	frame.ToolStatus, frame.ObservedAt = "completed", t0.Add(time.Minute)
 	rec.Record(ctx, frame)

@@ -76,7 +76,10 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	id := [2]string{r.TaskSessionID, r.ID}
 	if holder, taken := s.ids[id]; taken {
 		return &core.OpError{Op: "upsert", Key: key, Kind: core.ErrConstraint,
-			Err: fmt.Errorf("id %q is already the id of tool call %q (execution %q) in this session", r.ID, holder.ToolCallID, holder.AgentExecutionID)}
+			Err: fmt.Errorf(
+				"id %q is already the id of tool call %q (execution %q) in this session", r.ID, holder.ToolCallID,
+				holder.AgentExecutionID,
+			)}
 	}
 	if r.Source == "" {
 		r.Source = core.SourceLive
@@ -84,7 +87,11 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	// One invocation, one row at the seam (docs/CONTRACT.md §8.5): the
 	// row the backfill wrote for this session and tool call id is merged
 	// into the new row, as the history before it.
-	seam := core.RowKey{TaskSessionID: key.TaskSessionID, AgentExecutionID: core.UnknownExecution, ToolCallID: key.ToolCallID}
+	seam := core.RowKey{
+		TaskSessionID:    key.TaskSessionID,
+		AgentExecutionID: core.UnknownExecution,
+		ToolCallID:       key.ToolCallID,
+	}
 	if history, ok := s.rows[seam]; ok && core.Absorbs(r, history) {
 		delete(s.rows, seam)
 		delete(s.ids, [2]string{history.TaskSessionID, history.ID})
@@ -103,7 +110,9 @@ func (s *Store) ListBySession(ctx context.Context, taskSessionID string, page co
 
 // ListByTurn returns a turn's rows in AC-13 order.
 func (s *Store) ListByTurn(ctx context.Context, turnID string, page core.Page) ([]core.Subagent, error) {
-	return s.list(ctx, "list by turn", page, func(r *core.Subagent) bool { return r.TurnID != nil && *r.TurnID == turnID })
+	return s.list(
+		ctx, "list by turn", page, func(r *core.Subagent) bool { return r.TurnID != nil && *r.TurnID == turnID },
+	)
 }
 
 // DeleteSession removes a session's rows, as the SQL stores' foreign-key
@@ -123,7 +132,9 @@ func (s *Store) DeleteSession(ctx context.Context, taskSessionID string) error {
 	return nil
 }
 
-func (s *Store) list(ctx context.Context, op string, page core.Page, match func(*core.Subagent) bool) ([]core.Subagent, error) {
+func (s *Store) list(
+	ctx context.Context, op string, page core.Page, match func(*core.Subagent) bool,
+) ([]core.Subagent, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &core.OpError{Op: op, Err: err}
 	}

@@ -96,7 +96,12 @@ func (s *Store) Sessions(ctx context.Context, limit int) ([]core.SessionSummary,
 	for _, r := range s.rows {
 		sum := byID[r.TaskSessionID]
 		if sum == nil {
-			sum = &core.SessionSummary{TaskSessionID: r.TaskSessionID, TaskID: r.TaskID, FirstObservedAt: r.ObservedAt, LastObservedAt: r.ObservedAt}
+			sum = &core.SessionSummary{
+				TaskSessionID:   r.TaskSessionID,
+				TaskID:          r.TaskID,
+				FirstObservedAt: r.ObservedAt,
+				LastObservedAt:  r.ObservedAt,
+			}
 			byID[r.TaskSessionID] = sum
 		}
 		sum.Subagents++

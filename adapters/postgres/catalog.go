@@ -45,8 +45,10 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 		Dflt       *string
 	}
 	if err := db.Raw(`SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.attnotnull AS not_null,
-		pg_get_expr(x.adbin, x.adrelid) AS dflt FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
-		WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, rel).Scan(&cols).Error; err != nil {
+			pg_get_expr(x.adbin, x.adrelid) AS dflt
+		FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
+		WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped
+		ORDER BY a.attnum`, rel).Scan(&cols).Error; err != nil {
 		return info, err
 	}
 	for _, c := range cols {
@@ -63,14 +65,17 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 		return info, err
 	}
 	var fks []struct{ Column, RefTable, RefColumn, DelType string }
-	if err := db.Raw(`SELECT a.attname AS "column", r.relname AS ref_table, ra.attname AS ref_column, k.confdeltype AS del_type
+	if err := db.Raw(`SELECT a.attname AS "column", r.relname AS ref_table, ra.attname AS ref_column,
+			k.confdeltype AS del_type
 		FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
 		JOIN pg_class r ON r.oid = k.confrelid JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
 		WHERE k.conrelid = to_regclass(?) AND k.contype = 'f' AND k.conparentid = 0`, rel).Scan(&fks).Error; err != nil {
 		return info, err
 	}
 	for _, f := range fks {
-		info.ForeignKeys = append(info.ForeignKeys, sqlstore.ForeignKeyInfo{Column: f.Column, RefTable: f.RefTable, RefColumn: f.RefColumn, OnDelete: onDelete[f.DelType]})
+		info.ForeignKeys = append(info.ForeignKeys, sqlstore.ForeignKeyInfo{
+			Column: f.Column, RefTable: f.RefTable, RefColumn: f.RefColumn, OnDelete: onDelete[f.DelType],
+		})
 	}
 	return info, nil
 }
@@ -83,14 +88,22 @@ func indexes(db *gorm.DB, rel string) ([]sqlstore.IndexInfo, error) {
 		Unique, Primary           bool
 	}
 	err := db.Raw(`SELECT c.relname AS name, i.indisunique AS "unique", i.indisprimary AS "primary", x.columns,
-		COALESCE((SELECT k.conname FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u')), '') AS "constraint"
+			COALESCE((SELECT k.conname FROM pg_constraint k
+				WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u')), '') AS "constraint"
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns
+			FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
 			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) x
 		WHERE i.indrelid = to_regclass(?) ORDER BY c.relname`, rel).Scan(&out).Error
 	idx := make([]sqlstore.IndexInfo, len(out))
 	for n, i := range out {
-		idx[n] = sqlstore.IndexInfo{Name: i.Name, Unique: i.Unique, Primary: i.Primary, Columns: strings.Split(i.Columns, ","), Constraint: i.Constraint}
+		idx[n] = sqlstore.IndexInfo{
+			Name:       i.Name,
+			Unique:     i.Unique,
+			Primary:    i.Primary,
+			Columns:    strings.Split(i.Columns, ","),
+			Constraint: i.Constraint,
+		}
 	}
 	return idx, err
 }
@@ -108,8 +121,18 @@ var (
 // is transactional: a failed step leaves the table as it was.
 func (d Dialect) Steps() []sqlstore.Step {
 	return []sqlstore.Step{
-		{Version: 1, Name: "agent_execution_id in the key", Stages: []string{"add column", "drop legacy key", "add key"}, Apply: d.executionKey},
-		{Version: 2, Name: "64-bit metrics and time zones", Stages: []string{"widen metrics", "timestamps to timestamptz"}, Apply: d.widen},
+		{
+			Version: 1,
+			Name:    "agent_execution_id in the key",
+			Stages:  []string{"add column", "drop legacy key", "add key"},
+			Apply:   d.executionKey,
+		},
+		{
+			Version: 2,
+			Name:    "64-bit metrics and time zones",
+			Stages:  []string{"widen metrics", "timestamps to timestamptz"},
+			Apply:   d.widen,
+		},
 		{Version: 3, Name: "primary key (task_session_id, id)", Stages: []string{"primary key"}, Apply: d.primaryKey},
 	}
 }
@@ -132,7 +155,9 @@ func (d Dialect) executionKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Table
 		return err
 	}
 	if info.Column("agent_execution_id") == nil {
-		if err := run(db, hook, "add column", `ALTER TABLE `+sqlstore.Table+` ADD COLUMN agent_execution_id TEXT NOT NULL DEFAULT '`+core.UnknownExecution+`'`); err != nil {
+		add := `ALTER TABLE ` + sqlstore.Table +
+			` ADD COLUMN agent_execution_id TEXT NOT NULL DEFAULT '` + core.UnknownExecution + `'`
+		if err := run(db, hook, "add column", add); err != nil {
 			return err
 		}
 	}
@@ -153,7 +178,15 @@ func (d Dialect) executionKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Table
 	if hasKey {
 		return nil
 	}
-	return run(db, hook, "add key", `ALTER TABLE `+sqlstore.Table+` ADD CONSTRAINT `+sqlstore.Table+`_key UNIQUE (`+strings.Join(core.KeyColumns, ", ")+`)`)
+	return run(
+		db,
+		hook,
+		"add key",
+		`ALTER TABLE `+sqlstore.Table+` ADD CONSTRAINT `+sqlstore.Table+`_key UNIQUE (`+strings.Join(
+			core.KeyColumns,
+			", ",
+		)+`)`,
+	)
 }
 
 // widen is step 2: metrics to BIGINT, timestamps to TIMESTAMPTZ (the old

@@ -48,7 +48,8 @@ func placement(ctx context.Context, db *gorm.DB, table string) (tablePlacement, 
 // known to have Citus.
 func citusPlacement(ctx context.Context, db *gorm.DB, table string) (tablePlacement, error) {
 	var p tablePlacement
-	err := db.WithContext(ctx).Raw(`SELECT partmethod AS method, column_to_column_name(logicalrelid, partkey) AS column, colocationid AS colocation
+	err := db.WithContext(ctx).Raw(`SELECT partmethod AS method,
+			column_to_column_name(logicalrelid, partkey) AS column, colocationid AS colocation
 		FROM pg_dist_partition WHERE logicalrelid = to_regclass(?)`, table).Scan(&p).Error
 	return p, err
 }
@@ -73,7 +74,8 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 		return err
 	}
 	if !sp.distributedBy("id") {
-		return fmt.Errorf("the sessions table %s is distributed by %s, not by id: task_session_subagents references sessions(id) and can only be colocated with sessions distributed by id", sessions, deref(sp.Column))
+		return fmt.Errorf("the sessions table %s is distributed by %s, not by id: task_session_subagents "+
+			"references sessions(id) and can only be colocated with sessions distributed by id", sessions, deref(sp.Column))
 	}
 	ours, err := citusPlacement(ctx, db, `"`+sqlstore.Table+`"`)
 	if err != nil {
@@ -82,7 +84,9 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 	switch {
 	case ours.distributedBy("task_session_id") && ours.Colocation == sp.Colocation:
 	case ours.Method != "":
-		return fmt.Errorf("%s is already in Citus's catalog (method %q, by %s) but not distributed by task_session_id colocated with %s, as the foreign key and every pushed-down statement need: undistribute it (SELECT undistribute_table('%s')) and run the migration pass again",
+		return fmt.Errorf("%s is already in Citus's catalog (method %q, by %s) but not distributed by "+
+			"task_session_id colocated with %s, as the foreign key and every pushed-down statement need: "+
+			"undistribute it (SELECT undistribute_table('%s')) and run the migration pass again",
 			sqlstore.Table, ours.Method, deref(ours.Column), sessions, sqlstore.Table)
 	default:
 		info, err := d.Describe(ctx, db, sqlstore.Table)
@@ -95,7 +99,8 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 			if err := tx.Exec(`SET LOCAL citus.enable_unsafe_triggers = on`).Error; err != nil {
 				return err
 			}
-			return tx.Exec(`SELECT create_distributed_table(?, 'task_session_id', colocate_with => ?)`, sqlstore.Table, sessions).Error
+			return tx.Exec(`SELECT create_distributed_table(?, 'task_session_id', colocate_with => ?)`,
+				sqlstore.Table, sessions).Error
 		}); err != nil {
 			return fmt.Errorf("distribute %s by task_session_id, colocated with %s: %w", sqlstore.Table, sessions, err)
 		}

@@ -105,7 +105,8 @@ CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $f$
 ` + body + `
 $f$;
 END IF;
-IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '` + sqlstore.Table + `'::regclass AND tgname = 'subagentctx_absorb'
+IF NOT EXISTS (SELECT 1 FROM pg_trigger
+		WHERE tgrelid = '` + sqlstore.Table + `'::regclass AND tgname = 'subagentctx_absorb'
 		AND tgfoid = '` + fn + `()'::regprocedure) THEN
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
 	DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + sqlstore.Table + `;
@@ -148,8 +149,11 @@ func (Dialect) CheckHandle(ctx context.Context, db *gorm.DB) error {
 		return err
 	}
 	if encoding != "UTF8" {
-		return fmt.Errorf("%w: the database's encoding is %s: subagentctx needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8')",
-			sqlstore.ErrHandleSettings, encoding)
+		return fmt.Errorf(
+			"%w: the database's encoding is %s: subagentctx needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8')",
+			sqlstore.ErrHandleSettings,
+			encoding,
+		)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -53,7 +54,9 @@ var (
 // and years outside 1-9999 are NULL.
 func (Dialect) HostInstant(x string) string {
 	e := "(EXTRACT(EPOCH FROM " + x + ") * 1000000)"
-	return fmt.Sprintf("CASE WHEN isfinite(%s) THEN CASE WHEN %s BETWEEN %d AND %d THEN %s::bigint END END", x, e, minInstant, maxInstant, e)
+	return fmt.Sprintf(
+		"CASE WHEN isfinite(%s) THEN CASE WHEN %s BETWEEN %d AND %d THEN %s::bigint END END", x, e, minInstant, maxInstant, e,
+	)
 }
 
 // HostInstantArg implements sqlstore.MessageView: host instants are
@@ -106,13 +109,16 @@ func (d Dialect) SubagentMessages(t sqlstore.Tables) string {
 		case c.Name == "observed_at":
 			out = append(out, fromMicros("e.created")+" AS observed_at")
 		case c.Name == core.SettledAtColumn:
-			out = append(out, "CASE WHEN e.tool_status IN ("+strings.Join(terminal, ", ")+") THEN "+fromMicros("e.updated")+" END AS settled_at")
+			settled := "CASE WHEN e.tool_status IN (" + strings.Join(terminal, ", ") + ")" +
+				" THEN " + fromMicros("e.updated") + " END AS settled_at"
+			out = append(out, settled)
 		default:
 			panic("postgres: the message view has no reading for column " + c.Name + ": declare its metadata path")
 		}
 	}
 	return `SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
-		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
+		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> ''
+			AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
 			AND ` + strings.Join(checked, "\n\t\t\tAND ") + ` THEN 1 ELSE 0 END AS recoverable,
 		e.created, ` + strings.Join(out, ",\n\t\t") + `
 	FROM (SELECT d.message_id, d.task_session_id, d.task_id, d.turn_id, d.created, d.updated,
@@ -142,8 +148,8 @@ func jsonValue(c core.Column) string {
 	switch c.Type {
 	case core.Int64:
 		v := text + "::numeric"
-		return fmt.Sprintf("CASE WHEN %s = 'number' THEN CASE WHEN %s = trunc(%s) AND %s BETWEEN %d AND 9223372036854775807 THEN %s::bigint END END",
-			typ, v, v, v, c.Min, v)
+		return fmt.Sprintf("CASE WHEN %s = 'number' THEN CASE WHEN %s = trunc(%s) AND %s BETWEEN %d AND %d "+
+			"THEN %s::bigint END END", typ, v, v, v, c.Min, int64(math.MaxInt64), v)
 	case core.Bool:
 		return "CASE WHEN " + typ + " = 'boolean' THEN CASE WHEN " + text + " = 'true' THEN 1 ELSE 0 END" +
 			" WHEN " + typ + " = 'number' THEN CASE WHEN " + text + "::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END"
@@ -157,7 +163,8 @@ func jsonValue(c core.Column) string {
 // the year 10000): whole seconds and the remainder are added apart, each
 // exact.
 func fromMicros(us string) string {
-	return "TIMESTAMPTZ 'epoch' + (" + us + " / 1000000) * INTERVAL '1 second' + (" + us + " % 1000000) * INTERVAL '1 microsecond'"
+	return "TIMESTAMPTZ 'epoch' + (" + us + " / 1000000) * INTERVAL '1 second'" +
+		" + (" + us + " % 1000000) * INTERVAL '1 microsecond'"
 }
 
 // BackfillForm implements sqlstore.MessageView: one statement with a
@@ -195,6 +202,7 @@ func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) erro
 		return fn(db.WithContext(ctx))
 	}
 	return db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
-		return fn(conn.Session(&gorm.Session{})) // each statement on its own, so one's error does not stop the next (a ROLLBACK)
+		// Each statement on its own, so one's error does not stop the next (a ROLLBACK).
+		return fn(conn.Session(&gorm.Session{}))
 	})
 }

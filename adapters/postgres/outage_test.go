@@ -11,6 +11,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -41,12 +42,19 @@ func TestOutageLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs testlog.Buffer
-	rec, _ := core.NewRecorder(store, core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), core.WithRetry(20*time.Millisecond, 200*time.Millisecond))
+	rec, _ := core.NewRecorder(
+		store,
+		core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		core.WithRetry(20*time.Millisecond, 200*time.Millisecond),
+	)
 	const frames = 600
 	var slowest time.Duration
 	stopped, restarted := make(chan struct{}), make(chan struct{})
 	go func() {
-		<-stopped
+		if _, err := await.Within(stopped, await.Limit); err != nil {
+			t.Errorf("the server's stop: %v", err)
+			return
+		}
 		time.Sleep(3 * time.Second) // the outage, while frames keep coming
 		if err := srv.Start(); err != nil {
 			t.Error(err)
@@ -61,13 +69,22 @@ func TestOutageLosesNothing(t *testing.T) {
 			close(stopped)
 		}
 		start := time.Now()
-		rec.Record(ctx, core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e", ToolCallID: fmt.Sprint("k", i), ToolStatus: "completed",
-			ObservedAt: time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond),
-			Payload:    &core.Payload{TotalTokens: int64(1000 + i)}})
+		rec.Record(
+			ctx,
+			core.Frame{
+				TaskSessionID: "s",
+				TaskID:        "t",
+				ExecutionID:   "e",
+				ToolCallID:    fmt.Sprint("k", i),
+				ToolStatus:    "completed",
+				ObservedAt:    time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond),
+				Payload:       &core.Payload{TotalTokens: int64(1000 + i)},
+			},
+		)
 		slowest = max(slowest, time.Since(start))
 		time.Sleep(7 * time.Millisecond) // a steady stream across the outage
 	}
-	<-restarted
+	await.Recv(t, restarted, "the server's restart")
 	drain, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := rec.Close(drain); err != nil {

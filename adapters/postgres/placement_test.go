@@ -25,7 +25,8 @@ func placed(t *testing.T, db *gorm.DB, table string) (method, column string, col
 		Method, Column string
 		Colocation     int64
 	}
-	if err := db.Raw(`SELECT partmethod AS method, COALESCE(column_to_column_name(logicalrelid, partkey), '') AS column, colocationid AS colocation
+	if err := db.Raw(`SELECT partmethod AS method, COALESCE(column_to_column_name(logicalrelid, partkey), '') AS column,
+			colocationid AS colocation
 		FROM pg_dist_partition WHERE logicalrelid = to_regclass(?)`, table).Scan(&p).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -42,19 +43,34 @@ func placed(t *testing.T, db *gorm.DB, table string) (method, column string, col
 func TestCitusPlacement(t *testing.T) {
 	e := testenv.Citus().Env(t)
 	_, _, sessions := placed(t, e.DB, "task_sessions")
-	if method, column, group := placed(t, e.DB, sqlstore.Table); method != "h" || column != "task_session_id" || group != sessions {
-		t.Fatalf("task_session_subagents: method %q by %q in group %d; want hash by task_session_id in the sessions' group %d", method, column, group, sessions)
+	if method, column, group := placed(t, e.DB, sqlstore.Table); method != "h" || column != "task_session_id" ||
+		group != sessions {
+		t.Fatalf(
+			"task_session_subagents: method %q by %q in group %d; want hash by task_session_id in the sessions' group %d",
+			method, column, group, sessions,
+		)
 	}
 	ctx := context.Background()
 	e.Session(t, "s1")
-	row, _ := core.Normalize(core.Frame{TaskSessionID: "s1", TaskID: "task-s1", ToolCallID: "toolu_1", ExecutionID: "exec-1", ObservedAt: time.Now()})
+	row, _ := core.Normalize(
+		core.Frame{
+			TaskSessionID: "s1",
+			TaskID:        "task-s1",
+			ToolCallID:    "toolu_1",
+			ExecutionID:   "exec-1",
+			ObservedAt:    time.Now(),
+		},
+	)
 	if err := e.Store.Upsert(ctx, row); err != nil {
 		t.Fatal(err)
 	}
 	// The row is on the node of its session.
 	var same bool
-	if err := e.DB.Raw(`SELECT (SELECT nodeport FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column('task_session_subagents', 's1'))
-		= (SELECT nodeport FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column('task_sessions', 's1'))`).Scan(&same).Error; err != nil {
+	err := e.DB.Raw(`SELECT (SELECT nodeport FROM citus_shards
+			WHERE shardid = get_shard_id_for_distribution_column('task_session_subagents', 's1'))
+		= (SELECT nodeport FROM citus_shards
+			WHERE shardid = get_shard_id_for_distribution_column('task_sessions', 's1'))`).Scan(&same).Error
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !same {
@@ -84,7 +100,8 @@ func TestCitusMetaCreatedAsReference(t *testing.T) {
 	if method, _, _ := placed(t, e.DB, "kandev_meta"); method != "n" {
 		t.Errorf("kandev_meta created by the pass: method %q, want a reference table (n)", method)
 	}
-	if r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background()); r.Failed() {
+	quiet := backfill.WithLogger(slog.New(slog.DiscardHandler))
+	if r := backfill.New(e.Store, quiet).Run(context.Background()); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
 	if e.Keys(t)[core.CaptureSinceKey] == "" {
@@ -132,7 +149,9 @@ func TestCitusEarlierTableDistributed(t *testing.T) {
 	ctx := context.Background()
 	e.Session(t, "s1")
 	for _, id := range []string{"toolu_1", "toolu_2"} {
-		row, _ := core.Normalize(core.Frame{TaskSessionID: "s1", TaskID: "task-s1", ToolCallID: id, ObservedAt: time.Now()})
+		row, _ := core.Normalize(
+			core.Frame{TaskSessionID: "s1", TaskID: "task-s1", ToolCallID: id, ObservedAt: time.Now()},
+		)
 		if err := e.Store.Upsert(ctx, row); err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +181,9 @@ func TestPartitionedTableUsedUnchanged(t *testing.T) {
 	for i := range 20 {
 		s := "s" + string(rune('a'+i))
 		e.Session(t, s)
-		row, _ := core.Normalize(core.Frame{TaskSessionID: s, TaskID: "task-" + s, ToolCallID: "toolu_1", ObservedAt: time.Now()})
+		row, _ := core.Normalize(
+			core.Frame{TaskSessionID: s, TaskID: "task-" + s, ToolCallID: "toolu_1", ObservedAt: time.Now()},
+		)
 		if err := e.Store.Upsert(ctx, row); err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +193,8 @@ func TestPartitionedTableUsedUnchanged(t *testing.T) {
 	}
 	var kind string
 	var used int64
-	if err := e.DB.Raw(`SELECT relkind FROM pg_class WHERE oid = to_regclass('task_session_subagents')`).Scan(&kind).Error; err != nil {
+	err := e.DB.Raw(`SELECT relkind FROM pg_class WHERE oid = to_regclass('task_session_subagents')`).Scan(&kind).Error
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.DB.Raw(`SELECT count(DISTINCT tableoid) FROM task_session_subagents`).Scan(&used).Error; err != nil {

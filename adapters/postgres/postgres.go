@@ -23,9 +23,16 @@ func OpenDB(dsn string) (*gorm.DB, error) {
 	if dsn == "" {
 		return nil, core.Errorf("postgres: DSN is empty")
 	}
-	db, err := gorm.Open(gormpostgres.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
+	db, err := gorm.Open(
+		gormpostgres.Open(dsn),
+		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true},
+	)
 	if err != nil {
-		return nil, &core.OpError{Op: "connect to " + Redact(dsn), Kind: Dialect{}.Classify(err), Err: redactErr(err, dsn)}
+		return nil, &core.OpError{
+			Op:   "connect to " + Redact(dsn),
+			Kind: Dialect{}.Classify(err),
+			Err:  redactErr(err, dsn),
+		}
 	}
 	return db, nil
 }
@@ -76,7 +83,10 @@ func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 	if db == nil {
 		return nil, core.Errorf("postgres.NewSQL: *sql.DB is nil")
 	}
-	g, err := gorm.Open(gormpostgres.New(gormpostgres.Config{Conn: db}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
+	g, err := gorm.Open(
+		gormpostgres.New(gormpostgres.Config{Conn: db}),
+		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true},
+	)
 	if err != nil {
 		return nil, core.Errorf("postgres: wrap the host's *sql.DB: %w", err)
 	}

@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 // collation is ICU's, on a table an operator hash-partitioned by session,
 // and on a Citus cluster (skipped, saying so, without one).
 func TestSQL(t *testing.T) {
-	for _, d := range []*sqltest.Driver{testenv.Postgres(), testenv.PostgresICU(), testenv.PostgresPartitioned(), testenv.Citus()} {
+	for _, d := range []*sqltest.Driver{
+		testenv.Postgres(), testenv.PostgresICU(), testenv.PostgresPartitioned(), testenv.Citus(),
+	} {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
 			e := d.Env(t)
@@ -72,8 +74,11 @@ func TestBackfillUnderParallelPlans(t *testing.T) {
 			meta = kandevtest.Subagent(fmt.Sprint("tc-", i), "completed", &kandevtest.ClaudeCompleted)
 		}
 		m := meta.JSON()
-		msgs = append(msgs, kandevtest.Message{ID: fmt.Sprint("m", i), TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-1",
-			Metadata: &m, CreatedAt: t0.Add(time.Duration(i) * time.Second)})
+		msgs = append(
+			msgs,
+			kandevtest.Message{ID: fmt.Sprint("m", i), TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-1",
+				Metadata: &m, CreatedAt: t0.Add(time.Duration(i) * time.Second)},
+		)
 	}
 	if err := kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s", "task-s"); err != nil {
 		t.Fatal(err)
@@ -81,7 +86,8 @@ func TestBackfillUnderParallelPlans(t *testing.T) {
 	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
 		t.Fatal(err)
 	}
-	db, err := postgres.OpenDB(e.DSN + "&parallel_setup_cost=0&parallel_tuple_cost=0&min_parallel_table_scan_size=0&max_parallel_workers_per_gather=2")
+	db, err := postgres.OpenDB(e.DSN + "&parallel_setup_cost=0&parallel_tuple_cost=0" +
+		"&min_parallel_table_scan_size=0&max_parallel_workers_per_gather=2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +101,8 @@ func TestBackfillUnderParallelPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background()); r.Failed() || r.Step(backfill.StepBackfill).RowsInserted != 30 {
+	if r := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background()); r.Failed() ||
+		r.Step(backfill.StepBackfill).RowsInserted != 30 {
 		t.Fatalf("pass under parallel plans:\n%s", r)
 	}
 	if h, err := s.Health(context.Background()); err != nil || !h.Ran {

@@ -15,7 +15,8 @@ import (
 // TableExists implements sqlstore.Catalog.
 func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
 	var n int64
-	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n).Error
+	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).
+		Scan(&n).Error
 	return n > 0, err
 }
 
@@ -35,7 +36,8 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 		NotNull    int
 		Dflt       *string `gorm:"column:dflt_value"`
 	}
-	if err := db.Raw(`SELECT name, type, "notnull" AS not_null, dflt_value FROM pragma_table_info(?) ORDER BY cid`, name).Scan(&cols).Error; err != nil {
+	if err := db.Raw(`SELECT name, type, "notnull" AS not_null, dflt_value
+		FROM pragma_table_info(?) ORDER BY cid`, name).Scan(&cols).Error; err != nil {
 		return info, err
 	}
 	for _, c := range cols {
@@ -55,15 +57,20 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 		return info, err
 	}
 	for _, x := range idx {
-		info.Indexes = append(info.Indexes, sqlstore.IndexInfo{Name: x.Name, Primary: x.Origin == "pk", Unique: x.IsUnique == 1,
-			Columns: strings.Split(x.Columns, ",")})
+		info.Indexes = append(info.Indexes, sqlstore.IndexInfo{
+			Name: x.Name, Primary: x.Origin == "pk", Unique: x.IsUnique == 1, Columns: strings.Split(x.Columns, ","),
+		})
 	}
 	var fks []struct{ Table, Column, RefColumn, OnDelete string }
-	if err := db.Raw(`SELECT "table", "from" AS "column", "to" AS ref_column, on_delete FROM pragma_foreign_key_list(?)`, name).Scan(&fks).Error; err != nil {
+	if err := db.Raw(`SELECT "table", "from" AS "column", "to" AS ref_column, on_delete
+		FROM pragma_foreign_key_list(?)`, name).Scan(&fks).Error; err != nil {
 		return info, err
 	}
 	for _, f := range fks {
-		info.ForeignKeys = append(info.ForeignKeys, sqlstore.ForeignKeyInfo{Column: f.Column, RefTable: f.Table, RefColumn: f.RefColumn, OnDelete: f.OnDelete})
+		info.ForeignKeys = append(
+			info.ForeignKeys,
+			sqlstore.ForeignKeyInfo{Column: f.Column, RefTable: f.Table, RefColumn: f.RefColumn, OnDelete: f.OnDelete},
+		)
 	}
 	return info, nil
 }
@@ -79,12 +86,26 @@ func (Dialect) SchemaExtras() []string { return nil }
 // has nothing to change here: INTEGER is 64-bit, timestamps are text.)
 func (d Dialect) Steps() []sqlstore.Step {
 	return []sqlstore.Step{
-		{Version: 1, Name: "agent_execution_id in the key", Stages: rebuildStages, Apply: d.rebuildUnless(func(info sqlstore.TableInfo) bool {
-			return info.Column("agent_execution_id") != nil && hasUnique(info, core.KeyColumns) && !hasUnique(info, legacyKey)
-		})},
-		{Version: 3, Name: "primary key (task_session_id, id)", Stages: rebuildStages, Apply: d.rebuildUnless(func(info sqlstore.TableInfo) bool {
-			return slices.ContainsFunc(info.Indexes, func(x sqlstore.IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKey) })
-		})},
+		{
+			Version: 1,
+			Name:    "agent_execution_id in the key",
+			Stages:  rebuildStages,
+			Apply: d.rebuildUnless(func(info sqlstore.TableInfo) bool {
+				return info.Column("agent_execution_id") != nil && hasUnique(info, core.KeyColumns) &&
+					!hasUnique(info, legacyKey)
+			}),
+		},
+		{
+			Version: 3,
+			Name:    "primary key (task_session_id, id)",
+			Stages:  rebuildStages,
+			Apply: d.rebuildUnless(func(info sqlstore.TableInfo) bool {
+				return slices.ContainsFunc(
+					info.Indexes,
+					func(x sqlstore.IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKey) },
+				)
+			}),
+		},
 	}
 }
 
@@ -95,7 +116,10 @@ var (
 )
 
 func hasUnique(info sqlstore.TableInfo, cols []string) bool {
-	return slices.ContainsFunc(info.Indexes, func(x sqlstore.IndexInfo) bool { return x.Unique && !x.Primary && slices.Equal(x.Columns, cols) })
+	return slices.ContainsFunc(
+		info.Indexes,
+		func(x sqlstore.IndexInfo) bool { return x.Unique && !x.Primary && slices.Equal(x.Columns, cols) },
+	)
 }
 
 // upgradeTable is the temporary name of the rebuilt table.
@@ -108,7 +132,9 @@ const upgradeTable = "task_session_subagents_upgrade"
 // its indexes but the first draft's unique one (the shape step then
 // creates the declared ones). SQLite DDL is transactional: all of it
 // commits or none.
-func (d Dialect) rebuildUnless(done func(sqlstore.TableInfo) bool) func(context.Context, *gorm.DB, sqlstore.Tables, func(string) error) error {
+func (d Dialect) rebuildUnless(
+	done func(sqlstore.TableInfo) bool,
+) func(context.Context, *gorm.DB, sqlstore.Tables, func(string) error) error {
 	return func(ctx context.Context, tx *gorm.DB, t sqlstore.Tables, hook func(string) error) error {
 		info, err := d.Describe(ctx, tx, sqlstore.Table)
 		if err != nil || done(info) {
@@ -122,8 +148,11 @@ func (d Dialect) rebuildUnless(done func(sqlstore.TableInfo) bool) func(context.
 			}
 		}
 		var indexes []struct{ Name, SQL, Columns string }
-		if err := db.Raw(`SELECT m.name, m.sql, (SELECT group_concat(name, ',' ORDER BY seqno) FROM pragma_index_info(m.name)) AS columns
-			FROM sqlite_master m WHERE m.type = 'index' AND m.tbl_name = ? AND m.sql IS NOT NULL`, sqlstore.Table).Scan(&indexes).Error; err != nil {
+		err = db.Raw(`SELECT m.name, m.sql,
+				(SELECT group_concat(name, ',' ORDER BY seqno) FROM pragma_index_info(m.name)) AS columns
+			FROM sqlite_master m WHERE m.type = 'index' AND m.tbl_name = ? AND m.sql IS NOT NULL`, sqlstore.Table).
+			Scan(&indexes).Error
+		if err != nil {
 			return err
 		}
 		list := strings.Join(cols, ", ")

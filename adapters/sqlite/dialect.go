@@ -47,8 +47,11 @@ func (Dialect) ColumnType(t core.Type) string {
 func (Dialect) Instant(x string) string {
 	frac := "substr(" + x + ", 21)"
 	digits := "substr(" + frac + ", 1, length(" + frac + ") - length(ltrim(" + frac + ", '0123456789')))"
-	whole := "substr(" + x + ", 1, 19) || CASE WHEN substr(" + x + ", 20, 1) = '.' THEN ltrim(" + frac + ", '0123456789') ELSE substr(" + x + ", 20) END"
-	return "(unixepoch(" + whole + ") * 1000000 + CASE WHEN substr(" + x + ", 20, 1) = '.' THEN CAST(substr(" + digits + " || '000000', 1, 6) AS INTEGER) ELSE 0 END)"
+	dot := "substr(" + x + ", 20, 1) = '.'"
+	whole := "substr(" + x + ", 1, 19) || CASE WHEN " + dot +
+		" THEN ltrim(" + frac + ", '0123456789') ELSE substr(" + x + ", 20) END"
+	return "(unixepoch(" + whole + ") * 1000000 + CASE WHEN " + dot +
+		" THEN CAST(substr(" + digits + " || '000000', 1, 6) AS INTEGER) ELSE 0 END)"
 }
 
 // Bytewise implements sqlstore.Fragments: SQLite's default collation,
@@ -68,10 +71,12 @@ const absorbTrigger = "subagentctx_absorb_v1"
 func (Dialect) Upsert(u sqlstore.UpsertParts) ([]string, string) {
 	t := sqlstore.Table
 	history := u.History(func(c string) string { return "NEW." + c })
+	set := u.Absorb(func(c string) string { return "b." + c }, func(c string) string { return t + "." + c })
 	trigger := `CREATE TRIGGER IF NOT EXISTS ` + absorbTrigger + ` AFTER INSERT ON ` + t + ` FOR EACH ROW
-WHEN NEW.agent_execution_id <> '` + core.UnknownExecution + `' AND EXISTS (SELECT 1 FROM ` + t + ` WHERE ` + history + `)
+WHEN NEW.agent_execution_id <> '` + core.UnknownExecution + `'
+	AND EXISTS (SELECT 1 FROM ` + t + ` WHERE ` + history + `)
 BEGIN
-	UPDATE ` + t + ` SET ` + u.Absorb(func(c string) string { return "b." + c }, func(c string) string { return t + "." + c }) + `
+	UPDATE ` + t + ` SET ` + set + `
 		FROM (SELECT * FROM ` + t + ` WHERE ` + history + `) AS b
 		WHERE ` + t + `.task_session_id = NEW.task_session_id AND ` + t + `.id = NEW.id;
 	DELETE FROM ` + t + ` WHERE ` + history + `;
@@ -88,7 +93,12 @@ func (Dialect) Classify(err error) error {
 	switch se.Code {
 	case sqlite3.ErrConstraint:
 		return core.ErrConstraint
-	case sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrCantOpen, sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrReadonly:
+	case sqlite3.ErrBusy,
+		sqlite3.ErrLocked,
+		sqlite3.ErrCantOpen,
+		sqlite3.ErrIoErr,
+		sqlite3.ErrFull,
+		sqlite3.ErrReadonly:
 		return core.ErrUnavailable
 	}
 	return nil
@@ -113,8 +123,11 @@ func (Dialect) CheckHandle(ctx context.Context, db *gorm.DB) error {
 			return err
 		}
 		if fk != 1 {
-			missing = append(missing, "foreign keys are off (add _foreign_keys=on to the go-sqlite3 DSN, as sqlite.DSN does): "+
-				"without them deleting a session would leave its rows behind")
+			missing = append(
+				missing,
+				"foreign keys are off (add _foreign_keys=on to the go-sqlite3 DSN, as sqlite.DSN does): "+
+					"without them deleting a session would leave its rows behind",
+			)
 		}
 		if busy <= 0 {
 			missing = append(missing, "no busy timeout (add _busy_timeout=10000 to the DSN, as sqlite.DSN does): "+

@@ -52,14 +52,18 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 // text can spell the kind (literally, or through a \u escape) reach the
 // function.
 func (Dialect) SubagentMessages(t sqlstore.Tables) string {
-	cols := []string{"CAST(v.id AS TEXT) AS message_id", "CAST(v.task_session_id AS TEXT) AS task_session_id", "CAST(v.task_id AS TEXT) AS task_id"}
+	cols := []string{
+		"CAST(v.id AS TEXT) AS message_id",
+		"CAST(v.task_session_id AS TEXT) AS task_session_id",
+		"CAST(v.task_id AS TEXT) AS task_id",
+	}
 	for _, c := range sqlstore.MessageColumns()[3:] {
 		cols = append(cols, "json_extract(v.x, '$."+c+"') AS "+c)
 	}
 	return `SELECT ` + strings.Join(cols, ",\n\t\t") + `
 	FROM (SELECT m.id, m.task_session_id, m.task_id,
-			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT), CAST(m.turn_id AS TEXT),
-				CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
+			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
+				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
 		FROM "` + t.Messages + `" m
 		WHERE instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0
 		LIMIT -1 OFFSET 0) v
@@ -85,7 +89,8 @@ func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) erro
 		if err := conn.Raw(register); err != nil {
 			return err
 		}
-		return fn(tx.Session(&gorm.Session{})) // each statement on its own, so one's error does not stop the next (a ROLLBACK)
+		// Each statement on its own, so one's error does not stop the next (a ROLLBACK).
+		return fn(tx.Session(&gorm.Session{}))
 	})
 }
 

@@ -64,7 +64,11 @@ func openDB(path string, readOnly bool) (*gorm.DB, error) {
 // table must exist (sqlstore.ErrNoSessionsTable). Close releases the
 // connections.
 func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*sqlstore.Store, error) {
-	return sqlstore.Open(ctx, Dialect{}, func(readOnly bool) (*gorm.DB, error) { return openDB(path, readOnly) }, opts...)
+	return sqlstore.Open(
+		ctx,
+		Dialect{},
+		func(readOnly bool) (*gorm.DB, error) { return openDB(path, readOnly) },
+		opts...)
 }
 
 // New returns the store on a *gorm.DB the host already has, without
@@ -81,7 +85,10 @@ func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 	if db == nil {
 		return nil, core.Errorf("sqlite.NewSQL: *sql.DB is nil")
 	}
-	g, err := gorm.Open(gormsqlite.New(gormsqlite.Config{Conn: db}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
+	g, err := gorm.Open(
+		gormsqlite.New(gormsqlite.Config{Conn: db}),
+		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true},
+	)
 	if err != nil {
 		return nil, core.Errorf("sqlite: wrap the host's *sql.DB: %w", err)
 	}

@@ -97,8 +97,10 @@ func TestConcurrentWritersOneFile(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range frames {
-				row, _ := core.Normalize(core.Frame{TaskSessionID: "sess", TaskID: "task", ExecutionID: "exec", ToolCallID: tool(w, i),
-					ToolStatus: "in_progress", ObservedAt: time.Now(), Payload: &core.Payload{TotalTokens: int64(i + 1)}})
+				row, _ := core.Normalize(
+					core.Frame{TaskSessionID: "sess", TaskID: "task", ExecutionID: "exec", ToolCallID: tool(w, i),
+						ToolStatus: "in_progress", ObservedAt: time.Now(), Payload: &core.Payload{TotalTokens: int64(i + 1)}},
+				)
 				if err := e.Store.Upsert(ctx, row); err != nil {
 					errs <- err
 					return
@@ -164,8 +166,11 @@ func TestKilledWhileWritingHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
-		row, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e", ToolCallID: fmt.Sprint("k", i%300),
-			ObservedAt: time.Now(), Payload: &core.Payload{TotalTokens: int64(i + 1), Description: strings.Repeat("d", i%4096)}})
+		row, _ := core.Normalize(
+			core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e", ToolCallID: fmt.Sprint("k", i%300),
+				ObservedAt: time.Now(), Payload: &core.Payload{TotalTokens: int64(i + 1),
+					Description: strings.Repeat("d", i%4096)}},
+		)
 		if err := store.Upsert(context.Background(), row); err != nil {
 			fmt.Println("ERROR", err)
 			continue
@@ -254,7 +259,9 @@ func TestHandedOverHandleChecked(t *testing.T) {
 	if !errors.Is(err, sqlstore.ErrHandleSettings) || !strings.Contains(err.Error(), "_foreign_keys=on") {
 		t.Fatalf("plain handle: %v", err)
 	}
-	row, _ := core.Normalize(core.Frame{TaskSessionID: "no-such-session", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now()})
+	row, _ := core.Normalize(
+		core.Frame{TaskSessionID: "no-such-session", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now()},
+	)
 	if err := s.Upsert(ctx, row); !errors.Is(err, sqlstore.ErrHandleSettings) {
 		t.Errorf("a write on the plain handle: %v, want ErrHandleSettings (never a row for a missing session)", err)
 	}
@@ -298,8 +305,11 @@ func TestRecorderKilledHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
-		rec.Record(context.Background(), core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e", ToolCallID: fmt.Sprint("k", i),
-			ObservedAt: time.Now(), Payload: &core.Payload{TotalTokens: int64(i + 1)}})
+		rec.Record(
+			context.Background(),
+			core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e", ToolCallID: fmt.Sprint("k", i),
+				ObservedAt: time.Now(), Payload: &core.Payload{TotalTokens: int64(i + 1)}},
+		)
 		if i%100 == 0 {
 			v := rec.Counters().Values()
 			fmt.Printf("COUNTERS %d %d %d\n", v.Attempted, v.Persisted, v.Failed)

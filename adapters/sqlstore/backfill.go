@@ -75,7 +75,7 @@ func (s *Store) backfillInsert(source string) string {
 	SELECT ` + strings.Join(values, ", ") + `
 	FROM ` + source + ` r
 	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM ` + quote(s.tables.Sessions) + ` x WHERE x.id = r.task_session_id)
-		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
+		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE ` + samePair("t", "r") + `)
 	ON CONFLICT DO NOTHING`
 }
 
@@ -83,9 +83,10 @@ func (s *Store) backfillInsert(source string) string {
 // the pair's first row, where live frames wrote one before the pass
 // (history under live, core.MergeHistory, docs/CONTRACT.md §8.5).
 func (s *Store) backfillMerge(source string) string {
-	return `UPDATE ` + Table + ` AS t SET ` + historySet(historyValue, func(c string) string { return "t." + c }, "?", nil) + `
+	set := historySet(historyValue, func(c string) string { return "t." + c }, "?", nil)
+	return `UPDATE ` + Table + ` AS t SET ` + set + `
 	FROM ` + source + ` r
-	WHERE r.rn = 1 AND t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id
+	WHERE r.rn = 1 AND ` + samePair("t", "r") + `
 		AND ` + s.firstOfPair("t", "")
 }
 
@@ -148,7 +149,9 @@ type BackfillResult struct {
 // the insert ("inserted"), after each key ("wrote <key>") and before the
 // commit ("before commit"); its error aborts the transaction there
 // (fault-injection tests).
-func (s *Store) Backfill(ctx context.Context, now func() time.Time, hook func(stage string) error) (BackfillResult, error) {
+func (s *Store) Backfill(
+	ctx context.Context, now func() time.Time, hook func(stage string) error,
+) (BackfillResult, error) {
 	var res BackfillResult
 	if hook == nil {
 		hook = func(string) error { return nil }

@@ -30,7 +30,15 @@ func TestCitusPlans(t *testing.T) {
 	e := d.Env(t)
 	s := e.Store
 	capture := time.Date(2026, 8, 12, 23, 10, 0, 500001001, time.UTC)
-	row, _ := core.Normalize(core.Frame{TaskSessionID: "sess-1", TaskID: "task-1", ExecutionID: "exec-1", ToolCallID: "toolu_01", ObservedAt: capture})
+	row, _ := core.Normalize(
+		core.Frame{
+			TaskSessionID: "sess-1",
+			TaskID:        "task-1",
+			ExecutionID:   "exec-1",
+			ToolCallID:    "toolu_01",
+			ObservedAt:    capture,
+		},
+	)
 	health, healthArgs := s.HealthSQL(capture)
 	list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
 	byTurn, byTurnArgs := s.ListSQL("turn_id", "turn-1", core.Page{Limit: 100})

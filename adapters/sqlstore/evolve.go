@@ -35,7 +35,10 @@ const repairVersion = 4
 // own, then the shared ones.
 // The repair adds the pairs it merged to *merged.
 func (s *Store) steps(merged *int64) []Step {
-	repair := Step{Version: repairVersion, Name: "one row per invocation at the seam", Stages: []string{"merge doubled pairs", "remove merged rows"},
+	repair := Step{
+		Version: repairVersion,
+		Name:    "one row per invocation at the seam",
+		Stages:  []string{"merge doubled pairs", "remove merged rows"},
 		Apply: func(ctx context.Context, tx *gorm.DB, _ Tables, hook func(string) error) error {
 			info, err := s.d.Describe(ctx, tx, Table)
 			if err != nil {
@@ -59,7 +62,8 @@ func (s *Store) steps(merged *int64) []Step {
 				return fmt.Errorf("remove merged rows: %w", err)
 			}
 			return hook("remove merged rows")
-		}}
+		},
+	}
 	out := append(slices.Clone(s.d.Steps()), repair)
 	slices.SortFunc(out, func(a, b Step) int { return a.Version - b.Version })
 	return out
@@ -129,7 +133,8 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	if !info.Exists {
 		return ev, core.Errorf("table %s does not exist", Table)
 	}
-	if pending, placed := s.pending(info, versions); len(pending) == 0 && !placed && compare(s.d, s.tables, info).holds() {
+	if pending, placed := s.pending(info, versions); len(pending) == 0 && !placed &&
+		compare(s.d, s.tables, info).holds() {
 		return ev, s.distribute(ctx)
 	}
 	form := s.d.BackfillForm(false)
@@ -229,11 +234,13 @@ func (s *Store) catalog(db *gorm.DB) (TableInfo, map[int]string, error) {
 		return info, versions, err
 	}
 	var kv []struct{ Key, Value string }
-	if err := db.Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" LIKE ?`, "subagent_context_schema_v%").Scan(&kv).Error; err != nil {
+	q := `SELECT "key", value FROM ` + quote(s.tables.Meta) + ` WHERE "key" LIKE ?`
+	if err := db.Raw(q, "subagent_context_schema_v%").Scan(&kv).Error; err != nil {
 		return info, nil, fmt.Errorf("read the recorded versions: %w", err)
 	}
 	for _, p := range kv {
-		if v, err := strconv.Atoi(strings.TrimPrefix(p.Key, "subagent_context_schema_v")); err == nil && VersionKey(v) == p.Key {
+		if v, err := strconv.Atoi(strings.TrimPrefix(p.Key, "subagent_context_schema_v")); err == nil &&
+			VersionKey(v) == p.Key {
 			versions[v] = p.Value
 		}
 	}
@@ -299,7 +306,9 @@ func (s *Store) write(conn *gorm.DB, begin string, fn func(tx *gorm.DB) error) e
 // writeKey inserts a meta key unless present (write-once, whatever the
 // present value's precision or form); it reports whether it wrote.
 func (s *Store) writeKey(db *gorm.DB, key, value string) (bool, error) {
-	res := db.Exec(`INSERT INTO `+quote(s.tables.Meta)+` ("key", value) VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`, key, value)
+	res := db.Exec(
+		`INSERT INTO `+quote(s.tables.Meta)+` ("key", value) VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`, key, value,
+	)
 	if res.Error != nil {
 		return false, fmt.Errorf("write %s: %w", key, res.Error)
 	}

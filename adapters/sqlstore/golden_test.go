@@ -42,7 +42,14 @@ func TestGoldenStatements(t *testing.T) {
 			s := e.Store
 			health, healthArgs := s.HealthSQL(capture)
 			list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
-			keyset, keysetArgs := s.ListSQL("turn_id", "turn-1", core.Page{Limit: 100, After: &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}})
+			keyset, keysetArgs := s.ListSQL(
+				"turn_id",
+				"turn-1",
+				core.Page{
+					Limit: 100,
+					After: &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"},
+				},
+			)
 			where := " WHERE task_session_id = ?"
 			rows, messages := s.FirstActivitySQL(where)
 			merge, remove := s.RepairSQL()
@@ -53,12 +60,14 @@ func TestGoldenStatements(t *testing.T) {
 				"list_keyset.sql":       withArgs(keyset, keysetArgs),
 				"subagent_messages.sql": s.MessagesSQL() + ";\n",
 				"health.sql":            withArgs(health, healthArgs),
-				"stats.sql": "-- the aggregates\n" + s.StatsSQL(where) + ";\n\n-- fan-out per turn\n" + s.FanOutSQL(where) +
-					";\n\n-- first activity: rows\n" + rows + ";\n\n-- first activity: messages\n" + messages + ";\n",
+				"stats.sql": "-- the aggregates\n" + s.StatsSQL(where) + ";\n\n" +
+					"-- fan-out per turn\n" + s.FanOutSQL(where) + ";\n\n" +
+					"-- first activity: rows\n" + rows + ";\n\n" +
+					"-- first activity: messages\n" + messages + ";\n",
 				"upgrade.sql":  upgradeStatements(t, d),
 				"sessions.sql": s.SessionsSQL(200) + ";\n",
-				"repair.sql": "-- step 4, in the shape step's transaction: the pairs an earlier build doubled; the update takes updated_at\n" +
-					merge + ";\n\n" + remove + ";\n",
+				"repair.sql": "-- step 4, in the shape step's transaction: the pairs an earlier build doubled; " +
+					"the update takes updated_at\n" + merge + ";\n\n" + remove + ";\n",
 			}
 			files["backfill.sql"] = backfillText(s.Form(false), s.BackfillSQL(false))
 			if d.Name == "postgres" {
@@ -91,7 +100,11 @@ func backfillText(form sqlstore.BackfillForm, stmts []string) string {
 			in = append(in, q)
 		}
 	}
-	all := append(append(append(before, begin), slices.DeleteFunc(append([]string{form.Lock}, form.Plan...), func(q string) bool { return q == "" })...), in...)
+	all := append(
+		append(
+			append(before, begin),
+			slices.DeleteFunc(append([]string{form.Lock}, form.Plan...), func(q string) bool { return q == "" })...),
+		in...)
 	all = append(append(all, "COMMIT"), after...)
 	return "-- the merge and the insert take updated_at\n" + strings.Join(all, ";\n\n") + ";\n"
 }
@@ -132,13 +145,15 @@ func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 	}
 	var out []string
 	for _, q := range log.statements {
-		if schema[q] || strings.HasPrefix(q, "DO $do$") || strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "SHOW") || strings.HasPrefix(q, "PRAGMA") ||
-			strings.Contains(q, "pragma_") || strings.Contains(q, "to_regclass") || strings.Contains(q, "subagent_context_schema_v") {
+		if schema[q] || strings.HasPrefix(q, "DO $do$") || strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "SHOW") ||
+			strings.HasPrefix(q, "PRAGMA") || strings.Contains(q, "pragma_") || strings.Contains(q, "to_regclass") ||
+			strings.Contains(q, "subagent_context_schema_v") {
 			continue // the schema's own statements, catalog reads, version keys
 		}
 		out = append(out, instant.ReplaceAllString(q, "?"))
 	}
-	return "-- the first draft's table brought to its declared shape in one transaction (statements between catalog reads)\n" +
+	return "-- the first draft's table brought to its declared shape in one transaction " +
+		"(statements between catalog reads)\n" +
 		strings.Join(out, ";\n\n") + ";\n"
 }
 
@@ -181,6 +196,11 @@ func check(t *testing.T, path, got string) {
 		t.Fatalf("%v (run with -update to write it)", err)
 	}
 	if string(want) != got {
-		t.Errorf("%s is stale: the code now renders\n%s\n(run go test ./adapters/sqlstore -run TestGoldenStatements -update, and review the diff)", path, got)
+		t.Errorf(
+			"%s is stale: the code now renders\n%s\n"+
+				"(run go test ./adapters/sqlstore -run TestGoldenStatements -update, and review the diff)",
+			path,
+			got,
+		)
 	}
 }

@@ -33,7 +33,8 @@ func mergeExpr(c core.Column, stored, incoming ref) string {
 	case core.RuleFillForward:
 		return "COALESCE(" + in + ", " + s + ")"
 	case core.RuleFrozenOnceSettled:
-		return "CASE WHEN " + stored(core.SettledAtColumn) + " IS NOT NULL THEN " + s + " ELSE COALESCE(" + in + ", " + s + ") END"
+		settled := stored(core.SettledAtColumn)
+		return "CASE WHEN " + settled + " IS NOT NULL THEN " + s + " ELSE COALESCE(" + in + ", " + s + ") END"
 	case core.RuleSticky:
 		return "CASE WHEN " + s + " = 1 OR " + in + " = 1 THEN 1 ELSE 0 END"
 	case core.RuleLastWrite:
@@ -94,8 +95,15 @@ func historySet(history, target ref, written string, has func(column string) boo
 func (s *Store) firstOfPair(alias, extra string) string {
 	d := s.d
 	o, a := d.Instant("o.observed_at"), d.Instant(alias+".observed_at")
-	return `NOT EXISTS (SELECT 1 FROM ` + Table + ` o WHERE o.task_session_id = ` + alias + `.task_session_id AND o.tool_call_id = ` + alias + `.tool_call_id` + extra + `
-			AND (` + o + ` < ` + a + ` OR (` + o + ` = ` + a + ` AND ` + d.Bytewise("o.agent_execution_id") + ` < ` + d.Bytewise(alias+".agent_execution_id") + `)))`
+	oe, ae := d.Bytewise("o.agent_execution_id"), d.Bytewise(alias+".agent_execution_id")
+	return `NOT EXISTS (SELECT 1 FROM ` + Table + ` o WHERE ` + samePair("o", alias) + extra + `
+			AND (` + o + ` < ` + a + ` OR (` + o + ` = ` + a + ` AND ` + oe + ` < ` + ae + `)))`
+}
+
+// samePair is the condition that rows a and b are of one (session, tool
+// call id) pair.
+func samePair(a, b string) string {
+	return a + ".task_session_id = " + b + ".task_session_id AND " + a + ".tool_call_id = " + b + ".tool_call_id"
 }
 
 // backfilled is the condition on alias's row that it is a row the backfill
@@ -104,7 +112,8 @@ func backfilled(alias string) string {
 	if alias != "" {
 		alias += "."
 	}
-	return alias + "agent_execution_id = '" + core.UnknownExecution + "' AND " + alias + "source = '" + string(core.SourceBackfill) + "'"
+	return alias + "agent_execution_id = '" + core.UnknownExecution + "' AND " +
+		alias + "source = '" + string(core.SourceBackfill) + "'"
 }
 
 // historyOf is the condition that selects, among the rows, the one the
@@ -152,11 +161,12 @@ func (s *Store) renderInsert() (string, error) {
 // columns the table has (has; nil: every declared one).
 func (s *Store) repairStatements(has func(column string) bool) (merge, remove string) {
 	known := " AND o.agent_execution_id <> '" + core.UnknownExecution + "'"
-	merge = `UPDATE ` + Table + ` AS t SET ` + historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }, "?", has) + `
+	set := historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }, "?", has)
+	merge = `UPDATE ` + Table + ` AS t SET ` + set + `
 	FROM ` + Table + ` AS b
-	WHERE ` + backfilled("b") + ` AND t.task_session_id = b.task_session_id AND t.tool_call_id = b.tool_call_id
+	WHERE ` + backfilled("b") + ` AND ` + samePair("t", "b") + `
 		AND t.agent_execution_id <> '` + core.UnknownExecution + `' AND ` + s.firstOfPair("t", known)
 	remove = `DELETE FROM ` + Table + ` WHERE ` + backfilled(Table) + `
-	AND EXISTS (SELECT 1 FROM ` + Table + ` o WHERE o.task_session_id = ` + Table + `.task_session_id AND o.tool_call_id = ` + Table + `.tool_call_id` + known + `)`
+	AND EXISTS (SELECT 1 FROM ` + Table + ` o WHERE ` + samePair("o", Table) + known + `)`
 	return merge, remove
 }

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/rowmaps"
 )
 
 // Activation reads the three keys (docs/CONTRACT.md §5.1).
@@ -94,12 +95,15 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 	st := core.Stats{Query: q, Activation: a}
 	where, args := scope(q)
 	db := s.db.WithContext(ctx)
-	aggs, err := query(db, s.statsStatement(where), args...)
+	aggs, err := rowmaps.Query(db, s.statsStatement(where), args...)
 	if err != nil {
 		return core.Stats{}, s.opError("stats", err)
 	}
 	if len(aggs) != 1 {
-		return core.Stats{}, &core.OpError{Op: "stats", Err: fmt.Errorf("the aggregate returned %d rows, want 1", len(aggs))}
+		return core.Stats{}, &core.OpError{
+			Op:  "stats",
+			Err: fmt.Errorf("the aggregate returned %d rows, want 1", len(aggs)),
+		}
 	}
 	agg := aggs[0]
 	var bad error
@@ -157,37 +161,6 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 		return core.Stats{}, err
 	}
 	return st, nil
-}
-
-// query runs a query and returns its rows as column → value maps, each
-// value as the driver returns it.
-func query(db *gorm.DB, q string, args ...any) ([]map[string]any, error) {
-	rows, err := db.Raw(q, args...).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		m := make(map[string]any, len(cols))
-		for i, c := range cols {
-			m[c] = vals[i]
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }
 
 // integer reads an aggregate (an integer, numeric text, or NULL for 0).
@@ -293,7 +266,11 @@ func (s *Store) firstActivity(ctx context.Context, where string, args []any) (ma
 		return nil, s.opError("first activity", err)
 	} else if ok {
 		var msgs []map[string]any
-		if err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) { msgs, err = query(db, msgsQ, args...); return err }); err != nil {
+		err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) {
+			msgs, err = rowmaps.Query(db, msgsQ, args...)
+			return err
+		})
+		if err != nil {
 			return nil, s.opError("first activity", err)
 		}
 		for _, m := range msgs {

@@ -49,7 +49,10 @@ func TableDDL(d Fragments, name string, t Tables) string {
 	}
 	fmt.Fprintf(&b, "\tPRIMARY KEY (%s),\n", strings.Join(primaryKeyColumns, ", "))
 	fmt.Fprintf(&b, "\tCONSTRAINT %s UNIQUE (%s),\n", keyConstraint, strings.Join(core.KeyColumns, ", "))
-	fmt.Fprintf(&b, "\tCONSTRAINT %s FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE\n)", sessionForeignKey, quote(t.Sessions))
+	fmt.Fprintf(
+		&b, "\tCONSTRAINT %s FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE\n)", sessionForeignKey,
+		quote(t.Sessions),
+	)
 	return b.String()
 }
 
@@ -71,7 +74,10 @@ func IndexDDL() []string {
 	for i, x := range secondaryIndexes {
 		out[i] = fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s(%s)", x.Name, Table, x.Column)
 	}
-	return append(out, "CREATE INDEX IF NOT EXISTS "+historyIndex+" ON "+Table+"(task_session_id, tool_call_id) WHERE "+backfilled(""))
+	return append(
+		out,
+		"CREATE INDEX IF NOT EXISTS "+historyIndex+" ON "+Table+"(task_session_id, tool_call_id) WHERE "+backfilled(""),
+	)
 }
 
 // metaDDL creates the meta table if absent (docs/CONTRACT.md §2).
@@ -160,18 +166,38 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		case got == nil && additive(c):
 			r.missing = append(r.missing, c)
 		case got == nil:
-			r.diffs = append(r.diffs, fmt.Sprintf("lacks column %s, NOT NULL without a default (only a numbered step can add it)", c.Name))
+			r.diffs = append(
+				r.diffs,
+				fmt.Sprintf("lacks column %s, NOT NULL without a default (only a numbered step can add it)", c.Name),
+			)
 		case got.Type != d.ColumnType(c.Type):
-			r.diffs = append(r.diffs, fmt.Sprintf("column %s is %s, declared %s", c.Name, got.Type, d.ColumnType(c.Type)))
+			r.diffs = append(
+				r.diffs,
+				fmt.Sprintf("column %s is %s, declared %s", c.Name, got.Type, d.ColumnType(c.Type)),
+			)
 		case got.NotNull == c.Nullable:
-			r.diffs = append(r.diffs, fmt.Sprintf("column %s is %s, declared %s", c.Name, nullability(!got.NotNull), nullability(c.Nullable)))
+			r.diffs = append(
+				r.diffs,
+				fmt.Sprintf("column %s is %s, declared %s", c.Name, nullability(!got.NotNull), nullability(c.Nullable)),
+			)
 		case got.Default != defaultLiteral(c):
-			r.diffs = append(r.diffs, fmt.Sprintf("column %s defaults to %s, declared %s", c.Name, orNone(got.Default), orNone(defaultLiteral(c))))
+			r.diffs = append(
+				r.diffs,
+				fmt.Sprintf(
+					"column %s defaults to %s, declared %s", c.Name, orNone(got.Default), orNone(defaultLiteral(c)),
+				),
+			)
 		}
 	}
 	for _, c := range info.Columns {
 		if !declared[c.Name] && c.NotNull && c.Default == "" {
-			r.diffs = append(r.diffs, fmt.Sprintf("column %s is not declared and is NOT NULL without a default: no insert could fill it", c.Name))
+			r.diffs = append(
+				r.diffs,
+				fmt.Sprintf(
+					"column %s is not declared and is NOT NULL without a default: no insert could fill it",
+					c.Name,
+				),
+			)
 		}
 	}
 	var key, primary, legacy bool
@@ -181,7 +207,12 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		case x.Primary:
 			primary = slices.Equal(x.Columns, primaryKeyColumns)
 			if !primary {
-				r.diffs = append(r.diffs, fmt.Sprintf("the primary key is (%s), declared (%s)", strings.Join(x.Columns, ", "), strings.Join(primaryKeyColumns, ", ")))
+				r.diffs = append(
+					r.diffs,
+					fmt.Sprintf(
+						"the primary key is (%s), declared (%s)", strings.Join(x.Columns, ", "), strings.Join(primaryKeyColumns, ", "),
+					),
+				)
 			}
 		case x.Unique && slices.Equal(x.Columns, core.KeyColumns):
 			key = true
@@ -203,9 +234,11 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 	for _, x := range secondaryIndexes {
 		r.indexes = r.indexes || !plain[x.Column]
 	}
-	r.indexes = r.indexes || !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == historyIndex })
+	r.indexes = r.indexes ||
+		!slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == historyIndex })
 	if !slices.ContainsFunc(info.ForeignKeys, func(f ForeignKeyInfo) bool {
-		return f.Column == "task_session_id" && f.RefTable == t.Sessions && f.RefColumn == "id" && f.OnDelete == "CASCADE"
+		return f.Column == "task_session_id" && f.RefTable == t.Sessions && f.RefColumn == "id" &&
+			f.OnDelete == "CASCADE"
 	}) {
 		r.diffs = append(r.diffs, "lacks the foreign key task_session_id → "+t.Sessions+"(id) ON DELETE CASCADE")
 	}
@@ -233,17 +266,27 @@ func orNone(lit string) string {
 // the primary key (task_session_id, id), version 3 — the shape of every
 // build before the seam repair (step 4).
 func inferVersion(d Fragments, info TableInfo) int {
-	hasKey := slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, core.KeyColumns) })
-	legacy := slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, legacyKeyColumns) })
+	hasKey := slices.ContainsFunc(
+		info.Indexes,
+		func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, core.KeyColumns) },
+	)
+	legacy := slices.ContainsFunc(
+		info.Indexes,
+		func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, legacyKeyColumns) },
+	)
 	if info.Column("agent_execution_id") == nil || !hasKey || legacy {
 		return 0
 	}
 	for _, c := range core.Columns {
-		if got := info.Column(c.Name); got != nil && (c.Type == core.Int64 || c.Type == core.Time) && got.Type != d.ColumnType(c.Type) {
+		if got := info.Column(c.Name); got != nil && (c.Type == core.Int64 || c.Type == core.Time) &&
+			got.Type != d.ColumnType(c.Type) {
 			return 1
 		}
 	}
-	if !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKeyColumns) }) {
+	if !slices.ContainsFunc(
+		info.Indexes,
+		func(x IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKeyColumns) },
+	) {
 		return 2
 	}
 	return 3

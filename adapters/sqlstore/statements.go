@@ -45,7 +45,8 @@ FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.message
 		UNION ALL
 		SELECT t.task_session_id, t.tool_call_id,
 			0, 0, CASE WHEN ` + observed + ` >= ? THEN 1 ELSE 0 END, 1,
-			CASE WHEN ` + observed + ` >= ? AND t.agent_execution_id <> '` + core.UnknownExecution + `' THEN t.agent_execution_id END,
+			CASE WHEN ` + observed + ` >= ? AND t.agent_execution_id <> '` + core.UnknownExecution + `'
+				THEN t.agent_execution_id END,
 			CASE WHEN ` + observed + ` >= ? THEN ` + observed + ` END,
 			CASE WHEN ` + updated + ` >= ? THEN ` + updated + ` END
 		FROM ` + Table + ` t) u
@@ -80,7 +81,8 @@ func (s *Store) statsStatement(where string) string {
 		"SUM(CASE WHEN source = 'backfill' THEN 1 ELSE 0 END) AS backfill",
 		"SUM(CASE WHEN turn_id IS NULL THEN 1 ELSE 0 END) AS no_turn",
 		"SUM(CASE WHEN agent_execution_id = '" + core.UnknownExecution + "' THEN 1 ELSE 0 END) AS unknown_exec",
-		"count(DISTINCT CASE WHEN agent_execution_id <> '" + core.UnknownExecution + "' THEN agent_execution_id END) AS executions",
+		"count(DISTINCT CASE WHEN agent_execution_id <> '" + core.UnknownExecution +
+			"' THEN agent_execution_id END) AS executions",
 	}
 	for _, m := range metricColumns() {
 		for _, src := range metricSources {
@@ -103,8 +105,9 @@ func (s *Store) fanOutStatement(where string) string {
 	if where != "" {
 		w = where + " AND turn_id IS NOT NULL"
 	}
-	return `SELECT n AS subagents, count(*) AS turns FROM (SELECT task_session_id, turn_id, count(*) AS n FROM ` + Table + w +
-		` GROUP BY task_session_id, turn_id) x GROUP BY n ORDER BY n`
+	return `SELECT n AS subagents, count(*) AS turns
+	FROM (SELECT task_session_id, turn_id, count(*) AS n FROM ` + Table + w + ` GROUP BY task_session_id, turn_id) x
+	GROUP BY n ORDER BY n`
 }
 
 // sessionsStatement summarises the sessions with rows, the most recently
@@ -133,11 +136,13 @@ ORDER BY last_us DESC, ` + d.Bytewise("p.task_session_id")
 // earliest created_at of its messages (a HostInstant).
 func (s *Store) firstActivityStatements(where string) (rows, messages string) {
 	d := s.d
-	rows = `SELECT task_session_id, MIN(` + d.Instant("observed_at") + `) AS first FROM ` + Table + where + ` GROUP BY task_session_id`
+	rows = `SELECT task_session_id, MIN(` + d.Instant("observed_at") + `) AS first
+	FROM ` + Table + where + ` GROUP BY task_session_id`
 	mw := " WHERE task_session_id IS NOT NULL"
 	if where != "" {
 		mw = where + " AND task_session_id IS NOT NULL"
 	}
-	messages = `SELECT task_session_id, MIN(` + d.HostInstant("created_at") + `) AS first FROM ` + quote(s.tables.Messages) + mw + ` GROUP BY task_session_id`
+	messages = `SELECT task_session_id, MIN(` + d.HostInstant("created_at") + `) AS first
+	FROM ` + quote(s.tables.Messages) + mw + ` GROUP BY task_session_id`
 	return rows, messages
 }

@@ -158,8 +158,11 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		return s.opError("check the sessions table", err)
 	}
 	if !ok {
-		return core.Errorf("%w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
-			ErrNoSessionsTable, s.tables.Sessions)
+		return core.Errorf(
+			"%w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
+			ErrNoSessionsTable,
+			s.tables.Sessions,
+		)
 	}
 	metaExisted, err := s.d.TableExists(ctx, s.db, s.tables.Meta)
 	if err != nil {
@@ -185,7 +188,8 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		if err != nil {
 			return s.opError("read the table's shape", err)
 		}
-		if r := compare(s.d, s.tables, info); len(r.missing) == 0 && len(r.diffs) == 0 { // the declared columns and keys: what depends on them
+		if r := compare(s.d, s.tables, info); len(r.missing) == 0 &&
+			len(r.diffs) == 0 { // the declared columns and keys: what depends on them
 			stmts = append(append(stmts, IndexDDL()...), s.upsertSchema...)
 		}
 	}
@@ -439,7 +443,8 @@ func (s *Store) listStatement(column, value string, page core.Page) (string, []a
 	args := []any{value}
 	if a := page.After; a != nil {
 		c := a.Canonical()
-		q += " AND (" + order[0] + " > ? OR (" + order[0] + " = ? AND (" + order[1] + " > ? OR (" + order[1] + " = ? AND " + order[2] + " > ?))))"
+		at, tool, exec := order[0], order[1], order[2]
+		q += " AND (" + at + " > ? OR (" + at + " = ? AND (" + tool + " > ? OR (" + tool + " = ? AND " + exec + " > ?))))"
 		us := c.ObservedAt.UnixMicro()
 		args = append(args, us, us, c.ToolCallID, c.ToolCallID, c.AgentExecutionID)
 	}

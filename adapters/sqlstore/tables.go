@@ -57,16 +57,20 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // schema with search_path (docs/CONTRACT.md §8.2).
 func (t Tables) Validate() error {
 	t = t.WithDefaults()
-	for _, f := range []struct{ field, name string }{{"sessions", t.Sessions}, {"messages", t.Messages}, {"meta", t.Meta}} {
+	tables := []struct{ field, name string }{{"sessions", t.Sessions}, {"messages", t.Messages}, {"meta", t.Meta}}
+	for _, f := range tables {
 		switch {
 		case strings.Contains(f.name, "."):
-			return fmt.Errorf("%w: %s table %q is schema-qualified: give the plain name (on PostgreSQL, set the schema with search_path)",
-				ErrInvalidTableName, f.field, f.name)
+			return fmt.Errorf(
+				"%w: %s table %q is schema-qualified: give the plain name (on PostgreSQL, set the schema with search_path)",
+				ErrInvalidTableName, f.field, f.name,
+			)
 		case !identifier.MatchString(f.name):
 			return fmt.Errorf("%w: %s table %q: want letters, digits and _ (not first), at most 63 characters",
 				ErrInvalidTableName, f.field, f.name)
 		case strings.EqualFold(f.name, Table):
-			return fmt.Errorf("%w: %s table %q is the name of the table this library owns", ErrInvalidTableName, f.field, f.name)
+			return fmt.Errorf("%w: %s table %q is the name of the table this library owns",
+				ErrInvalidTableName, f.field, f.name)
 		}
 	}
 	return nil

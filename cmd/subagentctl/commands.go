@@ -147,7 +147,9 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 	var lines atomic.Int64
 	stop := e.ticker(func(elapsed time.Duration) string {
 		n := lines.Load()
-		return fmt.Sprintf("recorded %d lines (%.0f/s), %d frames pending", n, float64(n)/elapsed.Seconds(), rec.Counters().Values().Pending)
+		return fmt.Sprintf(
+			"recorded %d lines (%.0f/s), %d frames pending", n, float64(n)/elapsed.Seconds(), rec.Counters().Values().Pending,
+		)
 	})
 	decode := func(line []byte) ([]core.Frame, error) {
 		f, err := core.DecodeFrame(line)
@@ -158,7 +160,13 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 	}
 	if o.acp {
 		tr := acp.NewTracker()
-		id := acp.Identity{TaskSessionID: o.session, TaskID: o.task, TurnID: o.turn, ExecutionID: o.execution, Agent: acp.Agent(o.agent)}
+		id := acp.Identity{
+			TaskSessionID: o.session,
+			TaskID:        o.task,
+			TurnID:        o.turn,
+			ExecutionID:   o.execution,
+			Agent:         acp.Agent(o.agent),
+		}
 		decode = func(line []byte) ([]core.Frame, error) { return tr.Line(id, line) }
 	}
 	bad, readErr := e.recordLines(ctx, in, rec, &lines, decode)
@@ -172,7 +180,8 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 		}
 	} else {
 		v := out.CounterValues
-		fmt.Fprintf(e.stdout, "attempted %d  persisted %d  skipped_no_identity %d  failed %d  anomalous_value %d  unknown_execution %d  dropped %d  bad_lines %d\n",
+		fmt.Fprintf(e.stdout, "attempted %d  persisted %d  skipped_no_identity %d  failed %d  "+
+			"anomalous_value %d  unknown_execution %d  dropped %d  bad_lines %d\n",
 			v.Attempted, v.Persisted, v.SkippedNoIdentity, v.Failed, v.AnomalousValue, v.UnknownExecution, v.Dropped, bad)
 	}
 	if err := errors.Join(readErr, closeErr); err != nil {

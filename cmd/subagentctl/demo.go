@@ -56,7 +56,10 @@ func cmdDemo(ctx context.Context, e *env, _ *opts) error {
 	if err := kandevtest.InsertMessages(ctx, db, e.tables, msgs); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "host database %s: %d sessions, %d messages of history (some subagent, some malformed)\n", e.dsn.value, len(ids), len(msgs))
+	fmt.Fprintf(
+		out, "host database %s: %d sessions, %d messages of history (some subagent, some malformed)\n", e.dsn.value, len(ids),
+		len(msgs),
+	)
 
 	section("migration pass (at boot)")
 	fmt.Fprint(out, e.migrate(ctx, s))
@@ -82,8 +85,11 @@ func cmdDemo(ctx context.Context, e *env, _ *opts) error {
 		}
 		seen[f.ToolCallID] = true
 		meta := kandevtest.Subagent(f.ToolCallID, f.ToolStatus, f.Payload).JSON()
-		liveMsgs = append(liveMsgs, kandevtest.Message{ID: "live-" + f.ToolCallID, TaskSessionID: sess, TaskID: f.TaskID,
-			TurnID: f.TurnID, Metadata: &meta, CreatedAt: f.ObservedAt})
+		liveMsgs = append(
+			liveMsgs,
+			kandevtest.Message{ID: "live-" + f.ToolCallID, TaskSessionID: sess, TaskID: f.TaskID,
+				TurnID: f.TurnID, Metadata: &meta, CreatedAt: f.ObservedAt},
+		)
 	}
 	if err := kandevtest.InsertMessages(ctx, db, e.tables, liveMsgs); err != nil {
 		return err
@@ -95,8 +101,10 @@ func cmdDemo(ctx context.Context, e *env, _ *opts) error {
 		return err
 	}
 	v := rec.Counters().Values()
-	fmt.Fprintf(out, "%d frames (out of order, duplicated, nested, async, 8-way fan-out, a tool call id reused by a second execution, one without identity)\n", len(frames))
-	fmt.Fprintf(out, "counters: attempted %d = persisted %d + skipped_no_identity %d + failed %d; anomalous_value %d, unknown_execution %d\n",
+	fmt.Fprintf(out, "%d frames (out of order, duplicated, nested, async, 8-way fan-out, "+
+		"a tool call id reused by a second execution, one without identity)\n", len(frames))
+	fmt.Fprintf(out, "counters: attempted %d = persisted %d + skipped_no_identity %d + failed %d; "+
+		"anomalous_value %d, unknown_execution %d\n",
 		v.Attempted, v.Persisted, v.SkippedNoIdentity, v.Failed, v.AnomalousValue, v.UnknownExecution)
 
 	section("rows of " + sess)

@@ -30,7 +30,10 @@ func parseDSN(raw string) (dsn, error) {
 	case strings.HasSuffix(raw, ".db"), strings.HasSuffix(raw, ".sqlite"), strings.HasSuffix(raw, ".sqlite3"):
 		return dsn{value: raw}, nil
 	}
-	return dsn{}, fmt.Errorf("--db %q is neither SQLite (sqlite:PATH, *.db, *.sqlite, *.sqlite3) nor PostgreSQL (postgres://, postgresql://)", postgres.Redact(raw))
+	return dsn{}, fmt.Errorf(
+		"--db %q is neither SQLite (sqlite:PATH, *.db, *.sqlite, *.sqlite3) nor PostgreSQL (postgres://, postgresql://)",
+		postgres.Redact(raw),
+	)
 }
 
 // redact removes the DSN's password from any text about to be printed.

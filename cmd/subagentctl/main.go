@@ -23,7 +23,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 )
 
-const usage = `usage: subagentctl [--db DSN] [--sessions-table NAME] [--messages-table NAME] [--meta-table NAME] COMMAND [ARGS]
+const usage = `usage: subagentctl [--db DSN] [--sessions-table NAME] [--messages-table NAME] [--meta-table NAME]` +
+	` COMMAND [ARGS]
 
 DSN is sqlite:PATH, a path ending in .db, .sqlite or .sqlite3, or a
 postgres:// or postgresql:// URL; default $SUBAGENTCTL_DB, else

@@ -67,8 +67,16 @@ func (r result) want(t *testing.T, code int) result {
 }
 
 func jsonFrame(session, tool, exec, status string, at time.Time, task string) string {
-	return fmt.Sprintf(`{"task_session_id":%q,"task_id":"task-1","turn_id":"turn-1","execution_id":%q,"tool_call_id":%q,"tool_status":%q,"observed_at":%q,"subagent_task":%s}`,
-		session, exec, tool, status, at.Format(time.RFC3339Nano), task)
+	return fmt.Sprintf(
+		`{"task_session_id":%q,"task_id":"task-1","turn_id":"turn-1","execution_id":%q,"tool_call_id":%q,"tool_status":%q,`+
+			`"observed_at":%q,"subagent_task":%s}`,
+		session,
+		exec,
+		tool,
+		status,
+		at.Format(time.RFC3339Nano),
+		task,
+	)
 }
 
 func TestCommandsOnEveryDialect(t *testing.T) {
@@ -96,22 +104,31 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 		completed := kandevtest.ClaudeCompleted
 		task, _ := json.Marshal(completed)
 		input := strings.Join([]string{
-			jsonFrame("s1", "toolu_01", "exec-1", "in_progress", now.Add(time.Second), `{"description":"x","prompt":"","subagent_type":"general-purpose"}`),
+			jsonFrame(
+				"s1", "toolu_01", "exec-1", "in_progress", now.Add(time.Second),
+				`{"description":"x","prompt":"","subagent_type":"general-purpose"}`,
+			),
 			jsonFrame("s1", "toolu_01", "exec-1", "completed", now.Add(2*time.Second), string(task)),
 			`not json`,
 			`[1, 2]`,
 			"",
-			jsonFrame("s1", "toolu_02", "", "completed", now.Add(3*time.Second), `{"description":"bg","prompt":"","subagent_type":"explorer","status":"async_launched","is_async":true}`),
+			jsonFrame(
+				"s1", "toolu_02", "", "completed", now.Add(3*time.Second),
+				`{"description":"bg","prompt":"","subagent_type":"explorer","status":"async_launched","is_async":true}`,
+			),
 			jsonFrame("s1", "", "exec-1", "completed", now, `{}`),
 		}, "\n")
 		r = cli(t, input, db, "record", "-").want(t, 1)
-		if !strings.Contains(r.stderr, "line 3:") || !strings.Contains(r.stderr, "line 4:") || strings.Contains(r.stderr, "line 5") {
+		if !strings.Contains(r.stderr, "line 3:") || !strings.Contains(r.stderr, "line 4:") ||
+			strings.Contains(r.stderr, "line 5") {
 			t.Errorf("bad lines not reported by number:\n%s", r.stderr)
 		}
-		if !strings.Contains(r.stdout, "attempted 4  persisted 3  skipped_no_identity 1  failed 0") || !strings.Contains(r.stdout, "bad_lines 2") {
+		if !strings.Contains(r.stdout, "attempted 4  persisted 3  skipped_no_identity 1  failed 0") ||
+			!strings.Contains(r.stdout, "bad_lines 2") {
 			t.Errorf("record counters: %s", r.stdout)
 		}
-		if !strings.Contains(r.stderr, "subagentctl: warning: line 3: ") || strings.Count(r.stderr, "subagentctl: warning: line") != 2 {
+		if !strings.Contains(r.stderr, "subagentctl: warning: line 3: ") ||
+			strings.Count(r.stderr, "subagentctl: warning: line") != 2 {
 			t.Errorf("bad lines must be warnings naming the line:\n%s", r.stderr)
 		}
 
@@ -124,10 +141,12 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 			rows[1]["total_tokens"] != nil || rows[1]["is_async"] != true || rows[1]["agent_execution_id"] != "unknown" {
 			t.Errorf("list --json rows: %v", rows)
 		}
-		if obs, _ := rows[0]["observed_at"].(string); obs != now.Add(time.Second).Truncate(time.Microsecond).Format(time.RFC3339Nano) {
+		want := now.Add(time.Second).Truncate(time.Microsecond).Format(time.RFC3339Nano)
+		if obs, _ := rows[0]["observed_at"].(string); obs != want {
 			t.Errorf("observed_at %q: want RFC 3339 UTC with microseconds", obs)
 		}
-		for _, col := range []string{"id", "task_session_id", "task_id", "turn_id", "agent_execution_id", "tool_call_id", "parent_tool_call_id",
+		for _, col := range []string{"id", "task_session_id", "task_id", "turn_id", "agent_execution_id", "tool_call_id",
+			"parent_tool_call_id",
 			"subagent_type", "description", "agent_id", "child_session_id", "model", "agent_status", "tool_status", "is_async",
 			"total_tokens", "tool_use_count", "duration_ms", "source", "observed_at", "settled_at", "updated_at"} {
 			if _, ok := rows[0][col]; !ok {
@@ -144,7 +163,8 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 			t.Fatal(err)
 		}
-		if st.Subagents != 2 || st.TotalTokens.All.Reported != 1 || st.TotalTokens.All.Unreported != 1 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
+		if st.Subagents != 2 || st.TotalTokens.All.Reported != 1 || st.TotalTokens.All.Unreported != 1 ||
+			len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
 			t.Errorf("stats --json: %+v", st) // all of s1's activity is after activation: known
 		}
 		r = cli(t, "", db, "activation", "--json").want(t, 0)
@@ -161,8 +181,13 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 			t.Errorf("health --json: %+v %v", h, err)
 		}
 		meta := kandevtest.Subagent("toolu_unseen", "completed", &completed).JSON()
-		kandevtest.InsertMessages(ctx, e.DB, e.Tables, []kandevtest.Message{{ID: "m-unseen", TaskSessionID: "s1", TaskID: "task-1",
-			TurnID: "turn-1", Metadata: &meta, CreatedAt: time.Now().UTC().Add(time.Minute)}})
+		kandevtest.InsertMessages(
+			ctx,
+			e.DB,
+			e.Tables,
+			[]kandevtest.Message{{ID: "m-unseen", TaskSessionID: "s1", TaskID: "task-1",
+				TurnID: "turn-1", Metadata: &meta, CreatedAt: time.Now().UTC().Add(time.Minute)}},
+		)
 		r = cli(t, "", db, "health").want(t, 1)
 		if !strings.Contains(r.stdout, "SHORTFALL") {
 			t.Errorf("health:\n%s", r.stdout)
@@ -187,7 +212,8 @@ func TestUsageErrorsTouchNoDatabase(t *testing.T) {
 		"stats two scopes": {"--db", path, "stats", "--session", "a", "--task", "b"},
 	} {
 		r := cli(t, "", args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "usage: subagentctl") || strings.Count(strings.SplitN(r.stderr, "\n\n", 2)[0], "\n") != 0 {
+		if r.code != 2 || !strings.Contains(r.stderr, "usage: subagentctl") ||
+			strings.Count(strings.SplitN(r.stderr, "\n\n", 2)[0], "\n") != 0 {
 			t.Errorf("%s: exit %d, stderr:\n%s", name, r.code, r.stderr)
 		}
 		if strings.Contains(r.stderr, "hunter2") {
@@ -207,7 +233,9 @@ func TestPasswordsNeverPrinted(t *testing.T) {
 	if dsn == e.DSN {
 		t.Fatalf("cannot add a password to %s", e.DSN)
 	}
-	for _, args := range [][]string{{"migrate"}, {"activation"}, {"health"}, {"stats"}, {"list", "--session", "x"}, {"--meta-table=missing", "health"}} {
+	for _, args := range [][]string{
+		{"migrate"}, {"activation"}, {"health"}, {"stats"}, {"list", "--session", "x"}, {"--meta-table=missing", "health"},
+	} {
 		r := cli(t, "", append([]string{"--db", dsn}, args...)...)
 		if strings.Contains(r.stdout+r.stderr, "S3cretPw") {
 			t.Errorf("%v printed the password:\n%s%s", args, r.stdout, r.stderr)
@@ -215,14 +243,16 @@ func TestPasswordsNeverPrinted(t *testing.T) {
 	}
 	unreachable := "postgres://u:S3cretPw@127.0.0.1:1/db?sslmode=disable&connect_timeout=2"
 	r := cli(t, "", "--db", unreachable, "health")
-	if r.code != 2 || strings.Contains(r.stdout+r.stderr, "S3cretPw") || !strings.Contains(r.stderr, "xxxxx") && !strings.Contains(r.stderr, "refused") {
+	if r.code != 2 || strings.Contains(r.stdout+r.stderr, "S3cretPw") ||
+		!strings.Contains(r.stderr, "xxxxx") && !strings.Contains(r.stderr, "refused") {
 		t.Errorf("unreachable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
 func TestDemo(t *testing.T) {
 	r := cli(t, "", "demo").want(t, 0)
-	for _, want := range []string{"migration pass", "backfill", "14 rows", "state: activated", "health: healthy", "collisions     1",
+	for _, want := range []string{"migration pass", "backfill", "14 rows", "state: activated", "health: healthy",
+		"collisions     1",
 		"└─ toolu_20_child"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q", want)
@@ -244,7 +274,11 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	var b strings.Builder
 	t0 := time.Now().UTC()
 	for i := range 6000 {
-		b.WriteString(jsonFrame("s1", fmt.Sprint("toolu_", i%500), "exec-1", "in_progress", t0.Add(time.Duration(i)*time.Millisecond), `{}`))
+		b.WriteString(
+			jsonFrame(
+				"s1", fmt.Sprint("toolu_", i%500), "exec-1", "in_progress", t0.Add(time.Duration(i)*time.Millisecond), `{}`,
+			),
+		)
 		b.WriteByte('\n')
 	}
 	os.WriteFile(input, []byte(b.String()), 0o600)
@@ -284,7 +318,8 @@ func TestConventions(t *testing.T) {
 		t.Errorf("flags after the command, a .sqlite3 path that does not exist: exit %d %q", r.code, r.stderr)
 	}
 	for _, args := range [][]string{{"migrate"}, {"record"}, {"list", "--session", "s"}, {"stats"}} {
-		if r := cli(t, "", append(args, "--db", missing)...); r.code == 0 || !strings.HasPrefix(r.stderr, "subagentctl: error: ") {
+		if r := cli(t, "", append(args, "--db", missing)...); r.code == 0 ||
+			!strings.HasPrefix(r.stderr, "subagentctl: error: ") {
 			t.Errorf("%v on a missing file: exit %d %q", args, r.code, r.stderr)
 		}
 	}
@@ -325,7 +360,10 @@ func TestJSONEverywhere(t *testing.T) {
 	e := testenv.SQLite().Env(t)
 	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
 	frameLine := jsonFrame("s1", "toolu_01", "e", "completed", time.Now(), `{"total_tokens":5}`)
-	for _, args := range [][]string{{"migrate"}, {"record"}, {"list", "--session", "s1"}, {"stats"}, {"stats", "--session", "s1"}, {"activation"}, {"health"}} {
+	for _, args := range [][]string{
+		{"migrate"}, {"record"}, {"list", "--session", "s1"}, {"stats"}, {"stats", "--session", "s1"}, {"activation"},
+		{"health"},
+	} {
 		r := cli(t, frameLine, append(append([]string{"--db", e.DSN}, args...), "--json")...)
 		if r.code != 0 {
 			t.Fatalf("%v: exit %d %s", args, r.code, r.stderr)

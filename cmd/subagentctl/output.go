@@ -37,11 +37,14 @@ func num(p *int64) string {
 
 func printRows(w io.Writer, rows []core.Subagent) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "OBSERVED_AT\tTOOL_CALL_ID\tEXECUTION\tPARENT\tTYPE\tTOOL_STATUS\tAGENT_STATUS\tASYNC\tTOKENS\tTOOL_USES\tDURATION_MS\tSOURCE")
+	fmt.Fprintln(tw, "OBSERVED_AT\tTOOL_CALL_ID\tEXECUTION\tPARENT\tTYPE\tTOOL_STATUS\tAGENT_STATUS\t"+
+		"ASYNC\tTOKENS\tTOOL_USES\tDURATION_MS\tSOURCE")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout), r.ToolCallID,
+		fmt.Fprintf(
+			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout), r.ToolCallID,
 			r.AgentExecutionID, str(r.ParentToolCallID), str(r.SubagentType), str(r.ToolStatus), str(r.AgentStatus), r.IsAsync,
-			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.Source)
+			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.Source,
+		)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d rows (\"-\" is NULL: not reported, never 0)\n", len(rows))
@@ -83,7 +86,9 @@ func describe(r core.Subagent) string {
 	if r.SettledAt == nil {
 		parts = append(parts, "open")
 	}
-	parts = append(parts, "tokens="+num(r.TotalTokens), "tool_uses="+num(r.ToolUseCount), "duration_ms="+num(r.DurationMs))
+	parts = append(
+		parts, "tokens="+num(r.TotalTokens), "tool_uses="+num(r.ToolUseCount), "duration_ms="+num(r.DurationMs),
+	)
 	if r.Description != nil {
 		parts = append(parts, fmt.Sprintf("%q", *r.Description))
 	}
@@ -95,9 +100,13 @@ func printMetric(w io.Writer, name string, m core.MetricStats) {
 		if x.Average == nil {
 			return fmt.Sprintf("%s: reported by 0, not reported by %d", part, x.Unreported)
 		}
-		return fmt.Sprintf("%s: sum %s, average %.1f over %d reported, %d not reported", part, x.Sum, *x.Average, x.Reported, x.Unreported)
+		return fmt.Sprintf(
+			"%s: sum %s, average %.1f over %d reported, %d not reported", part, x.Sum, *x.Average, x.Reported, x.Unreported,
+		)
 	}
-	fmt.Fprintf(w, "  %-15s %s\n  %-15s %s; %s\n", name, line("all", m.All), "", line("live", m.Live), line("backfill", m.Backfill))
+	fmt.Fprintf(
+		w, "  %-15s %s\n  %-15s %s; %s\n", name, line("all", m.All), "", line("live", m.Live), line("backfill", m.Backfill),
+	)
 }
 
 func printStats(w io.Writer, st core.Stats) {
@@ -109,21 +118,31 @@ func printStats(w io.Writer, st core.Stats) {
 		scope = "task " + st.Query.TaskID
 	}
 	fmt.Fprintf(w, "statistics for %s (activation: %s)\n", scope, st.Activation.State)
-	fmt.Fprintf(w, "  subagents       %d (%d live, %d backfill — backfilled rows are recovered, not measured live)\n", st.Subagents, st.Live, st.Backfill)
+	fmt.Fprintf(
+		w, "  subagents       %d (%d live, %d backfill — backfilled rows are recovered, not measured live)\n", st.Subagents,
+		st.Live, st.Backfill,
+	)
 	var fan []string
 	for _, f := range st.FanOutPerTurn {
 		fan = append(fan, fmt.Sprintf("%d→%d", f.Subagents, f.Turns))
 	}
-	fmt.Fprintf(w, "  fan-out/turn    %s (subagents→turns); %d rows without a turn\n", strings.Join(fan, " "), st.RowsWithoutTurn)
+	fmt.Fprintf(
+		w, "  fan-out/turn    %s (subagents→turns); %d rows without a turn\n", strings.Join(fan, " "), st.RowsWithoutTurn,
+	)
 	printMetric(w, "total_tokens", st.TotalTokens)
 	printMetric(w, "tool_use_count", st.ToolUseCount)
 	printMetric(w, "duration_ms", st.DurationMs)
 	if st.DistinctExecutions != nil {
-		fmt.Fprintf(w, "  executions      %d distinct; %d rows with 'unknown' (unrecorded, not shared)\n", *st.DistinctExecutions, st.UnknownExecutionRows)
+		fmt.Fprintf(
+			w, "  executions      %d distinct; %d rows with 'unknown' (unrecorded, not shared)\n", *st.DistinctExecutions,
+			st.UnknownExecutionRows,
+		)
 	} else {
 		fmt.Fprintf(w, "  executions      not identities: %s is absent\n", core.ExecutionSinceKey)
 	}
-	fmt.Fprintf(w, "  coverage        %d sessions with known fan-out, %d unknown\n", st.KnownSessions, st.UnknownSessions)
+	fmt.Fprintf(
+		w, "  coverage        %d sessions with known fan-out, %d unknown\n", st.KnownSessions, st.UnknownSessions,
+	)
 	for _, c := range st.Sessions {
 		fmt.Fprintf(w, "    %-24s %-7s %s\n", c.TaskSessionID, c.Coverage, c.Reason)
 	}
@@ -170,10 +189,19 @@ func printHealth(w io.Writer, h core.Health) {
 	if h.Collisions != nil {
 		collisions = fmt.Sprintf("%d (tool call ids reused across executions, kept apart)", *h.Collisions)
 	}
-	fmt.Fprintf(w, "health: %s (since %s)\n  shortfall      %d (subagent messages with no row: the alarm)\n"+
-		"  excess         %d (rows with no subagent message: reported, never an alarm)\n"+
-		"  collisions     %s\n  last observed  %s\n  last write     %s\n",
-		verdict, h.CaptureSince.UTC().Format(time.RFC3339Nano), h.Shortfall, h.Excess, collisions, at(h.LastObservedAt), at(h.LastWriteAt))
+	fmt.Fprintf(
+		w,
+		"health: %s (since %s)\n  shortfall      %d (subagent messages with no row: the alarm)\n"+
+			"  excess         %d (rows with no subagent message: reported, never an alarm)\n"+
+			"  collisions     %s\n  last observed  %s\n  last write     %s\n",
+		verdict,
+		h.CaptureSince.UTC().Format(time.RFC3339Nano),
+		h.Shortfall,
+		h.Excess,
+		collisions,
+		at(h.LastObservedAt),
+		at(h.LastWriteAt),
+	)
 	if h.WriterSilent() {
 		fmt.Fprintln(w, "  the writer has produced nothing since activation")
 	}

@@ -27,7 +27,8 @@ func buildRelease(t *testing.T, commit string) string {
 	t.Helper()
 	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil || exec.Command("git", "cat-file", "-e", commit+"^{commit}").Run() != nil {
-		t.Skipf("the git history with %s is not here: the previous release's own binary cannot be built (the dialect suites still check its table, from its DDL)", commit)
+		t.Skipf("the git history with %s is not here: the previous release's own binary cannot be built "+
+			"(the dialect suites still check its table, from its DDL)", commit)
 	}
 	src := t.TempDir()
 	archive := exec.Command("git", "-C", strings.TrimSpace(string(root)), "archive", "--format=tar", commit)
@@ -68,10 +69,13 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
 			t.Fatal(err)
 		}
-		inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer", Description: "map the repo"})
+		inflight := kandevtest.Subagent(
+			"toolu_1", "in_progress", &core.Payload{SubagentType: "explorer", Description: "map the repo"},
+		)
 		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
-		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, []kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
-			Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
+		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
+			[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
+				Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
 			t.Fatal(err)
 		}
 		run := func(bin string, stdin string, args ...string) string {
@@ -85,8 +89,14 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 			return string(out)
 		}
 		run(old, "", "migrate")
-		frames := jsonFrame("s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute), `{"description":"","prompt":"","subagent_type":"","total_tokens":5000}`) + "\n" +
-			jsonFrame("s1", "toolu_2", "exec-1", "in_progress", created.Add(2*time.Minute), `{"description":"later","prompt":"","subagent_type":"reviewer"}`) + "\n"
+		frames := jsonFrame(
+			"s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute),
+			`{"description":"","prompt":"","subagent_type":"","total_tokens":5000}`,
+		) + "\n" +
+			jsonFrame(
+				"s1", "toolu_2", "exec-1", "in_progress", created.Add(2*time.Minute),
+				`{"description":"later","prompt":"","subagent_type":"reviewer"}`,
+			) + "\n"
 		run(old, frames, "record")
 		if n := e.Count(t); n != 3 {
 			t.Fatalf("the previous release wrote %d rows, want 3 (its doubled pair and one more)", n)
@@ -101,15 +111,18 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 		if err := json.Unmarshal([]byte(run(binary, "", "migrate", "--json")), &report); err != nil {
 			t.Fatal(err)
 		}
-		if len(report.Steps) < 2 || report.Steps[1].RowsMerged != 1 || !strings.Contains(report.Steps[1].Detail, "1 doubled pairs merged") {
+		if len(report.Steps) < 2 || report.Steps[1].RowsMerged != 1 ||
+			!strings.Contains(report.Steps[1].Detail, "1 doubled pairs merged") {
 			t.Errorf("migrate: %+v", report.Steps)
 		}
 		var rows []core.Subagent
 		if err := json.Unmarshal([]byte(run(binary, "", "list", "--session", "s1", "--json")), &rows); err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 2 || rows[0].ToolCallID != "toolu_1" || rows[0].AgentExecutionID != "exec-1" || rows[0].Source != core.SourceBackfill ||
-			rows[0].Description == nil || *rows[0].Description != "map the repo" || rows[0].TotalTokens == nil || *rows[0].TotalTokens != 5000 {
+		if len(rows) != 2 || rows[0].ToolCallID != "toolu_1" || rows[0].AgentExecutionID != "exec-1" ||
+			rows[0].Source != core.SourceBackfill ||
+			rows[0].Description == nil || *rows[0].Description != "map the repo" || rows[0].TotalTokens == nil ||
+			*rows[0].TotalTokens != 5000 {
 			t.Errorf("rows after the repair: %s", run(binary, "", "list", "--session", "s1"))
 		}
 		var st core.Stats
@@ -121,7 +134,14 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 				t.Errorf("version %s not recorded: %v", v, k)
 			}
 		}
-		run(binary, jsonFrame("s1", "toolu_2", "exec-1", "completed", created.Add(3*time.Minute), `{"description":"","prompt":"","subagent_type":""}`)+"\n", "record")
+		run(
+			binary,
+			jsonFrame(
+				"s1", "toolu_2", "exec-1", "completed", created.Add(3*time.Minute),
+				`{"description":"","prompt":"","subagent_type":""}`,
+			)+"\n",
+			"record",
+		)
 		if n := e.Count(t); n != 2 {
 			t.Errorf("%d rows after a new write, want 2", n)
 		}
@@ -142,13 +162,22 @@ func TestDeployWhileSubagentsRun(t *testing.T) {
 		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
 			t.Fatal(err)
 		}
-		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, []kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
-			Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
+		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
+			[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
+				Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
 			t.Fatal(err)
 		}
 		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
-		cli(t, jsonFrame("s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute), `{"description":"","prompt":"","subagent_type":"","total_tokens":7}`)+"\n",
-			"--db", e.DSN, "record").want(t, 0)
+		cli(
+			t,
+			jsonFrame(
+				"s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute),
+				`{"description":"","prompt":"","subagent_type":"","total_tokens":7}`,
+			)+"\n",
+			"--db",
+			e.DSN,
+			"record",
+		).want(t, 0)
 		var st core.Stats
 		if err := json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "stats", "--json").want(t, 0).stdout), &st); err != nil ||
 			st.Subagents != 1 || len(st.FanOutPerTurn) != 1 || st.FanOutPerTurn[0].Subagents != 1 {

@@ -32,8 +32,16 @@ func TestServe(t *testing.T) {
 		dsn := strings.Replace(e.DSN, "postgres@", "postgres:S3cretPw@", 1) // loopback trusts any password
 		cli(t, "", "--db", dsn, "migrate").want(t, 0)
 		now := time.Now().UTC()
-		cli(t, jsonFrame("s1", "toolu_01", "exec-1", "completed", now, `{"description":"<script>alert(1)</script>","prompt":"","subagent_type":"explorer"}`),
-			"--db", dsn, "record").want(t, 0)
+		cli(
+			t,
+			jsonFrame(
+				"s1", "toolu_01", "exec-1", "completed", now,
+				`{"description":"<script>alert(1)</script>","prompt":"","subagent_type":"explorer"}`,
+			),
+			"--db",
+			dsn,
+			"record",
+		).want(t, 0)
 		before := e.Count(t)
 
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
@@ -110,13 +118,19 @@ func TestRecordACP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		input := string(traffic) + "not json\n" + `{"sessionId":"acp-claude","update":{"sessionUpdate":"tool_call","toolCallId":"aug","title":"sub-agent-planner: Plan"}}` + "\n"
-		r := cli(t, input, "--db", e.DSN, "record", "--acp", "--task-session", "s-acp", "--task", "task-acp", "--turn", "t1", "--execution", "x1", "--json").want(t, 1)
+		input := string(traffic) + "not json\n" +
+			`{"sessionId":"acp-claude","update":{"sessionUpdate":"tool_call","toolCallId":"aug",` +
+			`"title":"sub-agent-planner: Plan"}}` + "\n"
+		r := cli(
+			t, input, "--db", e.DSN, "record", "--acp", "--task-session", "s-acp", "--task", "task-acp", "--turn", "t1",
+			"--execution", "x1", "--json",
+		).want(t, 1)
 		var counters map[string]int64
 		if err := json.Unmarshal([]byte(r.stdout), &counters); err != nil {
 			t.Fatalf("%v\n%s", err, r.stdout)
 		}
-		if counters["persisted"] == 0 || counters["failed"] != 0 || counters["bad_lines"] != 1 || !strings.Contains(r.stderr, "line 14:") {
+		if counters["persisted"] == 0 || counters["failed"] != 0 || counters["bad_lines"] != 1 ||
+			!strings.Contains(r.stderr, "line 14:") {
 			t.Errorf("counters %v, stderr %q", counters, r.stderr)
 		}
 		rows, err := e.Store.ListBySession(ctx, "s-acp", core.Page{})

@@ -19,6 +19,7 @@ func testUnknownSession(t *testing.T, s *suite) {
 	err := s.Store.Upsert(context.Background(), row)
 	rows := s.rows(t, f.TaskSessionID)
 	if s.Features.SessionForeignKey {
+		WantError(t, "unknown session", err, core.ErrConstraint)
 		if !errors.Is(err, core.ErrConstraint) || errors.Is(err, core.ErrUnavailable) || len(rows) != 0 {
 			t.Errorf("unknown session: err %v, %d rows; want ErrConstraint and no row", err, len(rows))
 		}
@@ -47,7 +48,7 @@ func testIDUniqueWithinSession(t *testing.T, s *suite) {
 	second, _ := core.Normalize(s.bare(sess, "2", 0))
 	second.ID = first.ID
 	if err := s.Store.Upsert(context.Background(), second); !errors.Is(err, core.ErrConstraint) {
-		t.Errorf("a second key with the same id in one session: %v, want ErrConstraint", err)
+		WantError(t, "a second key with the same id in one session", err, core.ErrConstraint)
 	}
 	elsewhere, _ := core.Normalize(s.bare(other, "1", 0))
 	elsewhere.ID = first.ID
@@ -121,7 +122,11 @@ func testCursorNanoseconds(t *testing.T, s *suite) {
 		after time.Duration
 		want  int
 	}{{-500, 2}, {0, 1}, {1, 1}, {999, 1}, {1000, 1}, {1001, 0}} {
-		cur := core.Cursor{ObservedAt: at(0).Add(c.after), ToolCallID: s.id("tool", "x"), AgentExecutionID: s.id("exec", "1")}
+		cur := core.Cursor{
+			ObservedAt:       at(0).Add(c.after),
+			ToolCallID:       s.id("tool", "x"),
+			AgentExecutionID: s.id("exec", "1"),
+		}
 		if c.after%1000 != 0 {
 			cur.ToolCallID, cur.AgentExecutionID = "zzz", "zzz" // ignored: no row lies between microseconds
 		}

@@ -32,23 +32,30 @@ func testHostileFrames(t *testing.T, s *suite) {
 			func(r core.Subagent) bool { return show(r.Model) == show(str("m\uFFFD-\uFFFD")) }},
 		{"control characters", func(f *core.Frame) { f.Payload.SubagentType = "t\x01\x1b[31m\r\n\t" },
 			func(r core.Subagent) bool { return show(r.SubagentType) == show(str("t\x01\x1b[31m\r\n\t")) }},
-		{"SQL metacharacters", func(f *core.Frame) { f.Payload.AgentID = `'); DROP TABLE task_session_subagents; --"\` },
+		{
+			"SQL metacharacters",
+			func(f *core.Frame) { f.Payload.AgentID = `'); DROP TABLE task_session_subagents; --"\` },
 			func(r core.Subagent) bool {
 				return show(r.AgentID) == show(str(`'); DROP TABLE task_session_subagents; --"\`))
-			}},
+			},
+		},
 		{"1 MiB of text", func(f *core.Frame) { f.Payload.Description = big },
 			func(r core.Subagent) bool { return r.Description != nil && *r.Description == big }},
 		{"64-bit limits", func(f *core.Frame) {
-			f.Payload.TotalTokens, f.Payload.DurationMs, f.Payload.ToolUseCount = math.MaxInt64, math.MinInt64, i64(math.MaxInt64)
+			f.Payload.TotalTokens, f.Payload.DurationMs, f.Payload.ToolUseCount = math.MaxInt64, math.MinInt64, i64(
+				math.MaxInt64,
+			)
 		}, func(r core.Subagent) bool {
-			return show(r.TotalTokens) == show(i64(math.MaxInt64)) && r.DurationMs == nil && show(r.ToolUseCount) == show(i64(math.MaxInt64))
+			return show(r.TotalTokens) == show(i64(math.MaxInt64)) && r.DurationMs == nil &&
+				show(r.ToolUseCount) == show(i64(math.MaxInt64))
 		}},
 		{"far past", func(f *core.Frame) {
 			f.ObservedAt = time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)
 			f.ToolStatus = "completed"
 		},
 			func(r core.Subagent) bool {
-				return r.ObservedAt.Equal(time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)) && r.SettledAt != nil && r.SettledAt.Equal(r.ObservedAt)
+				return r.ObservedAt.Equal(time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)) && r.SettledAt != nil &&
+					r.SettledAt.Equal(r.ObservedAt)
 			}},
 		{"far future", func(f *core.Frame) { f.ObservedAt = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC) },
 			func(r core.Subagent) bool {
@@ -82,8 +89,14 @@ func testHostileFrames(t *testing.T, s *suite) {
 	}{
 		{"id of 10 KiB", func(f *core.Frame) { f.ToolCallID = strings.Repeat("y", 10<<10) }},
 		{"id one byte over the limit", func(f *core.Frame) { f.ToolCallID = strings.Repeat("z", core.MaxIDBytes+1) }},
-		{"execution id over the limit", func(f *core.Frame) { f.ExecutionID = strings.Repeat("é", core.MaxIDBytes/2+1) }},
-		{"parent id over the limit", func(f *core.Frame) { f.ParentToolCallID = strings.Repeat("p", core.MaxIDBytes+1) }},
+		{
+			"execution id over the limit",
+			func(f *core.Frame) { f.ExecutionID = strings.Repeat("é", core.MaxIDBytes/2+1) },
+		},
+		{
+			"parent id over the limit",
+			func(f *core.Frame) { f.ParentToolCallID = strings.Repeat("p", core.MaxIDBytes+1) },
+		},
 		{"execution id with NUL", func(f *core.Frame) { f.ExecutionID = "e\x00" }},
 		{"turn id not UTF-8", func(f *core.Frame) { f.TurnID = "turn\xff" }},
 		{"year 10000", func(f *core.Frame) { f.ObservedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
@@ -94,7 +107,7 @@ func testHostileFrames(t *testing.T, s *suite) {
 		c.set(&f)
 		row, _ := core.Normalize(f)
 		if err := s.Store.Upsert(context.Background(), row); !errors.Is(err, core.ErrInvalidRow) {
-			t.Errorf("%s: want ErrInvalidRow, got %v", c.name, err)
+			WantError(t, c.name, err, core.ErrInvalidRow)
 		}
 	}
 	for _, r := range s.rows(t, sess) {

@@ -16,8 +16,17 @@ import (
 // flight when history was read: launched in turn 1, still in progress.
 func (s *suite) backfilled(t *testing.T, sess, tool string) core.Subagent {
 	t.Helper()
-	row, _ := core.Normalize(core.Frame{TaskSessionID: sess, TaskID: s.id("task", "t"), TurnID: s.id("turn", "1"), ToolCallID: s.id("tool", tool),
-		ToolStatus: "in_progress", ObservedAt: at(0), Payload: &core.Payload{SubagentType: "explorer", Description: "map the repo", Model: "history-model"}})
+	row, _ := core.Normalize(
+		core.Frame{
+			TaskSessionID: sess,
+			TaskID:        s.id("task", "t"),
+			TurnID:        s.id("turn", "1"),
+			ToolCallID:    s.id("tool", tool),
+			ToolStatus:    "in_progress",
+			ObservedAt:    at(0),
+			Payload:       &core.Payload{SubagentType: "explorer", Description: "map the repo", Model: "history-model"},
+		},
+	)
 	row.ID, row.Source = s.id("message", tool), core.SourceBackfill
 	if err := s.Store.Upsert(context.Background(), row); err != nil {
 		t.Fatal(err)
@@ -34,13 +43,21 @@ func testSeamAdopts(t *testing.T, s *suite) {
 	sess := s.session(t, "seam")
 	h := s.backfilled(t, sess, "1")
 	uses := int64(4)
-	f := core.Frame{TaskSessionID: sess, TaskID: s.id("task", "t"), TurnID: s.id("turn", "2"), ExecutionID: s.id("exec", "live"),
-		ToolCallID: h.ToolCallID, ToolStatus: "completed", ObservedAt: at(60),
-		Payload: &core.Payload{Model: "live-model", TotalTokens: 9000, ToolUseCount: &uses}}
+	f := core.Frame{
+		TaskSessionID: sess,
+		TaskID:        s.id("task", "t"),
+		TurnID:        s.id("turn", "2"),
+		ExecutionID:   s.id("exec", "live"),
+		ToolCallID:    h.ToolCallID,
+		ToolStatus:    "completed",
+		ObservedAt:    at(60),
+		Payload:       &core.Payload{Model: "live-model", TotalTokens: 9000, ToolUseCount: &uses},
+	}
 	s.write(t, f)
 	got := s.one(t, sess)
 	want := h
-	want.AgentExecutionID, want.ToolStatus, want.SettledAt, want.Model = f.ExecutionID, str("completed"), ptrTime(at(60)), str("live-model")
+	want.AgentExecutionID, want.Model = f.ExecutionID, str("live-model")
+	want.ToolStatus, want.SettledAt = str("completed"), ptrTime(at(60))
 	want.TotalTokens, want.ToolUseCount = i64(9000), i64(4)
 	assertRow(t, want, got)
 	// A later frame of the same execution merges as into any row.
@@ -63,9 +80,13 @@ func testSeamAdoptsOnce(t *testing.T, s *suite) {
 	second.ExecutionID = s.id("exec", "b")
 	s.write(t, second)
 	rows := s.rows(t, sess)
-	if len(rows) != 2 || rows[0].AgentExecutionID != first.ExecutionID || !rows[0].ObservedAt.Equal(h.ObservedAt) || rows[0].Source != core.SourceBackfill ||
-		rows[1].AgentExecutionID != second.ExecutionID || rows[1].Source != core.SourceLive || !rows[1].ObservedAt.Equal(at(40)) {
-		t.Errorf("rows %s: want history's row under %s and a live row of its own under %s", describeRows(rows), first.ExecutionID, second.ExecutionID)
+	if len(rows) != 2 || rows[0].AgentExecutionID != first.ExecutionID || !rows[0].ObservedAt.Equal(h.ObservedAt) ||
+		rows[0].Source != core.SourceBackfill || rows[1].AgentExecutionID != second.ExecutionID ||
+		rows[1].Source != core.SourceLive || !rows[1].ObservedAt.Equal(at(40)) {
+		t.Errorf(
+			"rows %s: want history's row under %s and a live row of its own under %s", describeRows(rows), first.ExecutionID,
+			second.ExecutionID,
+		)
 	}
 }
 
@@ -80,12 +101,14 @@ func testSeamUnknownExecution(t *testing.T, s *suite) {
 	f.ExecutionID, f.Payload.AgentID = "", "agent-1"
 	s.write(t, f)
 	got := s.one(t, sess)
-	if got.AgentExecutionID != core.UnknownExecution || got.Source != core.SourceBackfill || show(got.AgentID) != `"agent-1"` {
+	if got.AgentExecutionID != core.UnknownExecution || got.Source != core.SourceBackfill ||
+		show(got.AgentID) != `"agent-1"` {
 		t.Errorf("a frame without an execution id: %+v", got)
 	}
 	f.ExecutionID = s.id("exec", "1")
 	s.write(t, f)
-	if got := s.one(t, sess); got.AgentExecutionID != f.ExecutionID || !got.ObservedAt.Equal(h.ObservedAt) || show(got.AgentID) != `"agent-1"` {
+	if got := s.one(t, sess); got.AgentExecutionID != f.ExecutionID || !got.ObservedAt.Equal(h.ObservedAt) ||
+		show(got.AgentID) != `"agent-1"` {
 		t.Errorf("the first frame with an execution id: %+v", got)
 	}
 }

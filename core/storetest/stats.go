@@ -47,15 +47,31 @@ func testStats(t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprintf("%d %d %d %d %v | %s | %s | %s | %s %d %d %d", st.Subagents, st.Live, st.Backfill, st.RowsWithoutTurn, st.FanOutPerTurn,
-		showMetrics(st.TotalTokens), showMetrics(st.ToolUseCount), showMetrics(st.DurationMs), show(st.DistinctExecutions), st.UnknownExecutionRows,
-		st.KnownSessions, st.UnknownSessions)
+	got := fmt.Sprintf(
+		"%d %d %d %d %v | %s | %s | %s | %s %d %d %d",
+		st.Subagents,
+		st.Live,
+		st.Backfill,
+		st.RowsWithoutTurn,
+		st.FanOutPerTurn,
+		showMetrics(
+			st.TotalTokens,
+		),
+		showMetrics(st.ToolUseCount),
+		showMetrics(st.DurationMs),
+		show(st.DistinctExecutions),
+		st.UnknownExecutionRows,
+		st.KnownSessions,
+		st.UnknownSessions,
+	)
 	want := "8 7 1 1 [{1 1} {3 2}] | all {2 6 400 200} live {1 6 100 100} backfill {1 0 300 300} | " +
-		"all {2 6 4 2} live {1 6 0 0} backfill {1 0 4 4} | all {0 8 NULL NULL} live {0 7 NULL NULL} backfill {0 1 NULL NULL} | NULL 1 0 1"
+		"all {2 6 4 2} live {1 6 0 0} backfill {1 0 4 4} | " +
+		"all {0 8 NULL NULL} live {0 7 NULL NULL} backfill {0 1 NULL NULL} | NULL 1 0 1"
 	if got != want {
 		t.Errorf("stats (not activated: distinct executions not reported):\n got  %s\n want %s", got, want)
 	}
-	if len(st.Sessions) != 1 || st.Sessions[0].TaskSessionID != sess || st.Sessions[0].Coverage != core.Unknown || st.Activation.State != core.NotActivated {
+	if len(st.Sessions) != 1 || st.Sessions[0].TaskSessionID != sess || st.Sessions[0].Coverage != core.Unknown ||
+		st.Activation.State != core.NotActivated {
 		t.Errorf("coverage: %+v, state %s; want %s unknown (not activated)", st.Sessions, st.Activation.State, sess)
 	}
 	// A session with no rows at all: unknown, never zero-and-known.
@@ -64,13 +80,15 @@ func testStats(t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Subagents != 0 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Unknown || st.TotalTokens.All.Average != nil ||
-		st.TotalTokens.All.Sum != nil || st.FanOutPerTurn == nil {
-		t.Errorf("empty session: %d subagents, coverage %+v, tokens %s, fan-out %v", st.Subagents, st.Sessions, showMetrics(st.TotalTokens), st.FanOutPerTurn)
+	if st.Subagents != 0 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Unknown ||
+		st.TotalTokens.All.Average != nil || st.TotalTokens.All.Sum != nil || st.FanOutPerTurn == nil {
+		t.Errorf(
+			"empty session: %d subagents, coverage %+v, tokens %s, fan-out %v", st.Subagents, st.Sessions,
+			showMetrics(st.TotalTokens), st.FanOutPerTurn,
+		)
 	}
-	if _, err := r.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess, TaskID: "t"}); err == nil {
-		t.Error("both scopes: want an error")
-	}
+	_, err = r.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess, TaskID: "t"})
+	WantError(t, "both scopes", err, nil)
 	h, err := r.Health(context.Background())
 	if err != nil || h.Ran || h.Reason == "" || h.State != core.NotActivated {
 		t.Errorf("health on a store never activated: %+v %v; want not run, with a reason", h, err)
@@ -104,7 +122,8 @@ func testStatsSums(t *testing.T, s *suite) {
 	live.Add(live, big.NewInt(math.MaxInt64))
 	all := new(big.Int).Add(live, big.NewInt(1))
 	for _, m := range []core.MetricStats{st.TotalTokens, st.DurationMs} {
-		if m.All.Sum == nil || m.All.Sum.Cmp(all) != 0 || m.Live.Sum.Cmp(live) != 0 || m.Backfill.Sum.Cmp(big.NewInt(1)) != 0 {
+		if m.All.Sum == nil || m.All.Sum.Cmp(all) != 0 || m.Live.Sum.Cmp(live) != 0 ||
+			m.Backfill.Sum.Cmp(big.NewInt(1)) != 0 {
 			t.Errorf("exact sums: %s, want all %s live %s backfill 1", showMetrics(m), all, live)
 		}
 		avg, _ := new(big.Rat).SetFrac(all, big.NewInt(4)).Float64()
@@ -213,7 +232,6 @@ func testSessions(t *testing.T, s *suite) {
 		}
 		break
 	}
-	if _, err := r.Sessions(context.Background(), -1); err == nil {
-		t.Error("a negative limit: want an error")
-	}
+	_, err = r.Sessions(context.Background(), -1)
+	WantError(t, "a negative limit", err, nil)
 }

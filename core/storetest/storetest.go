@@ -7,6 +7,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -155,6 +156,23 @@ func str(s string) *string           { return &s }
 func ptrTime(t time.Time) *time.Time { return &t }
 func i64(v int64) *int64             { return &v }
 
+// WantError checks an error where the contract expects one: it matches
+// target (errors.Is; nil: any error), and its message starts with the
+// library's prefix, once (docs/CONTRACT.md: every error is prefixed
+// "subagentctx:"; an error that wraps another of the library's does not
+// repeat it).
+func WantError(t testing.TB, what string, err, target error) {
+	t.Helper()
+	switch {
+	case err == nil:
+		t.Errorf("%s: no error, want %v", what, target)
+	case target != nil && !errors.Is(err, target):
+		t.Errorf("%s: %v, want %v", what, err, target)
+	case !strings.HasPrefix(err.Error(), core.Prefix) || strings.Count(err.Error(), strings.TrimSpace(core.Prefix)) != 1:
+		t.Errorf("%s: %q: want the prefix %q once, at the start", what, err, core.Prefix)
+	}
+}
+
 // Diff lists the columns in which got differs from want, ignoring id and
 // updated_at (assigned by the store). Times compare as instants.
 func Diff(want, got core.Subagent) []string {
@@ -187,7 +205,9 @@ func showTime(t *time.Time) string {
 func describeRows(rows []core.Subagent) string {
 	var b strings.Builder
 	for _, r := range rows {
-		fmt.Fprintf(&b, "\n  %s/%s/%s observed=%s", r.TaskSessionID, r.AgentExecutionID, r.ToolCallID, showTime(&r.ObservedAt))
+		fmt.Fprintf(
+			&b, "\n  %s/%s/%s observed=%s", r.TaskSessionID, r.AgentExecutionID, r.ToolCallID, showTime(&r.ObservedAt),
+		)
 	}
 	return b.String()
 }
@@ -195,6 +215,8 @@ func describeRows(rows []core.Subagent) string {
 func assertRow(t *testing.T, want, got core.Subagent) {
 	t.Helper()
 	if d := Diff(want, got); len(d) > 0 {
-		t.Errorf("row %s/%s/%s differs:\n  %s", got.TaskSessionID, got.AgentExecutionID, got.ToolCallID, strings.Join(d, "\n  "))
+		t.Errorf(
+			"row %s/%s/%s differs:\n  %s", got.TaskSessionID, got.AgentExecutionID, got.ToolCallID, strings.Join(d, "\n  "),
+		)
 	}
 }

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/await"
 )
 
 // frame is a complete, realistic completion frame for one key.
@@ -74,18 +74,66 @@ var nullableColumns = []struct {
 	get  func(r core.Subagent) any
 }{
 	{"turn_id", func(f *core.Frame) { f.TurnID = "turn-x" }, func(r core.Subagent) any { return show(r.TurnID) }},
-	{"parent_tool_call_id", func(f *core.Frame) { f.ParentToolCallID = "parent-x" }, func(r core.Subagent) any { return show(r.ParentToolCallID) }},
-	{"subagent_type", func(f *core.Frame) { f.Payload.SubagentType = "explorer" }, func(r core.Subagent) any { return show(r.SubagentType) }},
-	{"description", func(f *core.Frame) { f.Payload.Description = "find it" }, func(r core.Subagent) any { return show(r.Description) }},
-	{"agent_id", func(f *core.Frame) { f.Payload.AgentID = "ag-x" }, func(r core.Subagent) any { return show(r.AgentID) }},
-	{"child_session_id", func(f *core.Frame) { f.Payload.ChildSessionID = "ch-x" }, func(r core.Subagent) any { return show(r.ChildSessionID) }},
-	{"model", func(f *core.Frame) { f.Payload.Model = "gpt-5-codex" }, func(r core.Subagent) any { return show(r.Model) }},
-	{"agent_status", func(f *core.Frame) { f.Payload.Status = "completed" }, func(r core.Subagent) any { return show(r.AgentStatus) }},
-	{"tool_status", func(f *core.Frame) { f.ToolStatus = "in_progress" }, func(r core.Subagent) any { return show(r.ToolStatus) }},
-	{"total_tokens", func(f *core.Frame) { f.Payload.TotalTokens = 275717 }, func(r core.Subagent) any { return show(r.TotalTokens) }},
-	{"tool_use_count", func(f *core.Frame) { f.Payload.ToolUseCount = i64(0) }, func(r core.Subagent) any { return show(r.ToolUseCount) }},
-	{"duration_ms", func(f *core.Frame) { f.Payload.DurationMs = 61000 }, func(r core.Subagent) any { return show(r.DurationMs) }},
-	{"settled_at", func(f *core.Frame) { f.ToolStatus = "completed" }, func(r core.Subagent) any { return showTime(r.SettledAt) }},
+	{
+		"parent_tool_call_id",
+		func(f *core.Frame) { f.ParentToolCallID = "parent-x" },
+		func(r core.Subagent) any { return show(r.ParentToolCallID) },
+	},
+	{
+		"subagent_type",
+		func(f *core.Frame) { f.Payload.SubagentType = "explorer" },
+		func(r core.Subagent) any { return show(r.SubagentType) },
+	},
+	{
+		"description",
+		func(f *core.Frame) { f.Payload.Description = "find it" },
+		func(r core.Subagent) any { return show(r.Description) },
+	},
+	{
+		"agent_id",
+		func(f *core.Frame) { f.Payload.AgentID = "ag-x" },
+		func(r core.Subagent) any { return show(r.AgentID) },
+	},
+	{
+		"child_session_id",
+		func(f *core.Frame) { f.Payload.ChildSessionID = "ch-x" },
+		func(r core.Subagent) any { return show(r.ChildSessionID) },
+	},
+	{
+		"model",
+		func(f *core.Frame) { f.Payload.Model = "gpt-5-codex" },
+		func(r core.Subagent) any { return show(r.Model) },
+	},
+	{
+		"agent_status",
+		func(f *core.Frame) { f.Payload.Status = "completed" },
+		func(r core.Subagent) any { return show(r.AgentStatus) },
+	},
+	{
+		"tool_status",
+		func(f *core.Frame) { f.ToolStatus = "in_progress" },
+		func(r core.Subagent) any { return show(r.ToolStatus) },
+	},
+	{
+		"total_tokens",
+		func(f *core.Frame) { f.Payload.TotalTokens = 275717 },
+		func(r core.Subagent) any { return show(r.TotalTokens) },
+	},
+	{
+		"tool_use_count",
+		func(f *core.Frame) { f.Payload.ToolUseCount = i64(0) },
+		func(r core.Subagent) any { return show(r.ToolUseCount) },
+	},
+	{
+		"duration_ms",
+		func(f *core.Frame) { f.Payload.DurationMs = 61000 },
+		func(r core.Subagent) any { return show(r.DurationMs) },
+	},
+	{
+		"settled_at",
+		func(f *core.Frame) { f.ToolStatus = "completed" },
+		func(r core.Subagent) any { return showTime(r.SettledAt) },
+	},
 }
 
 // bare is a frame carrying identity only: every optional field absent.
@@ -183,7 +231,9 @@ func testSettledWriteOnce(t *testing.T, s *suite) {
 	s.write(t, f)
 	got := s.one(t, sess)
 	if showTime(got.SettledAt) != showTime(&[]time.Time{at(10)}[0]) {
-		t.Errorf("settled_at: want %s (first terminal frame), got %s", showTime(&[]time.Time{at(10)}[0]), showTime(got.SettledAt))
+		t.Errorf(
+			"settled_at: want %s (first terminal frame), got %s", showTime(&[]time.Time{at(10)}[0]), showTime(got.SettledAt),
+		)
 	}
 	if show(got.ToolStatus) != show(str("completed")) {
 		t.Errorf("tool_status: want the first terminal value \"completed\", got %s", show(got.ToolStatus))
@@ -202,7 +252,10 @@ func testFrozenToolStatus(t *testing.T, s *suite) {
 	s.write(t, late)
 	got := s.one(t, sess)
 	if show(got.ToolStatus) != show(str("completed")) || showTime(got.SettledAt) != showTime(&[]time.Time{at(10)}[0]) {
-		t.Errorf("after settling: want tool_status completed at %s, got %s at %s", showTime(&[]time.Time{at(10)}[0]), show(got.ToolStatus), showTime(got.SettledAt))
+		t.Errorf(
+			"after settling: want tool_status completed at %s, got %s at %s", showTime(&[]time.Time{at(10)}[0]),
+			show(got.ToolStatus), showTime(got.SettledAt),
+		)
 	}
 	if show(got.Model) != show(str("late-model")) || show(got.TotalTokens) != show(i64(42)) {
 		t.Errorf("after settling other columns still fill: model %s tokens %s", show(got.Model), show(got.TotalTokens))
@@ -219,7 +272,8 @@ func testNeverSettled(t *testing.T, s *suite) {
 	f.ObservedAt = at(1)
 	s.write(t, f)
 	got := s.one(t, sess)
-	if got.SettledAt != nil || show(got.ToolStatus) != show(str("in_progress")) || show(got.AgentStatus) != show(str("running")) {
+	if got.SettledAt != nil || show(got.ToolStatus) != show(str("in_progress")) ||
+		show(got.AgentStatus) != show(str("running")) {
 		t.Errorf("never-settled row: want settled_at NULL, last statuses in_progress/running; got %s %s/%s",
 			showTime(got.SettledAt), show(got.ToolStatus), show(got.AgentStatus))
 	}
@@ -234,7 +288,10 @@ func testUnknownAgentStatus(t *testing.T, s *suite) {
 		s.write(t, f)
 		got := s.one(t, sess)
 		if show(got.AgentStatus) != show(&status) || got.SettledAt != nil {
-			t.Errorf("agent_status %q: want stored verbatim and unsettled, got %s settled_at %s", status, show(got.AgentStatus), showTime(got.SettledAt))
+			t.Errorf(
+				"agent_status %q: want stored verbatim and unsettled, got %s settled_at %s", status, show(got.AgentStatus),
+				showTime(got.SettledAt),
+			)
 		}
 	}
 }
@@ -268,7 +325,8 @@ func testWriteOnceOverBackfill(t *testing.T, s *suite) {
 	f.ObservedAt = at(30)
 	s.write(t, f)
 	got := s.one(t, sess)
-	if got.ID != first.ID || got.Source != core.SourceBackfill || !got.ObservedAt.Equal(at(0)) || got.TaskID != row.TaskID || got.AgentExecutionID != row.AgentExecutionID {
+	if got.ID != first.ID || got.Source != core.SourceBackfill || !got.ObservedAt.Equal(at(0)) ||
+		got.TaskID != row.TaskID || got.AgentExecutionID != row.AgentExecutionID {
 		t.Errorf("write-once columns changed: id %s→%s source %s observed_at %s task_id %s execution %s",
 			first.ID, got.ID, got.Source, showTime(&got.ObservedAt), got.TaskID, got.AgentExecutionID)
 	}
@@ -305,7 +363,13 @@ func testAsyncLaunched(t *testing.T, s *suite) {
 	sess := s.session(t, "a")
 	f := s.bare(sess, "1", 0)
 	f.ToolStatus = "completed"
-	f.Payload = &core.Payload{Description: "bg", SubagentType: "general-purpose", Status: "async_launched", IsAsync: true, AgentID: "a1"}
+	f.Payload = &core.Payload{
+		Description:  "bg",
+		SubagentType: "general-purpose",
+		Status:       "async_launched",
+		IsAsync:      true,
+		AgentID:      "a1",
+	}
 	s.write(t, f)
 	got := s.one(t, sess)
 	if got.TotalTokens != nil || got.ToolUseCount != nil || got.DurationMs != nil {
@@ -426,9 +490,8 @@ func testOrdering(t *testing.T, s *suite) {
 		page.After = &c
 	}
 	check("paged", paged, want)
-	if _, err := s.Store.ListBySession(context.Background(), sess, core.Page{Limit: -1}); err == nil {
-		t.Error("negative limit: want an error")
-	}
+	_, err = s.Store.ListBySession(context.Background(), sess, core.Page{Limit: -1})
+	WantError(t, "negative limit", err, nil)
 }
 
 func testConcurrentSameKey(t *testing.T, s *suite) {
@@ -453,7 +516,10 @@ func testConcurrentSameKey(t *testing.T, s *suite) {
 	start := make(chan struct{})
 	for _, f := range frames {
 		wg.Go(func() {
-			<-start
+			if _, err := await.Within(start, await.Limit); err != nil {
+				errs <- err
+				return
+			}
 			row, _ := core.Normalize(f)
 			errs <- s.Store.Upsert(context.Background(), row)
 		})
@@ -479,10 +545,17 @@ func testConcurrentSameKey(t *testing.T, s *suite) {
 		t.Errorf("observed_at %s/source %s is not one frame's", showTime(&got.ObservedAt), got.Source)
 	}
 	if got.SettledAt == nil || !terminalAt[showTime(got.SettledAt)] || show(got.ToolStatus) != show(str("completed")) {
-		t.Errorf("settled_at %s tool_status %s: want a terminal frame's time and value", showTime(got.SettledAt), show(got.ToolStatus))
+		t.Errorf(
+			"settled_at %s tool_status %s: want a terminal frame's time and value",
+			showTime(got.SettledAt),
+			show(got.ToolStatus),
+		)
 	}
 	if !got.IsAsync || got.TurnID == nil || got.Model == nil || got.TotalTokens == nil || *got.TotalTokens < 100 {
-		t.Errorf("invariants broken: is_async %v turn %s model %s tokens %s", got.IsAsync, show(got.TurnID), show(got.Model), show(got.TotalTokens))
+		t.Errorf(
+			"invariants broken: is_async %v turn %s model %s tokens %s", got.IsAsync, show(got.TurnID), show(got.Model),
+			show(got.TotalTokens),
+		)
 	}
 }
 
@@ -568,14 +641,10 @@ func testInvalidRow(t *testing.T, s *suite) {
 	bad, _ := core.Normalize(s.frame(sess, "1"))
 	bad.TaskID = ""
 	err := s.Store.Upsert(context.Background(), bad)
-	if err == nil || !errors.Is(err, core.ErrInvalidRow) {
-		t.Fatalf("empty task_id: want ErrInvalidRow, got %v", err)
-	}
+	WantError(t, "empty task_id", err, core.ErrInvalidRow)
 	neg, _ := core.Normalize(s.frame(sess, "1"))
 	neg.TotalTokens = i64(-1)
-	if err := s.Store.Upsert(context.Background(), neg); err == nil || !errors.Is(err, core.ErrInvalidRow) {
-		t.Fatalf("negative total_tokens: want ErrInvalidRow, got %v", err)
-	}
+	WantError(t, "negative total_tokens", s.Store.Upsert(context.Background(), neg), core.ErrInvalidRow)
 	assertRow(t, before, s.one(t, sess))
 }
 
@@ -592,11 +661,14 @@ func testModelCheck(t *testing.T, s *suite) {
 	metric := func() int64 { return []int64{0, 0, -3, 1, 250, 275717}[rng.IntN(6)] }
 	for i := range 300 {
 		f := core.Frame{
-			TaskSessionID: sess, TaskID: pick(s.id("task", "1"), s.id("task", "2")),
-			TurnID: pick("", s.id("turn", "1"), s.id("turn", "2")), ExecutionID: pick("", s.id("exec", "1"), s.id("exec", "2")),
-			ToolCallID: pick(s.id("tool", "1"), s.id("tool", "2"), s.id("tool", "3")), ParentToolCallID: pick("", "", "p"),
-			ToolStatus: pick("", "pending", "in_progress", "completed", "error", "cancelled", "weird"),
-			ObservedAt: at(rng.IntN(1000)).Add(time.Duration(rng.IntN(1e6)) * time.Microsecond),
+			TaskSessionID:    sess,
+			TaskID:           pick(s.id("task", "1"), s.id("task", "2")),
+			TurnID:           pick("", s.id("turn", "1"), s.id("turn", "2")),
+			ExecutionID:      pick("", s.id("exec", "1"), s.id("exec", "2")),
+			ToolCallID:       pick(s.id("tool", "1"), s.id("tool", "2"), s.id("tool", "3")),
+			ParentToolCallID: pick("", "", "p"),
+			ToolStatus:       pick("", "pending", "in_progress", "completed", "error", "cancelled", "weird"),
+			ObservedAt:       at(rng.IntN(1000)).Add(time.Duration(rng.IntN(1e6)) * time.Microsecond),
 		}
 		if rng.IntN(6) > 0 {
 			var uses *int64

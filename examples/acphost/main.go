@@ -104,13 +104,18 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d agent message chunk(s) shown to the user; %d subagent row(s) recorded:\n", host.messages, len(rows))
+	fmt.Fprintf(
+		w, "%d agent message chunk(s) shown to the user; %d subagent row(s) recorded:\n", host.messages, len(rows),
+	)
 	for _, r := range rows {
 		parent := "-"
 		if r.ParentToolCallID != nil {
 			parent = *r.ParentToolCallID
 		}
-		fmt.Fprintf(w, "  %s %s parent=%s tool_status=%s settled=%v async=%v\n", r.ToolCallID, *r.SubagentType, parent, *r.ToolStatus, r.SettledAt != nil, r.IsAsync)
+		fmt.Fprintf(
+			w, "  %s %s parent=%s tool_status=%s settled=%v async=%v\n", r.ToolCallID, *r.SubagentType, parent, *r.ToolStatus,
+			r.SettledAt != nil, r.IsAsync,
+		)
 	}
 	fmt.Fprintf(w, "%+v\n", rec.Counters().Values())
 	return nil

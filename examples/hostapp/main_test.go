@@ -26,7 +26,8 @@ func TestHostApp(t *testing.T) {
 			if !strings.Contains(out.String(), "sess-1: 14 subagents (14 live), state activated") {
 				t.Errorf("output:\n%s", out.String())
 			}
-			if !strings.Contains(logs.String(), `"msg":"subagentctx: migration step ran"`) || !strings.Contains(logs.String(), `"step":"backfill"`) {
+			if !strings.Contains(logs.String(), `"msg":"subagentctx: migration step ran"`) ||
+				!strings.Contains(logs.String(), `"step":"backfill"`) {
 				t.Errorf("the library's lines did not reach zap:\n%s", logs.String())
 			}
 			goleak.VerifyNone(t, before)

@@ -26,7 +26,8 @@ func TestHandlerRecordsSubagentsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].ToolCallID != "c2" || !rows[0].IsAsync || rows[0].TotalTokens != nil || rows[0].SettledAt == nil {
+	if len(rows) != 1 || rows[0].ToolCallID != "c2" || !rows[0].IsAsync || rows[0].TotalTokens != nil ||
+		rows[0].SettledAt == nil {
 		t.Fatalf("rows = %+v", rows)
 	}
 	if v := rec.Counters().Values(); v.Persisted != 1 || v.UnknownExecution != 1 {

@@ -70,16 +70,28 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	frames := []core.Frame{
 		// A launch, then its completion (sent twice, as streams do).
 		{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_01",
-			ToolStatus: "in_progress", ObservedAt: t0, Payload: &core.Payload{SubagentType: "security-reviewer", Description: "Audit auth"}},
+			ToolStatus: "in_progress", ObservedAt: t0,
+			Payload: &core.Payload{SubagentType: "security-reviewer", Description: "Audit auth"}},
 		{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_01",
 			ToolStatus: "completed", ObservedAt: t0.Add(40 * time.Second),
-			Payload: &core.Payload{Status: "completed", Model: "claude-sonnet-4-5", TotalTokens: 51234, DurationMs: 40210, ToolUseCount: &uses}},
+			Payload: &core.Payload{
+				Status:       "completed",
+				Model:        "claude-sonnet-4-5",
+				TotalTokens:  51234,
+				DurationMs:   40210,
+				ToolUseCount: &uses,
+			}},
 		{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_01",
 			ToolStatus: "completed", ObservedAt: t0.Add(41 * time.Second), Payload: &core.Payload{Status: "completed"}},
 		// A background launch: no usage reported, so no metric is stored.
 		{TaskSessionID: "sess-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_02",
 			ToolStatus: "completed", ObservedAt: t0.Add(time.Second),
-			Payload: &core.Payload{SubagentType: "explorer", Description: "Map the repo", Status: "async_launched", IsAsync: true}},
+			Payload: &core.Payload{
+				SubagentType: "explorer",
+				Description:  "Map the repo",
+				Status:       "async_launched",
+				IsAsync:      true,
+			}},
 	}
 	// README: record
 	for _, f := range frames {
@@ -96,8 +108,10 @@ func run(ctx context.Context, w io.Writer, path string) error {
 		return err
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s  %-18s tool_status=%-9s agent_status=%-14s tokens=%s tool_uses=%s async=%v\n",
-			r.ToolCallID, deref(r.SubagentType), deref(r.ToolStatus), deref(r.AgentStatus), num(r.TotalTokens), num(r.ToolUseCount), r.IsAsync)
+		fmt.Fprintf(
+			w, "%s  %-18s tool_status=%-9s agent_status=%-14s tokens=%s tool_uses=%s async=%v\n", r.ToolCallID,
+			deref(r.SubagentType), deref(r.ToolStatus), deref(r.AgentStatus), num(r.TotalTokens), num(r.ToolUseCount), r.IsAsync,
+		)
 	}
 	fmt.Fprintf(w, "counters: %+v\n", rec.Counters().Values())
 	return nil

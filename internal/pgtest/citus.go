@@ -36,7 +36,8 @@ func NewCitusSchema(t testing.TB) string {
 		if os.Getenv(EnvCitusRequired) == "1" {
 			t.Fatalf("%s is not set but %s=1: the Citus suites must run", EnvCitusDSN, EnvCitusRequired)
 		}
-		t.Skipf("Citus suites skipped: %s is not set (scripts/test starts a cluster when Citus is installed for the local PostgreSQL)", EnvCitusDSN)
+		t.Skipf("Citus suites skipped: %s is not set "+
+			"(scripts/test starts a cluster when Citus is installed for the local PostgreSQL)", EnvCitusDSN)
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)

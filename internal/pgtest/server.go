@@ -68,7 +68,11 @@ func StartServer(t testing.TB) *Server {
 // DSN is the server's postgres database, with a password (the server trusts
 // loopback and ignores it) so tests can check that it never leaks.
 func (s *Server) DSN(password string) string {
-	return fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", password, s.Port)
+	return fmt.Sprintf(
+		"postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2",
+		password,
+		s.Port,
+	)
 }
 
 // Start starts the server and waits until it accepts connections.

@@ -107,7 +107,8 @@ func postgresDriver(name string, with ...string) *sqltest.Driver {
 			t.Helper()
 			exec(t, db, `CREATE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN IF NEW.tool_call_id = '`+toolCallID+`' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`)
-			exec(t, db, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents FOR EACH ROW EXECUTE FUNCTION fail_insert()`)
+			exec(t, db, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents FOR EACH ROW EXECUTE FUNCTION
+					fail_insert()`)
 			return func() { exec(t, db, `DROP TRIGGER fail_insert ON task_session_subagents`) }
 		},
 	}
@@ -120,19 +121,26 @@ func PostgresPartitioned() *sqltest.Driver {
 	d := postgresDriver("postgres-partitioned")
 	d.Host = func(t testing.TB, db *gorm.DB) {
 		t.Helper()
-		exec(t, db, sqlstore.TableDDL(postgres.Dialect{}, sqlstore.Table, sqlstore.Tables{}.WithDefaults())+` PARTITION BY HASH (task_session_id)`)
-		for i := range 4 {
-			exec(t, db, fmt.Sprintf(`CREATE TABLE task_session_subagents_p%d PARTITION OF task_session_subagents FOR VALUES WITH (MODULUS 4, REMAINDER %d)`, i, i))
-		}
+		ddl := sqlstore.TableDDL(postgres.Dialect{}, sqlstore.Table, sqlstore.Tables{}.WithDefaults())
+		exec(t, db, ddl+` PARTITION BY HASH (task_session_id)`)
+		hashPartitions(t, db)
 	}
 	d.EarlierTable = earlierTableRecreated
 	d.PreviousRelease = func(t testing.TB, db *gorm.DB) {
 		previousRelease(t, db, release7580611Postgres, " PARTITION BY HASH (task_session_id)")
-		for i := range 4 {
-			exec(t, db, fmt.Sprintf(`CREATE TABLE task_session_subagents_p%d PARTITION OF task_session_subagents FOR VALUES WITH (MODULUS 4, REMAINDER %d)`, i, i))
-		}
+		hashPartitions(t, db)
 	}
 	return d
+}
+
+// hashPartitions creates the four partitions of a table partitioned by
+// hash of task_session_id.
+func hashPartitions(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	for i := range 4 {
+		exec(t, db, fmt.Sprintf(`CREATE TABLE task_session_subagents_p%d PARTITION OF task_session_subagents
+			FOR VALUES WITH (MODULUS 4, REMAINDER %d)`, i, i))
+	}
 }
 
 // The previous release's DDL (7580611), as it created the table.
@@ -171,7 +179,8 @@ func earlierTableRecreated(t testing.TB, db *gorm.DB) {
 	exec(t, db, `ALTER TABLE earlier RENAME TO task_session_subagents`)
 	exec(t, db, `ALTER TABLE task_session_subagents ADD PRIMARY KEY (id),
 		ADD CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
-		ADD CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id) REFERENCES task_sessions(id) ON DELETE CASCADE`)
+		ADD CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id)
+			REFERENCES task_sessions(id) ON DELETE CASCADE`)
 	for _, q := range sqlstore.IndexDDL() {
 		exec(t, db, q)
 	}
@@ -192,7 +201,8 @@ func Citus() *sqltest.Driver {
 	d.EarlierTable = earlierTableRecreated
 	d.PreviousRelease = func(t testing.TB, db *gorm.DB) {
 		previousRelease(t, db, release7580611Postgres, "")
-		exec(t, db, `SELECT create_distributed_table('task_session_subagents', 'task_session_id', colocate_with => 'task_sessions')`)
+		exec(t, db, `SELECT create_distributed_table('task_session_subagents', 'task_session_id', colocate_with =>
+				'task_sessions')`)
 	}
 	// Citus runs triggers on distributed tables only when allowed; the
 	// setting is per session, so it is set in the transaction that
@@ -270,11 +280,13 @@ func legacyTable(t testing.TB, db *gorm.DB) {
 		tool_call_id TEXT NOT NULL, parent_tool_call_id TEXT, subagent_type TEXT, description TEXT,
 		agent_id TEXT, child_session_id TEXT, model TEXT, agent_status TEXT, tool_status TEXT,
 		is_async INTEGER NOT NULL DEFAULT 0, total_tokens INTEGER, tool_use_count INTEGER, duration_ms INTEGER,
-		source TEXT NOT NULL DEFAULT 'live', observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,
+		source TEXT NOT NULL DEFAULT 'live',
+		observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,
 		UNIQUE (task_session_id, tool_call_id),
 		FOREIGN KEY (task_session_id) REFERENCES task_sessions(id) ON DELETE CASCADE)`)
 	for _, c := range []string{"session_id", "task_id", "turn_id"} { // the first draft's indexes
-		exec(t, db, `CREATE INDEX idx_subagents_`+c+` ON task_session_subagents(`+strings.Replace(c, "session_id", "task_session_id", 1)+`)`)
+		column := strings.Replace(c, "session_id", "task_session_id", 1)
+		exec(t, db, `CREATE INDEX idx_subagents_`+c+` ON task_session_subagents(`+column+`)`)
 	}
 }
 
@@ -285,8 +297,13 @@ func sqliteEarlierTable(t testing.TB, db *gorm.DB) {
 	unversioned(t, db)
 	create := strings.Replace(sqlstore.TableDDL(sqlite.Dialect{}, "earlier", sqlstore.Tables{}.WithDefaults()),
 		"PRIMARY KEY (task_session_id, id)", "PRIMARY KEY (id)", 1)
-	for _, q := range append([]string{create, `INSERT INTO earlier SELECT * FROM task_session_subagents`,
-		`DROP TABLE task_session_subagents`, `ALTER TABLE earlier RENAME TO task_session_subagents`}, sqlstore.IndexDDL()...) {
+	steps := []string{
+		create,
+		`INSERT INTO earlier SELECT * FROM task_session_subagents`,
+		`DROP TABLE task_session_subagents`,
+		`ALTER TABLE earlier RENAME TO task_session_subagents`,
+	}
+	for _, q := range append(steps, sqlstore.IndexDDL()...) {
 		exec(t, db, q)
 	}
 }

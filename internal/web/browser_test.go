@@ -77,14 +77,18 @@ func TestInBrowser(t *testing.T) {
 	if n := strings.Count(dom, `<rect class="bar"`); n != len(rows) {
 		t.Errorf("the browser's document has %d bars for %d rows", n, len(rows))
 	}
-	for _, want := range []string{"<title>demo-sess · subagentctx</title>", "Turn <span class=\"id\">demo-turn-3</span>", "not reported", "⟳"} {
+	for _, want := range []string{
+		"<title>demo-sess · subagentctx</title>", "Turn <span class=\"id\">demo-turn-3</span>", "not reported", "⟳",
+	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the browser's document lacks %q", want)
 		}
 	}
 
 	// Hostile texts: a handler that ran would have set the title to pwned.
-	for _, h := range []string{`"><img src=x onerror="document.title='pwned'">`, `<script>document.title='pwned'</script>`} {
+	for _, h := range []string{
+		`"><img src=x onerror="document.title='pwned'">`, `<script>document.title='pwned'</script>`,
+	} {
 		sess := "pwn-" + regexp.MustCompile(`\W`).ReplaceAllString(h, "")[:8]
 		testenv.Record(t, s, hostileTitle(sess, h))
 		dom := string(headless(t, bin, srv.URL+"/sessions/"+sess, "--dump-dom", "--virtual-time-budget=2000"))
@@ -92,13 +96,15 @@ func TestInBrowser(t *testing.T) {
 			t.Errorf("%q ran in the browser: the title changed", h)
 		}
 		for _, tag := range tags.FindAllString(dom, -1) {
-			if l := strings.ToLower(tag); strings.HasPrefix(l, "<img") || strings.HasPrefix(l, "<script") || handlerAttr.MatchString(tag) {
+			if l := strings.ToLower(tag); strings.HasPrefix(l, "<img") || strings.HasPrefix(l, "<script") ||
+				handlerAttr.MatchString(tag) {
 				t.Errorf("%q became markup in the browser: %s", h, tag)
 			}
 		}
 	}
 	dom = string(headless(t, bin, srv.URL+"/", "--dump-dom", "--virtual-time-budget=2000"))
-	if !strings.Contains(dom, `href="/sessions/demo-sess"`) || !strings.Contains(dom, "<title>overview · subagentctx</title>") {
+	if !strings.Contains(dom, `href="/sessions/demo-sess"`) ||
+		!strings.Contains(dom, "<title>overview · subagentctx</title>") {
 		t.Error("the overview in the browser lacks its title or the session's link")
 	}
 

@@ -164,7 +164,9 @@ func title(r core.Subagent) string {
 	} else {
 		fmt.Fprintf(&b, ", settled after %s", r.SettledAt.Sub(r.ObservedAt).Round(time.Millisecond))
 	}
-	fmt.Fprintf(&b, "; tokens %s, tool uses %s, duration_ms %s", num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs))
+	fmt.Fprintf(
+		&b, "; tokens %s, tool uses %s, duration_ms %s", num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs),
+	)
 	return b.String()
 }
 

@@ -81,7 +81,10 @@ func New(src Source, opts ...Option) http.Handler {
 func secure(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		hd.Set(
+			"Content-Security-Policy",
+			"default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+		)
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "no-referrer")
 		hd.Set("X-Frame-Options", "DENY")
@@ -156,7 +159,10 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, dat
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelWarn, "subagentctl serve: page failed", slog.String("path", r.URL.Path), slog.Any("error", err))
+	s.log.LogAttrs(
+		r.Context(), slog.LevelWarn, "subagentctl serve: page failed", slog.String("path", r.URL.Path),
+		slog.Any("error", err),
+	)
 	http.Error(w, "the store could not be read; see the server's log", http.StatusInternalServerError)
 }
 

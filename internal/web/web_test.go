@@ -35,12 +35,19 @@ var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 func hostileFrames(sess string) []core.Frame {
 	var out []core.Frame
 	for i, h := range hostile {
-		out = append(out, core.Frame{TaskSessionID: sess, TaskID: "task-" + h, TurnID: "turn-" + h, ExecutionID: "exec-" + h,
-			ToolCallID: "tool-" + h, ToolStatus: "completed", ObservedAt: t0.Add(time.Duration(i) * time.Second),
-			Payload: &core.Payload{Description: h, SubagentType: h, Model: h, Status: h}})
+		out = append(
+			out,
+			core.Frame{TaskSessionID: sess, TaskID: "task-" + h, TurnID: "turn-" + h, ExecutionID: "exec-" + h,
+				ToolCallID: "tool-" + h, ToolStatus: "completed", ObservedAt: t0.Add(time.Duration(i) * time.Second),
+				Payload: &core.Payload{Description: h, SubagentType: h, Model: h, Status: h}},
+		)
 	}
-	out = append(out, core.Frame{TaskSessionID: sess, TaskID: "task", TurnID: "turn-" + hostile[0], ExecutionID: "exec-" + hostile[0],
-		ToolCallID: "child", ParentToolCallID: "tool-" + hostile[0], ObservedAt: t0.Add(2 * time.Second), Payload: &core.Payload{Description: hostile[1]}})
+	out = append(
+		out,
+		core.Frame{TaskSessionID: sess, TaskID: "task", TurnID: "turn-" + hostile[0], ExecutionID: "exec-" + hostile[0],
+			ToolCallID: "child", ParentToolCallID: "tool-" + hostile[0], ObservedAt: t0.Add(2 * time.Second),
+			Payload: &core.Payload{Description: hostile[1]}},
+	)
 	return out
 }
 
@@ -74,8 +81,8 @@ func checkInert(t *testing.T, page, body string) {
 	t.Helper()
 	for _, tag := range tags.FindAllString(body, -1) {
 		lower := strings.ToLower(tag)
-		if strings.HasPrefix(lower, "<script") || strings.HasPrefix(lower, "<img") || strings.HasPrefix(lower, "<iframe") ||
-			handlerAttr.MatchString(tag) || strings.Contains(lower, "javascript:") {
+		if strings.HasPrefix(lower, "<script") || strings.HasPrefix(lower, "<img") ||
+			strings.HasPrefix(lower, "<iframe") || handlerAttr.MatchString(tag) || strings.Contains(lower, "javascript:") {
 			t.Errorf("%s: hostile markup %q", page, tag)
 		}
 	}
@@ -108,10 +115,13 @@ func exercisePages(t *testing.T, s web.Source, session func(id string)) {
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("overview: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
 	}
-	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") ||
+		strings.Contains(csp, "script-src") {
 		t.Errorf("overview: Content-Security-Policy %q, want no script source at all", csp)
 	}
-	for _, want := range []string{`href="/sessions/demo-sess"`, `href="/sessions/evil-%3Cscript%3Ealert%281%29%3C%2Fscript%3E"`, "Health", "Activation"} {
+	for _, want := range []string{
+		`href="/sessions/demo-sess"`, `href="/sessions/evil-%3Cscript%3Ealert%281%29%3C%2Fscript%3E"`, "Health", "Activation",
+	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("overview: %q missing", want)
 		}
@@ -226,7 +236,8 @@ func TestLargeSession(t *testing.T) {
 		}
 		frames = append(frames, core.Frame{TaskSessionID: "big", TaskID: "task", TurnID: "turn", ExecutionID: "e",
 			ToolCallID: "tool-" + string(rune('a'+i%26)) + time.Duration(i).String(), ToolStatus: status,
-			ObservedAt: t0.Add(time.Duration(i) * 10 * time.Millisecond), Payload: &core.Payload{SubagentType: "worker"}})
+			ObservedAt: t0.Add(time.Duration(i) * 10 * time.Millisecond),
+			Payload:    &core.Payload{SubagentType: "worker"}})
 	}
 	testenv.Record(t, s, frames)
 	res, body := get(t, web.New(s), "GET", "/sessions/big")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storetest"
 )
 
 var errorTests = []test{
@@ -24,6 +25,7 @@ func testUnavailable(t *testing.T, d *Driver) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for name, err := range map[string]error{"upsert": s.Upsert(ctx, row), "migration pass": s.EnsureSchema(ctx)} {
+		storetest.WantError(t, name, err, core.ErrUnavailable)
 		var op *core.OpError
 		if !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrConstraint) || !errors.As(err, &op) {
 			t.Errorf("%s: err = %v, want an *OpError matching ErrUnavailable", name, err)
@@ -38,11 +40,15 @@ func testUnavailable(t *testing.T, d *Driver) {
 // ErrConstraint and names the operation and the key.
 func testConstraint(t *testing.T, d *Driver) {
 	e := d.Env(t)
-	row, _ := core.Normalize(core.Frame{TaskSessionID: "no-such-session", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now()})
+	row, _ := core.Normalize(
+		core.Frame{TaskSessionID: "no-such-session", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now()},
+	)
 	err := e.Store.Upsert(context.Background(), row)
+	storetest.WantError(t, "unknown session", err, core.ErrConstraint)
 	var op *core.OpError
-	if !errors.Is(err, core.ErrConstraint) || errors.Is(err, core.ErrUnavailable) || !errors.As(err, &op) || op.Op != "upsert" ||
-		!strings.Contains(err.Error(), "no-such-session") || !strings.Contains(err.Error(), `tool_call_id="c"`) {
+	if !errors.Is(err, core.ErrConstraint) || errors.Is(err, core.ErrUnavailable) || !errors.As(err, &op) ||
+		op.Op != "upsert" || !strings.Contains(err.Error(), "no-such-session") ||
+		!strings.Contains(err.Error(), `tool_call_id="c"`) {
 		t.Errorf("err = %v", err)
 	}
 }

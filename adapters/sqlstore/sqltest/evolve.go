@@ -30,9 +30,16 @@ var evolveTests = []test{
 
 // row is a complete row of the table, for raw inserts.
 func row(sess, tool, exec string, source core.Source, observed time.Time) core.Subagent {
-	r, _ := core.Normalize(core.Frame{TaskSessionID: sess, TaskID: "task-" + sess, TurnID: "turn-1", ExecutionID: exec, ToolCallID: tool,
-		ToolStatus: "in_progress", ObservedAt: observed,
-		Payload: &core.Payload{SubagentType: "explorer", Description: "d-" + tool, Model: "m-" + string(source), TotalTokens: 10}})
+	r, _ := core.Normalize(
+		core.Frame{TaskSessionID: sess, TaskID: "task-" + sess, TurnID: "turn-1", ExecutionID: exec, ToolCallID: tool,
+			ToolStatus: "in_progress", ObservedAt: observed,
+			Payload: &core.Payload{
+				SubagentType: "explorer",
+				Description:  "d-" + tool,
+				Model:        "m-" + string(source),
+				TotalTokens:  10,
+			}},
+	)
 	r.ID, r.Source, r.UpdatedAt = fmt.Sprintf("%s-%s-%s", source, exec, tool), source, observed
 	return r
 }
@@ -50,7 +57,10 @@ func (e *Env) insertRaw(t testing.TB, rows ...core.Subagent) {
 				cols, marks, args = append(cols, c.Name), append(marks, "?"), append(args, c.Value(&r))
 			}
 		}
-		e.Exec(t, `INSERT INTO task_session_subagents (`+strings.Join(cols, ", ")+`) VALUES (`+strings.Join(marks, ", ")+`)`, args...)
+		e.Exec(
+			t,
+			`INSERT INTO task_session_subagents (`+strings.Join(cols, ", ")+`) VALUES (`+strings.Join(marks, ", ")+`)`,
+			args...)
 	}
 }
 
@@ -92,13 +102,15 @@ func testEveryEarlierShape(t *testing.T, d *Driver) {
 		{"first draft", func(t testing.TB, e *Env) { d.LegacyTable(t, e.DB); legacyRows(t, e) }, 3, nil},
 		{"primary key on id", func(t testing.TB, e *Env) {
 			e.Session(t, "s")
-			e.insertRaw(t, row("s", "tc-1", "e1", core.SourceLive, at(1)), row("s", "tc-2", "unknown", core.SourceBackfill, at(2)))
+			e.insertRaw(t, row("s", "tc-1", "e1", core.SourceLive, at(1)),
+				row("s", "tc-2", "unknown", core.SourceBackfill, at(2)))
 			d.EarlierTable(t, e.DB)
 		}, 2, nil},
 		{"previous release", func(t testing.TB, e *Env) {
 			d.PreviousRelease(t, e.DB)
 			e.Session(t, "s")
-			e.insertRaw(t, row("s", "tc-1", "e1", core.SourceLive, at(1)), row("s", "tc-2", "unknown", core.SourceBackfill, at(2)))
+			e.insertRaw(t, row("s", "tc-1", "e1", core.SourceLive, at(1)),
+				row("s", "tc-2", "unknown", core.SourceBackfill, at(2)))
 		}, 2, func(t *testing.T, e *Env) {
 			want := row("s", "tc-1", "e1", core.SourceLive, at(1))
 			if got := rows(t, e, "s")["tc-1/e1"]; len(storetest.Diff(want, got)) > 0 || got.ID != want.ID {
@@ -147,7 +159,8 @@ func (e *Env) dropColumn(t testing.TB, c string) {
 		e.Exec(t, `DROP TRIGGER IF EXISTS subagentctx_absorb_v1`)
 	}
 	for _, x := range e.describe(t, sqlstore.Table).Indexes {
-		if !x.Unique && (slices.Contains(x.Columns, c) || x.Name == "idx_subagents_history") { // the history's names columns in its predicate
+		// The history index names columns in its predicate.
+		if !x.Unique && (slices.Contains(x.Columns, c) || x.Name == "idx_subagents_history") {
 			e.Exec(t, `DROP INDEX `+x.Name)
 		}
 	}
@@ -179,7 +192,8 @@ func testAddsMissingColumns(t *testing.T, d *Driver) {
 			e.insertRaw(t, old)
 			e.dropColumn(t, c.Name)
 			r := mustRun(t, e)
-			if st := r.Step(backfill.StepShape); st.Status != backfill.Ran || !strings.Contains(st.Detail, "added "+c.Name) {
+			if st := r.Step(backfill.StepShape); st.Status != backfill.Ran ||
+				!strings.Contains(st.Detail, "added "+c.Name) {
 				t.Errorf("shape step: %+v", st)
 			}
 			if !e.shapeHolds(t) {
@@ -191,9 +205,18 @@ func testAddsMissingColumns(t *testing.T, d *Driver) {
 			if diff := storetest.Diff(want, got); len(diff) > 0 {
 				t.Errorf("the row after the addition: %v", diff)
 			}
-			f := core.Frame{TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-2", ExecutionID: "e1", ToolCallID: "tc-1", ToolStatus: "completed",
-				ObservedAt: at(5), Settled: true, Payload: &core.Payload{Model: "m2", TotalTokens: 20, DurationMs: 3, IsAsync: true, Status: "done",
-					SubagentType: "t", Description: "d", AgentID: "a", ChildSessionID: "c"}}
+			f := core.Frame{
+				TaskSessionID: "s",
+				TaskID:        "task-s",
+				TurnID:        "turn-2",
+				ExecutionID:   "e1",
+				ToolCallID:    "tc-1",
+				ToolStatus:    "completed",
+				ObservedAt:    at(5),
+				Settled:       true,
+				Payload: &core.Payload{Model: "m2", TotalTokens: 20, DurationMs: 3, IsAsync: true, Status: "done",
+					SubagentType: "t", Description: "d", AgentID: "a", ChildSessionID: "c"},
+			}
 			f.ParentToolCallID = "p"
 			next, _ := core.Normalize(f)
 			if err := e.Store.Upsert(context.Background(), next); err != nil {
@@ -248,13 +271,15 @@ func testNonAdditive(t *testing.T, d *Driver) {
 	before := snapshot(t, e)
 	r := run(t, e)
 	st := r.Step(backfill.StepShape)
-	if st.Status != backfill.Failed || !errors.Is(st.Err, sqlstore.ErrShape) || !strings.Contains(st.Detail, "column model is INTEGER, declared TEXT") {
+	if st.Status != backfill.Failed || !errors.Is(st.Err, sqlstore.ErrShape) ||
+		!strings.Contains(st.Detail, "column model is INTEGER, declared TEXT") {
 		t.Errorf("shape step: %+v", st)
 	}
 	if after := snapshot(t, e); after != before {
 		t.Errorf("a refused shape changed the table:\n%s\nvs\n%s", before, after)
 	}
-	if r.Step(backfill.StepBackfill).Status != backfill.Skipped || r.Step(backfill.StepExecutionKey).Status != backfill.Skipped {
+	if r.Step(backfill.StepBackfill).Status != backfill.Skipped ||
+		r.Step(backfill.StepExecutionKey).Status != backfill.Skipped {
 		t.Errorf("steps after a refused shape: %s", r)
 	}
 }
@@ -269,20 +294,28 @@ func testRepair(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	d.PreviousRelease(t, e.DB)
 	e.Session(t, "s")
-	b1, l1 := row("s", "tc-1", core.UnknownExecution, core.SourceBackfill, at(1)), row("s", "tc-1", "e1", core.SourceLive, at(5))
-	b1.ToolStatus, b1.SettledAt, b1.TurnID, l1.TurnID, l1.Model = ptr("completed"), ptr(at(3)), ptr("turn-h"), ptr("turn-l"), nil
+	b1 := row("s", "tc-1", core.UnknownExecution, core.SourceBackfill, at(1))
+	l1 := row("s", "tc-1", "e1", core.SourceLive, at(5))
+	b1.ToolStatus, b1.SettledAt, b1.TurnID = ptr("completed"), ptr(at(3)), ptr("turn-h")
+	l1.TurnID, l1.Model = ptr("turn-l"), nil
 	// A pair reused by two executions after the seam: history goes to the
 	// first one recorded, the other keeps apart (AC-32).
-	b2, l2a, l2b := row("s", "tc-2", core.UnknownExecution, core.SourceBackfill, at(1)), row("s", "tc-2", "e1", core.SourceLive, at(7)),
-		row("s", "tc-2", "e2", core.SourceLive, at(6))
-	alone, live := row("s", "tc-3", core.UnknownExecution, core.SourceBackfill, at(1)), row("s", "tc-4", "e1", core.SourceLive, at(8))
+	b2 := row("s", "tc-2", core.UnknownExecution, core.SourceBackfill, at(1))
+	l2a, l2b := row("s", "tc-2", "e1", core.SourceLive, at(7)), row("s", "tc-2", "e2", core.SourceLive, at(6))
+	alone := row("s", "tc-3", core.UnknownExecution, core.SourceBackfill, at(1))
+	live := row("s", "tc-4", "e1", core.SourceLive, at(8))
 	e.insertRaw(t, b1, l1, b2, l2a, l2b, alone, live)
 	r := mustRun(t, e)
 	if st := r.Step(backfill.StepShape); st.RowsMerged != 2 || !strings.Contains(st.Detail, "2 doubled pairs merged") {
 		t.Errorf("shape step: %+v", st)
 	}
-	want := map[string]core.Subagent{"tc-1/e1": core.MergeHistory(l1, b1), "tc-2/e2": core.MergeHistory(l2b, b2), "tc-2/e1": l2a,
-		"tc-3/unknown": alone, "tc-4/e1": live}
+	want := map[string]core.Subagent{
+		"tc-1/e1":      core.MergeHistory(l1, b1),
+		"tc-2/e2":      core.MergeHistory(l2b, b2),
+		"tc-2/e1":      l2a,
+		"tc-3/unknown": alone,
+		"tc-4/e1":      live,
+	}
 	got := rows(t, e, "s")
 	if len(got) != len(want) {
 		t.Errorf("rows %v, want %d", got, len(want))
@@ -309,23 +342,31 @@ func testRepair(t *testing.T, d *Driver) {
 // statistics count it once, its turn's fan-out is 1.
 func testDeploy(t *testing.T, d *Driver) {
 	e := d.Env(t)
-	inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer", Description: "map the repo"})
+	inflight := kandevtest.Subagent(
+		"toolu_1", "in_progress", &core.Payload{SubagentType: "explorer", Description: "map the repo"},
+	)
 	insert(t, e, msg("m1", "s", "turn-1", at(1), inflight))
 	mustRun(t, e)
 	uses := int64(12)
-	done, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_1",
-		ToolStatus: "completed", ObservedAt: at(90), Payload: &core.Payload{Status: "completed", TotalTokens: 5000, ToolUseCount: &uses, Model: "claude"}})
+	done, _ := core.Normalize(
+		core.Frame{TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-1", ExecutionID: "exec-1", ToolCallID: "toolu_1",
+			ToolStatus: "completed", ObservedAt: at(90),
+			Payload: &core.Payload{Status: "completed", TotalTokens: 5000, ToolUseCount: &uses, Model: "claude"}},
+	)
 	if err := e.Store.Upsert(context.Background(), done); err != nil {
 		t.Fatal(err)
 	}
 	got := rows(t, e, "s")
 	r, ok := got["toolu_1/exec-1"]
-	if len(got) != 1 || !ok || r.Source != core.SourceBackfill || !r.ObservedAt.Equal(at(1)) || show(r.Description) != "map the repo" ||
-		show(r.TotalTokens) != "5000" || show(r.ToolStatus) != "completed" || r.SettledAt == nil || !r.SettledAt.Equal(at(90)) {
+	if len(got) != 1 || !ok || r.Source != core.SourceBackfill || !r.ObservedAt.Equal(at(1)) ||
+		show(r.Description) != "map the repo" ||
+		show(r.TotalTokens) != "5000" || show(r.ToolStatus) != "completed" || r.SettledAt == nil ||
+		!r.SettledAt.Equal(at(90)) {
 		t.Errorf("rows %v: want one, under exec-1 with its history", got)
 	}
 	st, err := e.Store.Stats(context.Background(), core.StatsQuery{})
-	if err != nil || st.Subagents != 1 || len(st.FanOutPerTurn) != 1 || st.FanOutPerTurn[0] != (core.FanOut{Subagents: 1, Turns: 1}) {
+	if err != nil || st.Subagents != 1 || len(st.FanOutPerTurn) != 1 ||
+		st.FanOutPerTurn[0] != (core.FanOut{Subagents: 1, Turns: 1}) {
 		t.Errorf("stats: %d subagents, fan-out %v, %v", st.Subagents, st.FanOutPerTurn, err)
 	}
 	if h := health(t, e); h.Shortfall != 0 || h.Excess != 0 {
@@ -338,12 +379,31 @@ func testDeploy(t *testing.T, d *Driver) {
 // either way. Only the id differs: the row's own.
 func testEitherOrder(t *testing.T, d *Driver) {
 	frames := []core.Frame{
-		{TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-2", ExecutionID: "exec-1", ToolCallID: "tc", ToolStatus: "in_progress", ObservedAt: at(60),
-			Payload: &core.Payload{AgentID: "agent-1"}},
-		{TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-2", ExecutionID: "exec-1", ToolCallID: "tc", ToolStatus: "completed", ObservedAt: at(70),
-			Payload: &core.Payload{TotalTokens: 42, Model: "live"}},
+		{
+			TaskSessionID: "s",
+			TaskID:        "task-s",
+			TurnID:        "turn-2",
+			ExecutionID:   "exec-1",
+			ToolCallID:    "tc",
+			ToolStatus:    "in_progress",
+			ObservedAt:    at(60),
+			Payload:       &core.Payload{AgentID: "agent-1"},
+		},
+		{
+			TaskSessionID: "s",
+			TaskID:        "task-s",
+			TurnID:        "turn-2",
+			ExecutionID:   "exec-1",
+			ToolCallID:    "tc",
+			ToolStatus:    "completed",
+			ObservedAt:    at(70),
+			Payload:       &core.Payload{TotalTokens: 42, Model: "live"},
+		},
 	}
-	history := msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "in_progress", &core.Payload{SubagentType: "explorer", Model: "hist", DurationMs: 9}))
+	history := msg(
+		"m1", "s", "turn-1", at(1),
+		kandevtest.Subagent("tc", "in_progress", &core.Payload{SubagentType: "explorer", Model: "hist", DurationMs: 9}),
+	)
 	live := func(e *Env) {
 		for _, f := range frames {
 			r, _ := core.Normalize(f)
@@ -367,7 +427,8 @@ func testEitherOrder(t *testing.T, d *Driver) {
 	if diff := storetest.Diff(a["tc/exec-1"], b["tc/exec-1"]); len(diff) > 0 {
 		t.Errorf("the order changed the row: %v", diff)
 	}
-	if r := a["tc/exec-1"]; r.Source != core.SourceBackfill || show(r.Model) != "live" || show(r.DurationMs) != "9" || show(r.TurnID) != "turn-1" {
+	if r := a["tc/exec-1"]; r.Source != core.SourceBackfill || show(r.Model) != "live" || show(r.DurationMs) != "9" ||
+		show(r.TurnID) != "turn-1" {
 		t.Errorf("the row: %+v", r)
 	}
 }

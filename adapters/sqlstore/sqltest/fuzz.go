@@ -35,12 +35,23 @@ func FuzzMerge(f *testing.F, d *Driver) {
 		for i := 0; i+8 <= len(data) && i < 8*64; i += 8 {
 			b := data[i : i+8]
 			uses := int64(b[6]%4) - 1
-			fr := core.Frame{TaskSessionID: sess, TaskID: pick(b[0], "t1", "t2"), TurnID: pick(b[1], "", "turn-1", "turn-2"),
-				ExecutionID: pick(b[2], "", "e1", "e2"), ToolCallID: pick(b[3], "c1", "c2"), ParentToolCallID: pick(b[4], "", "p"),
-				ToolStatus: pick(b[5], "", "pending", "in_progress", "completed", "error", "weird"),
-				ObservedAt: t0.Add(time.Duration(b[7])*time.Second + time.Duration(b[6])*time.Nanosecond),
-				Payload: &core.Payload{Model: pick(b[6], "", "m1", "m2"), Status: pick(b[7], "", "running", "async_launched"),
-					TotalTokens: int64(b[4]) - 100, DurationMs: int64(b[5]), IsAsync: b[0]&0x80 != 0}}
+			fr := core.Frame{
+				TaskSessionID:    sess,
+				TaskID:           pick(b[0], "t1", "t2"),
+				TurnID:           pick(b[1], "", "turn-1", "turn-2"),
+				ExecutionID:      pick(b[2], "", "e1", "e2"),
+				ToolCallID:       pick(b[3], "c1", "c2"),
+				ParentToolCallID: pick(b[4], "", "p"),
+				ToolStatus:       pick(b[5], "", "pending", "in_progress", "completed", "error", "weird"),
+				ObservedAt:       t0.Add(time.Duration(b[7])*time.Second + time.Duration(b[6])*time.Nanosecond),
+				Payload: &core.Payload{
+					Model:       pick(b[6], "", "m1", "m2"),
+					Status:      pick(b[7], "", "running", "async_launched"),
+					TotalTokens: int64(b[4]) - 100,
+					DurationMs:  int64(b[5]),
+					IsAsync:     b[0]&0x80 != 0,
+				},
+			}
 			if b[1]&0x40 != 0 {
 				fr.Payload.ToolUseCount = &uses
 			}

@@ -23,7 +23,8 @@ func ptr[T any](v T) *T { return &v }
 
 func run(t *testing.T, e *Env, opts ...backfill.Option) backfill.Report {
 	t.Helper()
-	return backfill.New(e.Store, append([]backfill.Option{backfill.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...).Run(context.Background())
+	return backfill.New(e.Store, append([]backfill.Option{backfill.WithLogger(slog.New(slog.DiscardHandler))},
+		opts...)...).Run(context.Background())
 }
 
 func mustRun(t *testing.T, e *Env, opts ...backfill.Option) backfill.Report {
@@ -88,7 +89,14 @@ func msg(id, s, turn string, created time.Time, meta kandevtest.Metadata) kandev
 }
 
 func raw(id, s string, created time.Time, metadata *string) kandevtest.Message {
-	return kandevtest.Message{ID: id, TaskSessionID: s, TaskID: "task-" + s, TurnID: "turn-1", Metadata: metadata, CreatedAt: created}
+	return kandevtest.Message{
+		ID:            id,
+		TaskSessionID: s,
+		TaskID:        "task-" + s,
+		TurnID:        "turn-1",
+		Metadata:      metadata,
+		CreatedAt:     created,
+	}
 }
 
 // rows returns a session's rows by "tool_call_id/agent_execution_id".
@@ -160,7 +168,16 @@ func show[T any](p *T) string {
 // record writes one live frame through the store.
 func record(t *testing.T, e *Env, s, tool, exec string, observed time.Time) {
 	t.Helper()
-	row, _ := core.Normalize(core.Frame{TaskSessionID: s, TaskID: "task-" + s, TurnID: "turn-1", ExecutionID: exec, ToolCallID: tool, ObservedAt: observed})
+	row, _ := core.Normalize(
+		core.Frame{
+			TaskSessionID: s,
+			TaskID:        "task-" + s,
+			TurnID:        "turn-1",
+			ExecutionID:   exec,
+			ToolCallID:    tool,
+			ObservedAt:    observed,
+		},
+	)
 	if err := e.Store.Upsert(context.Background(), row); err != nil {
 		t.Fatal(err)
 	}

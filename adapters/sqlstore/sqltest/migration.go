@@ -56,10 +56,15 @@ func testFreshPassAndReplay(t *testing.T, d *Driver) {
 	for _, want := range []struct {
 		step   string
 		status backfill.Status
-	}{{backfill.StepTable, backfill.Ran}, {backfill.StepShape, backfill.Skipped}, {backfill.StepExecutionKey, backfill.Ran}, {backfill.StepBackfill, backfill.Ran}} {
+	}{{backfill.StepTable, backfill.Ran}, {backfill.StepShape, backfill.Skipped},
+		{backfill.StepExecutionKey, backfill.Ran}, {backfill.StepBackfill, backfill.Ran}} {
 		got := r.Step(want.step)
-		if got.Status != want.status && !(d.Host != nil && want.step == backfill.StepShape && strings.Contains(got.Detail, "placed at version")) {
-			t.Errorf("step %s: %s (%s), want %s (or, on a table the host created, its placement)", want.step, got.Status, got.Detail, want.status)
+		if got.Status != want.status &&
+			!(d.Host != nil && want.step == backfill.StepShape && strings.Contains(got.Detail, "placed at version")) {
+			t.Errorf(
+				"step %s: %s (%s), want %s (or, on a table the host created, its placement)", want.step, got.Status, got.Detail,
+				want.status,
+			)
 		}
 	}
 	if got := r.Step(backfill.StepBackfill); got.RowsInserted != 7 || len(got.KeysWritten) != 2 {
@@ -67,11 +72,14 @@ func testFreshPassAndReplay(t *testing.T, d *Driver) {
 	}
 	k := e.Keys(t)
 	if k[core.BackfillThroughKey] != at(7).Format(time.RFC3339Nano) {
-		t.Errorf("backfill_through = %q, want newest created_at %q", k[core.BackfillThroughKey], at(7).Format(time.RFC3339Nano))
+		t.Errorf(
+			"backfill_through = %q, want newest created_at %q", k[core.BackfillThroughKey], at(7).Format(time.RFC3339Nano),
+		)
 	}
 	for _, key := range []string{core.CaptureSinceKey, core.ExecutionSinceKey} {
 		ts, err := time.Parse(time.RFC3339Nano, k[key])
-		if err != nil || ts.Before(before.Truncate(time.Microsecond)) || ts.After(after) || !strings.HasSuffix(k[key], "Z") {
+		if err != nil || ts.Before(before.Truncate(time.Microsecond)) || ts.After(after) ||
+			!strings.HasSuffix(k[key], "Z") {
 			t.Errorf("%s = %q: want RFC 3339 UTC within the pass", key, k[key])
 		}
 	}
@@ -80,29 +88,42 @@ func testFreshPassAndReplay(t *testing.T, d *Driver) {
 	async := s1["toolu_async/unknown"]
 	if async.TotalTokens != nil || async.ToolUseCount != nil || async.DurationMs != nil || !async.IsAsync ||
 		show(async.AgentStatus) != "async_launched" || show(async.ToolStatus) != "complete" || async.SettledAt == nil ||
-		!async.SettledAt.Equal(at(1).Add(30*time.Second)) || async.Source != core.SourceBackfill || !async.ObservedAt.Equal(at(1)) ||
-		async.ID != "m1" || show(async.TurnID) != "turn-1" || show(async.SubagentType) != "security-reviewer" || show(async.AgentID) != "a1b2c3" {
+		!async.SettledAt.Equal(at(1).Add(30*time.Second)) || async.Source != core.SourceBackfill ||
+		!async.ObservedAt.Equal(at(1)) ||
+		async.ID != "m1" || show(async.TurnID) != "turn-1" || show(async.SubagentType) != "security-reviewer" ||
+		show(async.AgentID) != "a1b2c3" {
 		t.Errorf("claude async launch row: %+v", async)
 	}
 	done := s1["toolu_done/unknown"]
 	if show(done.TotalTokens) != "275717" || show(done.ToolUseCount) != "23" || show(done.DurationMs) != "48211" ||
 		show(done.Model) != "claude-sonnet-4-5-20250929" || done.IsAsync {
-		t.Errorf("claude completed row: tokens %s uses %s duration %s model %s", show(done.TotalTokens), show(done.ToolUseCount), show(done.DurationMs), show(done.Model))
+		t.Errorf(
+			"claude completed row: tokens %s uses %s duration %s model %s", show(done.TotalTokens), show(done.ToolUseCount),
+			show(done.DurationMs), show(done.Model),
+		)
 	}
 	oc := s1["oc_1/unknown"]
-	if oc.TurnID != nil || oc.SettledAt != nil || show(oc.ChildSessionID) != "ses_7f3a" || show(oc.ToolStatus) != "in_progress" || show(oc.AgentStatus) != "completed" {
-		t.Errorf("opencode row (no turn, not settled: agent status never settles): turn %s settled %v child %s", show(oc.TurnID), oc.SettledAt, show(oc.ChildSessionID))
+	if oc.TurnID != nil || oc.SettledAt != nil || show(oc.ChildSessionID) != "ses_7f3a" ||
+		show(oc.ToolStatus) != "in_progress" || show(oc.AgentStatus) != "completed" {
+		t.Errorf(
+			"opencode row (no turn, not settled: agent status never settles): turn %s settled %v child %s", show(oc.TurnID),
+			oc.SettledAt, show(oc.ChildSessionID),
+		)
 	}
 	if show(s1["toolu_child/unknown"].ParentToolCallID) != "toolu_done" {
 		t.Errorf("nested row parent = %s", show(s1["toolu_child/unknown"].ParentToolCallID))
 	}
-	if cur := s2["cur_1/unknown"]; show(cur.ToolUseCount) != "0" || cur.TotalTokens != nil || show(cur.DurationMs) != "900" {
-		t.Errorf("cursor row: reported 0 tool uses must be 0: uses %s tokens %s", show(cur.ToolUseCount), show(cur.TotalTokens))
+	if cur := s2["cur_1/unknown"]; show(cur.ToolUseCount) != "0" || cur.TotalTokens != nil ||
+		show(cur.DurationMs) != "900" {
+		t.Errorf(
+			"cursor row: reported 0 tool uses must be 0: uses %s tokens %s", show(cur.ToolUseCount), show(cur.TotalTokens),
+		)
 	}
 	if aug := s2["aug_1/unknown"]; aug.SettledAt != nil || show(aug.AgentStatus) != "running" {
 		t.Errorf("auggie row: %+v", aug)
 	}
-	if cx := s2["codex_1/unknown"]; show(cx.TotalTokens) != "18044" || cx.SettledAt == nil || show(cx.ChildSessionID) != "thread_01J9" {
+	if cx := s2["codex_1/unknown"]; show(cx.TotalTokens) != "18044" || cx.SettledAt == nil ||
+		show(cx.ChildSessionID) != "thread_01J9" {
 		t.Errorf("codex row: %+v", cx)
 	}
 
@@ -124,18 +145,28 @@ func testFreshPassAndReplay(t *testing.T, d *Driver) {
 func testMalformedMetadata(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	sub := func(task string) *string {
-		return ptr(`{"tool_call_id":"TC","status":"completed","normalized":{"kind":"subagent_task","subagent_task":` + task + `}}`)
+		return ptr(
+			`{"tool_call_id":"TC","status":"completed","normalized":{"kind":"subagent_task","subagent_task":` + task + `}}`,
+		)
 	}
 	cases := []struct {
 		name string
 		meta *string
 	}{
-		{"null", nil}, {"empty", ptr("")}, {"json null", ptr("null")}, {"invalid", ptr(`{"normalized": {"kind": "subagent_task"`)},
-		{"array", ptr(`[{"normalized":{"kind":"subagent_task"}}, "subagent_task"]`)}, {"scalar", ptr(`"subagent_task"`)},
+		{
+			"null",
+			nil,
+		}, {"empty", ptr("")}, {"json null", ptr("null")}, {"invalid", ptr(`{"normalized": {"kind": "subagent_task"`)},
+		{
+			"array",
+			ptr(`[{"normalized":{"kind":"subagent_task"}}, "subagent_task"]`),
+		}, {"scalar", ptr(`"subagent_task"`)},
 		{"normalized not object", ptr(`{"tool_call_id":"x","normalized":"subagent_task"}`)},
 		{"nul escape", ptr(`{"tool_call_id":"x\u0000","normalized":{"kind":"subagent_task","subagent_task":{}}}`)},
-		{"lone surrogate", ptr(`{"tool_call_id":"x","normalized":{"kind":"subagent_task","subagent_task":{"model":"\ud800"}}}`)},
-		{"too deep", ptr(`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"deep":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`)},
+		{"lone surrogate", ptr(`{"tool_call_id":"x",` +
+			`"normalized":{"kind":"subagent_task","subagent_task":{"model":"\ud800"}}}`)},
+		{"too deep", ptr(`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"deep":` +
+			strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`)},
 		{"number beyond numeric", ptr(`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"n":1e-16384}`)},
 	}
 	var msgs []kandevtest.Message
@@ -143,14 +174,16 @@ func testMalformedMetadata(t *testing.T, d *Driver) {
 		msgs = append(msgs, raw(fmt.Sprint("bad", i), "s", at(i), c.meta))
 	}
 	metricCases := map[string]string{
-		"string metrics":  `{"total_tokens":"12","duration_ms":"5","tool_use_count":"3","is_async":"true","model":7}`,
-		"fractions":       `{"total_tokens":1.5,"duration_ms":2.0,"tool_use_count":1e0,"is_async":1.0}`,
-		"booleans":        `{"total_tokens":true,"duration_ms":false,"tool_use_count":true,"is_async":true}`,
-		"beyond 64 bits":  `{"total_tokens":9223372036854775808,"duration_ms":99999999999999999999,"tool_use_count":-9223372036854775809,"is_async":1}`,
-		"negatives/zero":  `{"total_tokens":-5,"duration_ms":0,"tool_use_count":-1,"model":""}`,
-		"exponent":        `{"total_tokens":1e3,"duration_ms":1E3,"tool_use_count":0}`,
-		"int64 max":       `{"total_tokens":9223372036854775807,"duration_ms":1,"tool_use_count":9223372036854775807}`,
-		"large reals":     `{"total_tokens":9223372036854775807.0,"duration_ms":9.223372036854775807e18,"tool_use_count":92233720368547758.07e2}`,
+		"string metrics": `{"total_tokens":"12","duration_ms":"5","tool_use_count":"3","is_async":"true","model":7}`,
+		"fractions":      `{"total_tokens":1.5,"duration_ms":2.0,"tool_use_count":1e0,"is_async":1.0}`,
+		"booleans":       `{"total_tokens":true,"duration_ms":false,"tool_use_count":true,"is_async":true}`,
+		"beyond 64 bits": `{"total_tokens":9223372036854775808,"duration_ms":99999999999999999999,` +
+			`"tool_use_count":-9223372036854775809,"is_async":1}`,
+		"negatives/zero": `{"total_tokens":-5,"duration_ms":0,"tool_use_count":-1,"model":""}`,
+		"exponent":       `{"total_tokens":1e3,"duration_ms":1E3,"tool_use_count":0}`,
+		"int64 max":      `{"total_tokens":9223372036854775807,"duration_ms":1,"tool_use_count":9223372036854775807}`,
+		"large reals": `{"total_tokens":9223372036854775807.0,"duration_ms":9.223372036854775807e18,` +
+			`"tool_use_count":92233720368547758.07e2}`,
 		"objects/arrays":  `{"total_tokens":{"n":1},"duration_ms":[1],"tool_use_count":null,"subagent_type":["x"]}`,
 		"subagent string": `"not an object"`,
 	}
@@ -161,7 +194,10 @@ func testMalformedMetadata(t *testing.T, d *Driver) {
 		msgs = append(msgs, m)
 		i++
 	}
-	msgs = append(msgs, msg("good", "s", "turn-1", at(500), kandevtest.Subagent("good", "completed", &kandevtest.ClaudeCompleted)))
+	msgs = append(
+		msgs,
+		msg("good", "s", "turn-1", at(500), kandevtest.Subagent("good", "completed", &kandevtest.ClaudeCompleted)),
+	)
 	insert(t, e, msgs...)
 	r := mustRun(t, e)
 	got := rows(t, e, "s")
@@ -226,8 +262,10 @@ func testSkipRules(t *testing.T, d *Driver) {
 		// A live row already holds this key.
 		msg("live-msg", "s", "turn-9", at(40), kandevtest.Subagent("tc-live", "completed", &kandevtest.CodexChild)),
 	)
-	live, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-live", ToolCallID: "tc-live",
-		ToolStatus: "in_progress", ObservedAt: at(41), Payload: &core.Payload{Model: "live-model"}})
+	live, _ := core.Normalize(
+		core.Frame{TaskSessionID: "s", TaskID: "task-s", TurnID: "turn-live", ToolCallID: "tc-live",
+			ToolStatus: "in_progress", ObservedAt: at(41), Payload: &core.Payload{Model: "live-model"}},
+	)
 	if err := e.Store.Upsert(context.Background(), live); err != nil {
 		t.Fatal(err)
 	}
@@ -245,13 +283,18 @@ func testSkipRules(t *testing.T, d *Driver) {
 	// AC-22 with docs/CONTRACT.md §8.5: no live value is overwritten;
 	// history, the earlier observation, gives the row its observation,
 	// turn and settling, and fills what live did not report.
-	if l := got["tc-live/unknown"]; l.Source != core.SourceBackfill || show(l.Model) != "live-model" || show(l.TurnID) != "turn-9" ||
+	if l := got["tc-live/unknown"]; l.Source != core.SourceBackfill || show(l.Model) != "live-model" ||
+		show(l.TurnID) != "turn-9" ||
 		!l.ObservedAt.Equal(at(40)) || show(l.TotalTokens) != "18044" || show(l.ToolStatus) != "completed" ||
 		l.SettledAt == nil || !l.SettledAt.Equal(at(40).Add(30*time.Second)) {
 		t.Errorf("AC-22 live row after the backfill: %+v", l)
 	}
 	if k := e.Keys(t); k[core.BackfillThroughKey] != at(40).Format(time.RFC3339Nano) {
-		t.Errorf("backfill_through %q covers the predicate (including the live-held key), want %s", k[core.BackfillThroughKey], at(40).Format(time.RFC3339Nano))
+		t.Errorf(
+			"backfill_through %q covers the predicate (including the live-held key), want %s",
+			k[core.BackfillThroughKey],
+			at(40).Format(time.RFC3339Nano),
+		)
 	}
 }
 
@@ -267,7 +310,11 @@ func testNoSecondRow(t *testing.T, d *Driver) {
 	r := mustRun(t, e)
 	got := rows(t, e, "s")
 	if _, dup := got["tc-1/unknown"]; dup || len(got) != 2 || r.Step(backfill.StepBackfill).RowsInserted != 1 {
-		t.Errorf("rows %v (inserted %d): want the live row of tc-1 and one backfilled row for tc-2", got, r.Step(backfill.StepBackfill).RowsInserted)
+		t.Errorf(
+			"rows %v (inserted %d): want the live row of tc-1 and one backfilled row for tc-2",
+			got,
+			r.Step(backfill.StepBackfill).RowsInserted,
+		)
 	}
 	st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: "s"})
 	if err != nil || st.Subagents != 2 {
@@ -283,11 +330,19 @@ func testOverlongIdentifiers(t *testing.T, d *Driver) {
 	limit := strings.Repeat("k", core.MaxIDBytes)
 	parent := kandevtest.Subagent("tc-parent-long", "completed", &kandevtest.CodexChild)
 	parent.ParentToolCallID = long
-	insert(t, e,
+	insert(
+		t,
+		e,
 		msg("m-long", "s", "turn-1", at(1), kandevtest.Subagent(long, "completed", &kandevtest.ClaudeCompleted)),
 		msg("m-parent", "s", "turn-1", at(2), parent),
-		msg(strings.Repeat("i", core.MaxIDBytes+1), "s", "turn-1", at(3), kandevtest.Subagent("tc-long-id", "completed", &kandevtest.CodexChild)),
-		msg("m-turn", "s", strings.Repeat("t", core.MaxIDBytes+1), at(4), kandevtest.Subagent("tc-long-turn", "completed", &kandevtest.CodexChild)),
+		msg(
+			strings.Repeat("i", core.MaxIDBytes+1), "s", "turn-1", at(3),
+			kandevtest.Subagent("tc-long-id", "completed", &kandevtest.CodexChild),
+		),
+		msg(
+			"m-turn", "s", strings.Repeat("t", core.MaxIDBytes+1), at(4),
+			kandevtest.Subagent("tc-long-turn", "completed", &kandevtest.CodexChild),
+		),
 		msg("m-ok", "s", "turn-1", at(5), kandevtest.Subagent("tc-ok", "completed", &kandevtest.CodexChild)),
 	)
 	e.Session(t, limit)
@@ -298,9 +353,12 @@ func testOverlongIdentifiers(t *testing.T, d *Driver) {
 		t.Errorf("rows %v: want only tc-ok", got)
 	}
 	if got := rows(t, e, limit); len(got) != 1 {
-		t.Errorf("identifiers at the limit (%d bytes, four of them in one row): %d rows, want 1", core.MaxIDBytes, len(got))
+		t.Errorf(
+			"identifiers at the limit (%d bytes, four of them in one row): %d rows, want 1", core.MaxIDBytes, len(got),
+		)
 	}
-	if k := e.Keys(t); k[core.CaptureSinceKey] == "" || k[core.BackfillThroughKey] != at(6).Format(time.RFC3339Nano) || r.Failed() {
+	if k := e.Keys(t); k[core.CaptureSinceKey] == "" || k[core.BackfillThroughKey] != at(6).Format(time.RFC3339Nano) ||
+		r.Failed() {
 		t.Errorf("the pass must complete with its keys: %v\n%s", k, r)
 	}
 }
@@ -315,15 +373,23 @@ func testHostTimestamps(t *testing.T, d *Driver) {
 	}
 	e.Session(t, "s")
 	put := func(id, tool, status string, created, updated any) {
-		e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
-			VALUES (?, 's', 'task-s', 'turn-1', '', ?, ?, ?)`, id, meta(tool, status), created, updated)
+		e.Exec(
+			t,
+			`INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
+			VALUES (?, 's', 'task-s', 'turn-1', '', ?, ?, ?)`,
+			id,
+			meta(tool, status),
+			created,
+			updated,
+		)
 	}
 	if !d.Features.HostTimeText {
 		t.Log("declared: host timestamps are typed (microseconds); the text forms are SQLite's")
 		put("a", "tc", "pending", at(1), at(1))
 		put("b", "tc", "completed", at(1).Add(time.Microsecond), at(9))
 		mustRun(t, e)
-		if r := rows(t, e, "s")["tc/unknown"]; r.ID != "b" || !r.ObservedAt.Equal(at(1).Add(time.Microsecond)) || !r.SettledAt.Equal(at(9)) {
+		if r := rows(t, e, "s")["tc/unknown"]; r.ID != "b" || !r.ObservedAt.Equal(at(1).Add(time.Microsecond)) ||
+			!r.SettledAt.Equal(at(9)) {
 			t.Errorf("newest by microsecond: %+v", r)
 		}
 		return
@@ -382,7 +448,10 @@ func testKeysWriteOnce(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "completed", &kandevtest.ClaudeCompleted)))
 	old := "2026-01-01T00:00:00Z" // second precision, by an older build
-	e.Exec(t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?), (?, ?)`, core.CaptureSinceKey, old, core.ExecutionSinceKey, old)
+	e.Exec(
+		t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?), (?, ?)`, core.CaptureSinceKey, old, core.ExecutionSinceKey,
+		old,
+	)
 	r := mustRun(t, e)
 	k := e.Keys(t)
 	if k[core.CaptureSinceKey] != old || k[core.ExecutionSinceKey] != old {
@@ -415,7 +484,8 @@ func testBackfillFailure(t *testing.T, d *Driver) {
 	var logs bytes.Buffer
 	r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))).Run(context.Background())
 	st := r.Step(backfill.StepBackfill)
-	if st.Status != backfill.Failed || !strings.Contains(st.Detail, "injected failure") || st.RowsInserted != 0 || st.KeysWritten != nil {
+	if st.Status != backfill.Failed || !strings.Contains(st.Detail, "injected failure") || st.RowsInserted != 0 ||
+		st.KeysWritten != nil {
 		t.Errorf("backfill step: %+v", st)
 	}
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "step=backfill") {
@@ -468,9 +538,16 @@ func legacyRows(t testing.TB, e *Env) {
 	t.Helper()
 	e.Session(t, "s")
 	for i, tc := range []string{"tc-1", "tc-2", "tc-3"} {
-		e.Exec(t, `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, tool_call_id, model, total_tokens,
+		e.Exec(
+			t,
+			`INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, tool_call_id, model, total_tokens,
 			tool_use_count, source, observed_at, updated_at) VALUES (?, 's', 'task-s', 'turn-1', ?, 'm', ?, 0, 'live', ?, ?)`,
-			fmt.Sprint("legacy-", i), tc, 1000+i, at(i), at(i))
+			fmt.Sprint("legacy-", i),
+			tc,
+			1000+i,
+			at(i),
+			at(i),
+		)
 	}
 	e.Exec(t, `CREATE INDEX idx_host_custom ON task_session_subagents(model)`)
 }
@@ -504,11 +581,14 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	d.LegacyTable(t, e.DB)
 	legacyRows(t, e)
-	insert(t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
-		msg("m2", "s", "turn-1", at(51), kandevtest.Subagent("tc-new", "completed", &kandevtest.CodexChild)))
+	insert(
+		t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
+		msg("m2", "s", "turn-1", at(51), kandevtest.Subagent("tc-new", "completed", &kandevtest.CodexChild)),
+	)
 	m := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler)))
 	r := m.Prepare(context.Background())
-	if st := r.Step(backfill.StepShape); st.Status != backfill.Ran || !strings.Contains(st.Detail, "3 rows kept") || r.Failed() {
+	if st := r.Step(backfill.StepShape); st.Status != backfill.Ran || !strings.Contains(st.Detail, "3 rows kept") ||
+		r.Failed() {
 		t.Errorf("shape step: %+v", st)
 	}
 	if !e.shapeHolds(t) {
@@ -517,8 +597,8 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 	got := rows(t, e, "s")
 	for i, tc := range []string{"tc-1", "tc-2", "tc-3"} {
 		r, ok := got[tc+"/unknown"]
-		if !ok || r.ID != fmt.Sprint("legacy-", i) || show(r.TotalTokens) != fmt.Sprint(1000+i) || show(r.ToolUseCount) != "0" ||
-			r.Source != core.SourceLive || !r.ObservedAt.Equal(at(i)) {
+		if !ok || r.ID != fmt.Sprint("legacy-", i) || show(r.TotalTokens) != fmt.Sprint(1000+i) ||
+			show(r.ToolUseCount) != "0" || r.Source != core.SourceLive || !r.ObservedAt.Equal(at(i)) {
 			t.Errorf("legacy row %s not kept as it was: %+v", tc, r)
 		}
 	}
@@ -536,8 +616,9 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 		t.Errorf("backfill after the upgrade: %+v", st)
 	}
 	got = rows(t, e, "s")
-	if r := got["tc-1/unknown"]; len(got) != 4 || r.ID != "legacy-0" || r.Source != core.SourceBackfill || !r.ObservedAt.Equal(at(50)) ||
-		show(r.TotalTokens) != "1000" || show(r.Model) != "m" || r.SettledAt == nil || !r.SettledAt.Equal(at(50).Add(30*time.Second)) {
+	if r := got["tc-1/unknown"]; len(got) != 4 || r.ID != "legacy-0" || r.Source != core.SourceBackfill ||
+		!r.ObservedAt.Equal(at(50)) || show(r.TotalTokens) != "1000" || show(r.Model) != "m" || r.SettledAt == nil ||
+		!r.SettledAt.Equal(at(50).Add(30*time.Second)) {
 		t.Errorf("tc-1 after the backfill: %+v (of %d rows)", r, len(got))
 	}
 	// A live frame under an execution id absorbs the row history now
@@ -545,7 +626,8 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 	record(t, e, "s", "tc-1", "exec-1", at(60))
 	record(t, e, "s", "tc-2", "exec-1", at(61))
 	got = rows(t, e, "s")
-	if r, ok := got["tc-1/exec-1"]; len(got) != 5 || !ok || r.Source != core.SourceBackfill || !r.ObservedAt.Equal(at(50)) {
+	if r, ok := got["tc-1/exec-1"]; len(got) != 5 || !ok || r.Source != core.SourceBackfill ||
+		!r.ObservedAt.Equal(at(50)) {
 		t.Errorf("live writes after the upgrade: %d rows, tc-1 %+v", len(got), r)
 	}
 }
@@ -571,7 +653,8 @@ func testLegacyUpgradeFailure(t *testing.T, d *Driver) {
 		if !reached {
 			t.Fatalf("stage %q never reached: a step's Stages are stale", stage)
 		}
-		if st := r.Step(backfill.StepShape); st.Status != backfill.Failed || !strings.Contains(st.Detail, "injected at "+stage) {
+		if st := r.Step(backfill.StepShape); st.Status != backfill.Failed ||
+			!strings.Contains(st.Detail, "injected at "+stage) {
 			t.Errorf("stage %s: shape step %+v", stage, st)
 		}
 		if st := r.Step(backfill.StepBackfill); st.Status != backfill.Skipped {
@@ -600,7 +683,9 @@ func testReplayAfterUpgrade(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	d.LegacyTable(t, e.DB)
 	legacyRows(t, e)
-	insert(t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)))
+	insert(
+		t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
+	)
 	mustRun(t, e)
 	replay := func() {
 		for i, tc := range []string{"tc-1", "tc-2", "tc-3"} {
@@ -625,8 +710,8 @@ func testReplayAfterUpgrade(t *testing.T, d *Driver) {
 			observed, settled = at(50), at(50).Add(30*time.Second)
 		}
 		r := got[tc+"/unknown"]
-		if len(got) != 3 || r.ID != fmt.Sprint("legacy-", i) || show(r.Model) != "replayed" || show(r.TurnID) != "turn-1" ||
-			!r.ObservedAt.Equal(observed) || r.SettledAt == nil || !r.SettledAt.Equal(settled) {
+		if len(got) != 3 || r.ID != fmt.Sprint("legacy-", i) || show(r.Model) != "replayed" ||
+			show(r.TurnID) != "turn-1" || !r.ObservedAt.Equal(observed) || r.SettledAt == nil || !r.SettledAt.Equal(settled) {
 			t.Errorf("replayed %s: %+v (of %d rows)", tc, r, len(got))
 		}
 	}
@@ -687,7 +772,8 @@ func testNoHostTables(t *testing.T, d *Driver) {
 		t.Fatal(err)
 	}
 	r := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
-	if st := r.Step(backfill.StepTable); st.Status != backfill.Failed || !errors.Is(st.Err, sqlstore.ErrNoSessionsTable) {
+	if st := r.Step(backfill.StepTable); st.Status != backfill.Failed ||
+		!errors.Is(st.Err, sqlstore.ErrNoSessionsTable) {
 		t.Errorf("table step without the host's tables: %+v", st)
 	}
 	if ok, _ := d.Dialect.TableExists(context.Background(), db, sqlstore.Table); ok {

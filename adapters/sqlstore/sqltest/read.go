@@ -76,13 +76,16 @@ func testActivationStates(t *testing.T, d *Driver) {
 			t.Errorf("keys %v: state %s, want %s", c.keys, a.State, c.want)
 		}
 	}
-	a := setKeys(t, e, map[string]string{core.CaptureSinceKey: sec, core.ExecutionSinceKey: nano, core.BackfillThroughKey: ""})
+	a := setKeys(
+		t, e, map[string]string{core.CaptureSinceKey: sec, core.ExecutionSinceKey: nano, core.BackfillThroughKey: ""},
+	)
 	if !a.CaptureSince.Usable() || !a.CaptureSince.Time.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) ||
 		!a.ExecutionSince.Time.Equal(capture) || !a.NothingToRecover || a.BackfillThrough.Time != nil {
 		t.Errorf("parsed keys: %+v", a)
 	}
 	a = setKeys(t, e, map[string]string{core.CaptureSinceKey: "yesterday", core.BackfillThroughKey: "2026-13-01"})
-	if a.State != core.CaptureOnly || a.CaptureSince.Usable() || a.CaptureSince.ParseError == "" || a.BackfillThrough.ParseError == "" || a.NothingToRecover {
+	if a.State != core.CaptureOnly || a.CaptureSince.Usable() || a.CaptureSince.ParseError == "" ||
+		a.BackfillThrough.ParseError == "" || a.NothingToRecover {
 		t.Errorf("unparsable keys must be reported as such: %+v", a)
 	}
 	if h := health(t, e); h.Ran || h.Reason == "" {
@@ -111,7 +114,8 @@ func testReadersByState(t *testing.T, d *Driver) {
 		collisions, distinct string
 		coverage             core.Coverage
 	}{
-		{core.Activated, map[string]string{core.CaptureSinceKey: key, core.ExecutionSinceKey: key}, true, "1", "2", core.Known},
+		{core.Activated, map[string]string{core.CaptureSinceKey: key, core.ExecutionSinceKey: key}, true, "1", "2",
+			core.Known},
 		{core.CaptureOnly, map[string]string{core.CaptureSinceKey: key}, true, "NULL", "NULL", core.Known},
 		{core.NoBoundary, map[string]string{core.ExecutionSinceKey: key}, false, "NULL", "2", core.Unknown},
 		{core.NotActivated, nil, false, "NULL", "NULL", core.Unknown},
@@ -124,14 +128,20 @@ func testReadersByState(t *testing.T, d *Driver) {
 			t.Errorf("%s: list %d rows, %v; rows are valid in every state", c.state, len(rows), err)
 		}
 		h := health(t, e)
-		if h.Ran != c.healthRuns || show(h.Collisions) != c.collisions || h.State != c.state || (h.Ran && h.Shortfall != 0) || (!h.Ran && h.Reason == "") {
-			t.Errorf("%s: health ran=%v collisions=%s shortfall=%d reason %q; want ran=%v collisions=%s", c.state, h.Ran,
-				show(h.Collisions), h.Shortfall, h.Reason, c.healthRuns, c.collisions)
+		if h.Ran != c.healthRuns || show(h.Collisions) != c.collisions || h.State != c.state ||
+			(h.Ran && h.Shortfall != 0) || (!h.Ran && h.Reason == "") {
+			t.Errorf(
+				"%s: health ran=%v collisions=%s shortfall=%d reason %q; want ran=%v collisions=%s", c.state, h.Ran,
+				show(h.Collisions), h.Shortfall, h.Reason, c.healthRuns, c.collisions,
+			)
 		}
 		st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: "s"})
-		if err != nil || st.Subagents != 2 || show(st.DistinctExecutions) != c.distinct || len(st.Sessions) != 1 || st.Sessions[0].Coverage != c.coverage {
-			t.Errorf("%s: stats %d subagents, distinct executions %s, coverage %+v, %v; want 2, %s, %s", c.state, st.Subagents,
-				show(st.DistinctExecutions), st.Sessions, err, c.distinct, c.coverage)
+		if err != nil || st.Subagents != 2 || show(st.DistinctExecutions) != c.distinct || len(st.Sessions) != 1 ||
+			st.Sessions[0].Coverage != c.coverage {
+			t.Errorf(
+				"%s: stats %d subagents, distinct executions %s, coverage %+v, %v; want 2, %s, %s", c.state, st.Subagents,
+				show(st.DistinctExecutions), st.Sessions, err, c.distinct, c.coverage,
+			)
 		}
 	}
 }
@@ -154,8 +164,16 @@ func testTimestampComparisons(t *testing.T, d *Driver) {
 			"2026-08-12 23:10:00.500001001",    // 1 ns after: at or after
 		} {
 			meta := kandevtest.Subagent(fmt.Sprint("tc-text-", i), "completed", &kandevtest.ClaudeCompleted).JSON()
-			e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
-				VALUES (?, 's', 'task-s', 'turn-1', '', ?, ?, ?)`, fmt.Sprint("text-", i), meta, text, text)
+			e.Exec(
+				t,
+				`INSERT INTO task_session_messages
+					(id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
+				VALUES (?, 's', 'task-s', 'turn-1', '', ?, ?, ?)`,
+				fmt.Sprint("text-", i),
+				meta,
+				text,
+				text,
+			)
 		}
 		want += 2 // the offset form and the one a nanosecond after
 	}
@@ -190,9 +208,17 @@ func testNanosecondKeys(t *testing.T, d *Driver) {
 	record(t, e, "s-before", "tc-1", "e1", capture)
 	message(t, e, "m-after", "s-after", "tc-2", capture.Add(time.Microsecond))
 	record(t, e, "s-after", "tc-2", "e1", capture.Add(time.Microsecond))
-	setKeys(t, e, map[string]string{core.CaptureSinceKey: key.Format(time.RFC3339Nano), core.ExecutionSinceKey: key.Format(time.RFC3339Nano)})
+	setKeys(
+		t,
+		e,
+		map[string]string{
+			core.CaptureSinceKey:   key.Format(time.RFC3339Nano),
+			core.ExecutionSinceKey: key.Format(time.RFC3339Nano),
+		},
+	)
 	h := health(t, e)
-	if !h.Healthy() || h.Shortfall != 0 || h.Excess != 0 || h.LastObservedAt == nil || !h.LastObservedAt.Equal(capture.Add(time.Microsecond)) {
+	if !h.Healthy() || h.Shortfall != 0 || h.Excess != 0 || h.LastObservedAt == nil ||
+		!h.LastObservedAt.Equal(capture.Add(time.Microsecond)) {
 		t.Errorf("health with a nanosecond key: %+v", h)
 	}
 	for sess, want := range map[string]core.Coverage{"s-before": core.Unknown, "s-after": core.Known} {
@@ -203,7 +229,9 @@ func testNanosecondKeys(t *testing.T, d *Driver) {
 	}
 	st, err := e.Store.Stats(context.Background(), core.StatsQuery{})
 	if err != nil || st.KnownSessions != 1 || st.UnknownSessions != 1 {
-		t.Errorf("store-wide coverage %d known %d unknown, want 1 and 1 (%v)", st.KnownSessions, st.UnknownSessions, err)
+		t.Errorf(
+			"store-wide coverage %d known %d unknown, want 1 and 1 (%v)", st.KnownSessions, st.UnknownSessions, err,
+		)
 	}
 }
 
@@ -220,7 +248,8 @@ func testHealth(t *testing.T, d *Driver) {
 	record(t, e, "s1", "tc-1", "e1", after(3))
 	record(t, e, "s1", "tc-2", "e1", after(4))
 	h := health(t, e)
-	if !h.Healthy() || h.Shortfall != 0 || h.Excess != 0 || h.LastObservedAt == nil || !h.LastObservedAt.Equal(after(4)) || h.WriterSilent() {
+	if !h.Healthy() || h.Shortfall != 0 || h.Excess != 0 || h.LastObservedAt == nil ||
+		!h.LastObservedAt.Equal(after(4)) || h.WriterSilent() {
 		t.Errorf("healthy store: %+v", h)
 	}
 	// One message the writer never saw: shortfall 1.
@@ -250,8 +279,10 @@ func testHealth(t *testing.T, d *Driver) {
 	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, []kandevtest.Message{
 		{ID: "no-tool", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: &noTool, CreatedAt: after(80)},
 		{ID: "no-task", TaskSessionID: "s1", TaskID: "", TurnID: "t", Metadata: &noTask, CreatedAt: after(80)},
-		{ID: "bad-1", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: ptr(`{"normalized":{"kind":"subagent_task"`), CreatedAt: after(80)},
-		{ID: "bad-2", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: ptr(`subagent_task`), CreatedAt: after(80)},
+		{ID: "bad-1", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t",
+			Metadata: ptr(`{"normalized":{"kind":"subagent_task"`), CreatedAt: after(80)},
+		{ID: "bad-2", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: ptr(`subagent_task`),
+			CreatedAt: after(80)},
 		{ID: "bad-3", TaskSessionID: "s1", TaskID: "task-s1", TurnID: "t", Metadata: nil, CreatedAt: after(80)},
 	}); err != nil {
 		t.Fatal(err)
@@ -310,7 +341,8 @@ func testStatsCoverage(t *testing.T, d *Driver) {
 	}
 	if st.Subagents != 2 || st.Live != 1 || st.Backfill != 1 || st.KnownSessions != 1 || st.UnknownSessions != 1 ||
 		show(st.DistinctExecutions) != "1" || st.UnknownExecutionRows != 1 || st.TotalTokens.All.Sum.Int64() != 275717 ||
-		st.TotalTokens.All.Unreported != 1 || st.TotalTokens.Backfill.Sum.Int64() != 275717 || st.TotalTokens.Live.Sum != nil {
+		st.TotalTokens.All.Unreported != 1 || st.TotalTokens.Backfill.Sum.Int64() != 275717 ||
+		st.TotalTokens.Live.Sum != nil {
 		t.Errorf("whole store: %+v", st)
 	}
 	st, err = e.Store.Stats(context.Background(), core.StatsQuery{TaskID: "task-s-new"})

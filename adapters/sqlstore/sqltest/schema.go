@@ -10,6 +10,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storetest"
 )
 
 var schemaTests = []test{
@@ -43,7 +44,12 @@ func testCatalog(t *testing.T, d *Driver) {
 		t.Errorf("table has %d columns, the declaration %d", len(c.Columns), len(core.Columns))
 	}
 	for _, col := range core.Columns {
-		want := sqlstore.ColumnInfo{Name: col.Name, Type: d.Dialect.ColumnType(col.Type), NotNull: !col.Nullable, Default: literal(col)}
+		want := sqlstore.ColumnInfo{
+			Name:    col.Name,
+			Type:    d.Dialect.ColumnType(col.Type),
+			NotNull: !col.Nullable,
+			Default: literal(col),
+		}
 		if g := c.Column(col.Name); g == nil || *g != want {
 			t.Errorf("column %s: catalog %+v, declaration %+v", col.Name, g, want)
 		}
@@ -66,16 +72,23 @@ func testCatalog(t *testing.T, d *Driver) {
 	if want := []string{strings.Join(core.KeyColumns, ",")}; !slices.Equal(unique, want) {
 		t.Errorf("unique keys %v, want exactly %v", unique, want)
 	}
-	if want := []sqlstore.ForeignKeyInfo{{Column: "task_session_id", RefTable: sqlstore.DefaultSessionsTable, RefColumn: "id", OnDelete: "CASCADE"}}; !reflect.DeepEqual(c.ForeignKeys, want) {
+	if want := []sqlstore.ForeignKeyInfo{
+		{Column: "task_session_id", RefTable: sqlstore.DefaultSessionsTable, RefColumn: "id", OnDelete: "CASCADE"},
+	}; !reflect.DeepEqual(
+		c.ForeignKeys,
+		want,
+	) {
 		t.Errorf("foreign keys %+v, want only %+v (turn_id and agent_execution_id have none)", c.ForeignKeys, want)
 	}
-	for name, col := range map[string]string{"idx_subagents_session_id": "task_session_id", "idx_subagents_task_id": "task_id", "idx_subagents_turn_id": "turn_id"} {
+	for name, col := range map[string]string{
+		"idx_subagents_session_id": "task_session_id", "idx_subagents_task_id": "task_id", "idx_subagents_turn_id": "turn_id",
+	} {
 		if plain[name] != col {
 			t.Errorf("index %s on (%s), want (%s)", name, plain[name], col)
 		}
 	}
-	if m := e.describe(t, sqlstore.DefaultMetaTable).Columns; len(m) != 2 || m[0].Name != "key" || m[0].Type != "TEXT" ||
-		m[1] != (sqlstore.ColumnInfo{Name: "value", Type: "TEXT", NotNull: true, Default: "''"}) {
+	if m := e.describe(t, sqlstore.DefaultMetaTable).Columns; len(m) != 2 || m[0].Name != "key" ||
+		m[0].Type != "TEXT" || m[1] != (sqlstore.ColumnInfo{Name: "value", Type: "TEXT", NotNull: true, Default: "''"}) {
 		t.Errorf("meta table %+v, want (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')", m)
 	}
 	if diff, err := e.Store.ShapeDiff(context.Background()); err != nil || diff != "" {
@@ -103,6 +116,7 @@ func testNoSessionsTable(t *testing.T, d *Driver) {
 		t.Fatal(err)
 	}
 	err = s.EnsureSchema(context.Background())
+	storetest.WantError(t, "no sessions table", err, sqlstore.ErrNoSessionsTable)
 	if !errors.Is(err, sqlstore.ErrNoSessionsTable) || !strings.Contains(err.Error(), `"host_sessions"`) {
 		t.Errorf("err = %v, want ErrNoSessionsTable naming host_sessions", err)
 	}

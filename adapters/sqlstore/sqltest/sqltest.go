@@ -106,7 +106,9 @@ func (e *Env) Harness() storetest.Harness {
 		CreateSession: func(ctx context.Context, id, task string) error {
 			return kandevtest.InsertSession(ctx, e.DB, e.Tables, id, task)
 		},
-		DeleteSession: func(ctx context.Context, id string) error { return kandevtest.DeleteSession(ctx, e.DB, e.Tables, id) },
+		DeleteSession: func(ctx context.Context, id string) error {
+			return kandevtest.DeleteSession(ctx, e.DB, e.Tables, id)
+		},
 	}
 }
 
@@ -129,7 +131,8 @@ func Exercise(t *testing.T, d *Driver) {
 	for _, group := range []struct {
 		name  string
 		tests []test
-	}{{"Schema", schemaTests}, {"Errors", errorTests}, {"Migration", migrationTests}, {"Evolution", evolveTests}, {"Read", readTests}} {
+	}{{"Schema", schemaTests}, {"Errors", errorTests}, {"Migration", migrationTests}, {"Evolution", evolveTests},
+		{"Read", readTests}} {
 		t.Run(group.name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range group.tests {

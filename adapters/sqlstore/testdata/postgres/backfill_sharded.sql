@@ -10,7 +10,8 @@ SET LOCAL enable_nestloop = off;
 SET LOCAL jit = off;
 
 SELECT MAX(v.created) FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
-		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
+		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> ''
+			AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
 			AND COALESCE(octet_length(e.message_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_session_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_id), 0) <= 512
@@ -76,7 +77,8 @@ UPDATE task_session_subagents AS t SET task_id = r.task_id,
 	FROM (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
 		ORDER BY v.created DESC, v.message_id COLLATE "C" DESC) AS rn
 	FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
-		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
+		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> ''
+			AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
 			AND COALESCE(octet_length(e.message_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_session_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_id), 0) <= 512
@@ -130,7 +132,8 @@ INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent
 	FROM (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
 		ORDER BY v.created DESC, v.message_id COLLATE "C" DESC) AS rn
 	FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
-		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
+		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> ''
+			AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
 			AND COALESCE(octet_length(e.message_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_session_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_id), 0) <= 512

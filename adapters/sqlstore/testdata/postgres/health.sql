@@ -11,7 +11,8 @@ FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.message
 			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent, 0 AS stored,
 			CAST(NULL AS TEXT) AS execution, CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
 		FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
-		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
+		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> ''
+			AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
 			AND COALESCE(octet_length(e.message_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_session_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_id), 0) <= 512
@@ -58,7 +59,8 @@ FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.message
 		UNION ALL
 		SELECT t.task_session_id, t.tool_call_id,
 			0, 0, CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN 1 ELSE 0 END, 1,
-			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? AND t.agent_execution_id <> 'unknown' THEN t.agent_execution_id END,
+			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? AND t.agent_execution_id <> 'unknown'
+				THEN t.agent_execution_id END,
 			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint END,
 			CASE WHEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint END
 		FROM task_session_subagents t) u

@@ -109,7 +109,8 @@ BEGIN
 END
 $f$;
 END IF;
-IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'task_session_subagents'::regclass AND tgname = 'subagentctx_absorb'
+IF NOT EXISTS (SELECT 1 FROM pg_trigger
+		WHERE tgrelid = 'task_session_subagents'::regclass AND tgname = 'subagentctx_absorb'
 		AND tgfoid = 'subagentctx_absorb_c59dc2b5()'::regprocedure) THEN
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
 	DROP TRIGGER IF EXISTS subagentctx_absorb ON task_session_subagents;

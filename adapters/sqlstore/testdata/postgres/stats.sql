@@ -26,10 +26,14 @@ SELECT count(*) AS n,
 FROM task_session_subagents WHERE task_session_id = ?;
 
 -- fan-out per turn
-SELECT n AS subagents, count(*) AS turns FROM (SELECT task_session_id, turn_id, count(*) AS n FROM task_session_subagents WHERE task_session_id = ? AND turn_id IS NOT NULL GROUP BY task_session_id, turn_id) x GROUP BY n ORDER BY n;
+SELECT n AS subagents, count(*) AS turns
+	FROM (SELECT task_session_id, turn_id, count(*) AS n FROM task_session_subagents WHERE task_session_id = ? AND turn_id IS NOT NULL GROUP BY task_session_id, turn_id) x
+	GROUP BY n ORDER BY n;
 
 -- first activity: rows
-SELECT task_session_id, MIN((EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint) AS first FROM task_session_subagents WHERE task_session_id = ? GROUP BY task_session_id;
+SELECT task_session_id, MIN((EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint) AS first
+	FROM task_session_subagents WHERE task_session_id = ? GROUP BY task_session_id;
 
 -- first activity: messages
-SELECT task_session_id, MIN(CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END) AS first FROM "task_session_messages" WHERE task_session_id = ? AND task_session_id IS NOT NULL GROUP BY task_session_id;
+SELECT task_session_id, MIN(CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END) AS first
+	FROM "task_session_messages" WHERE task_session_id = ? AND task_session_id IS NOT NULL GROUP BY task_session_id;

@@ -1,5 +1,6 @@
 SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
-		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> '' AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
+		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> ''
+			AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
 			AND COALESCE(octet_length(e.message_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_session_id), 0) <= 512
 			AND COALESCE(octet_length(e.task_id), 0) <= 512

@@ -37,7 +37,8 @@ CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_
 CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
 
 CREATE TRIGGER IF NOT EXISTS subagentctx_absorb_v1 AFTER INSERT ON task_session_subagents FOR EACH ROW
-WHEN NEW.agent_execution_id <> 'unknown' AND EXISTS (SELECT 1 FROM task_session_subagents WHERE task_session_id = NEW.task_session_id AND tool_call_id = NEW.tool_call_id AND agent_execution_id = 'unknown' AND source = 'backfill')
+WHEN NEW.agent_execution_id <> 'unknown'
+	AND EXISTS (SELECT 1 FROM task_session_subagents WHERE task_session_id = NEW.task_session_id AND tool_call_id = NEW.tool_call_id AND agent_execution_id = 'unknown' AND source = 'backfill')
 BEGIN
 	UPDATE task_session_subagents SET task_id = b.task_id,
 		turn_id = COALESCE(b.turn_id, task_session_subagents.turn_id),

@@ -26,10 +26,14 @@ SELECT count(*) AS n,
 FROM task_session_subagents WHERE task_session_id = ?;
 
 -- fan-out per turn
-SELECT n AS subagents, count(*) AS turns FROM (SELECT task_session_id, turn_id, count(*) AS n FROM task_session_subagents WHERE task_session_id = ? AND turn_id IS NOT NULL GROUP BY task_session_id, turn_id) x GROUP BY n ORDER BY n;
+SELECT n AS subagents, count(*) AS turns
+	FROM (SELECT task_session_id, turn_id, count(*) AS n FROM task_session_subagents WHERE task_session_id = ? AND turn_id IS NOT NULL GROUP BY task_session_id, turn_id) x
+	GROUP BY n ORDER BY n;
 
 -- first activity: rows
-SELECT task_session_id, MIN((unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END)) AS first FROM task_session_subagents WHERE task_session_id = ? GROUP BY task_session_id;
+SELECT task_session_id, MIN((unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END)) AS first
+	FROM task_session_subagents WHERE task_session_id = ? GROUP BY task_session_id;
 
 -- first activity: messages
-SELECT task_session_id, MIN(subagentctx_instant(CAST(created_at AS TEXT))) AS first FROM "task_session_messages" WHERE task_session_id = ? AND task_session_id IS NOT NULL GROUP BY task_session_id;
+SELECT task_session_id, MIN(subagentctx_instant(CAST(created_at AS TEXT))) AS first
+	FROM "task_session_messages" WHERE task_session_id = ? AND task_session_id IS NOT NULL GROUP BY task_session_id;
