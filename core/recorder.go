@@ -34,10 +34,19 @@ type Recorder struct {
 	warns    warnLimiter
 
 	queueSize, batchSize int
+	writers              int // 0: the store's WriterHint, else 1
 	retryMin, retryMax   time.Duration
+	drain, writeTimeout  time.Duration
 	ready                <-chan struct{}
 	shards               []*shard
 	seed                 maphash.Seed
+
+	// ctx is the writers' context: each batch gets a deadline under it,
+	// and Close cancels it when its budget runs out, which ends a write
+	// still in flight.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	lastErr atomic.Pointer[error] // why the database last refused a batch
 
 	// mu orders Record's queueing against Close: once closed is set under
 	// the write lock, no frame enters a queue.
@@ -45,7 +54,7 @@ type Recorder struct {
 	closed    bool
 	closeOnce sync.Once
 	stopped   chan struct{} // closed by Close: the writers stop
-	writers   sync.WaitGroup
+	running   sync.WaitGroup
 }
 
 // Synchronous is implemented by stores that do no I/O and return promptly
@@ -87,10 +96,17 @@ func WithClock(now func() time.Time) RecorderOption { return func(r *Recorder) {
 // counted failed and dropped, and logged.
 func WithQueue(frames int) RecorderOption { return func(r *Recorder) { r.queueSize = frames } }
 
-// WithWriters sets the number of writer goroutines (default: the store's
-// WriterHint, else 1). Frames of one key always go to the same writer, so
-// they are applied in the order they were recorded.
-func WithWriters(n int) RecorderOption { return func(r *Recorder) { r.shards = make([]*shard, n) } }
+// WithWriters sets the number of writer goroutines, at least 1 (default:
+// the store's WriterHint, else 1). Frames of one key always go to the same
+// writer, so they are applied in the order they were recorded.
+func WithWriters(n int) RecorderOption {
+	return func(r *Recorder) {
+		r.writers = n
+		if n == 0 {
+			r.writers = -1 // given, and wrong: NewRecorder refuses it
+		}
+	}
+}
 
 // WithBatch bounds the frames written in one transaction (default
 // DefaultBatchSize).
@@ -100,6 +116,20 @@ func WithBatch(frames int) RecorderOption { return func(r *Recorder) { r.batchSi
 // unavailable: from min, doubling up to max (default 50ms to 2s).
 func WithRetry(min, max time.Duration) RecorderOption {
 	return func(r *Recorder) { r.retryMin, r.retryMax = min, max }
+}
+
+// WithDrain bounds how long Close waits for the queue to drain (default
+// DefaultDrain; 0: as long as Close's context allows). Past it, what is
+// still queued, a write in flight included, is given up: counted failed
+// and logged once at WARN with the count and the cause.
+func WithDrain(d time.Duration) RecorderOption { return func(r *Recorder) { r.drain = d } }
+
+// WithWriteTimeout bounds one batch's write (default DefaultWriteTimeout).
+// A write past it is the database's passing state, like an outage: the
+// batch is kept and retried, and a connection that went silent no longer
+// holds its writer.
+func WithWriteTimeout(d time.Duration) RecorderOption {
+	return func(r *Recorder) { r.writeTimeout = d }
 }
 
 // WithReady holds the writers until ready is closed (frames queue
@@ -116,18 +146,29 @@ const (
 	DefaultQueueSize = 1 << 15
 	// DefaultBatchSize is the most frames one transaction writes.
 	DefaultBatchSize = 256
+	// DefaultDrain is Close's budget: a third of fx's default stop
+	// timeout (15 s), so that a host's other stop hooks keep theirs.
+	DefaultDrain = 5 * time.Second
+	// DefaultWriteTimeout bounds one batch: a batch of DefaultBatchSize
+	// frames takes milliseconds; the rest is waiting for a lock, which
+	// SQLite's busy timeout bounds the same (10 s in sqlite.Pragmas). A
+	// writer stuck behind a silent connection is freed within it.
+	DefaultWriteTimeout = 10 * time.Second
 )
 
 // NewRecorder returns a Recorder writing to store; its writers start at
-// once.
+// once. A bad option is an error naming it.
 func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	if store == nil {
 		return nil, Errorf("NewRecorder: store is nil")
 	}
 	r := &Recorder{store: store, queueSize: DefaultQueueSize, batchSize: DefaultBatchSize,
-		retryMin: 50 * time.Millisecond, retryMax: 2 * time.Second, seed: maphash.MakeSeed()}
+		retryMin: 50 * time.Millisecond, retryMax: 2 * time.Second, drain: DefaultDrain,
+		writeTimeout: DefaultWriteTimeout, seed: maphash.MakeSeed()}
 	for _, o := range opts {
-		o(r)
+		if o != nil {
+			o(r)
+		}
 	}
 	if r.counters == nil {
 		r.counters = NewCounters()
@@ -138,34 +179,38 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	if r.shards == nil {
-		n := 1
+	if r.writers == 0 {
+		r.writers = 1
 		if h, ok := store.(WriterHint); ok && h.Writers() > 0 {
-			n = h.Writers()
+			r.writers = h.Writers()
 		}
-		r.shards = make([]*shard, n)
 	}
 	switch {
-	case len(r.shards) < 1:
-		return nil, Errorf("NewRecorder: %d writers, want at least 1", len(r.shards))
-	case r.queueSize < len(r.shards):
-		return nil, Errorf(
-			"NewRecorder: a queue of %d frames for %d writers, want at least one frame each", r.queueSize, len(r.shards),
-		)
+	case r.writers < 1:
+		return nil, Errorf("NewRecorder: WithWriters(%d): want at least 1 writer", max(r.writers, 0))
+	case r.queueSize < r.writers:
+		return nil, Errorf("NewRecorder: a queue of %d frames for %d writers, want at least one frame each",
+			r.queueSize, r.writers)
 	case r.batchSize < 1:
 		return nil, Errorf("NewRecorder: batches of %d frames, want at least 1", r.batchSize)
 	case r.retryMin <= 0 || r.retryMax < r.retryMin:
 		return nil, Errorf("NewRecorder: retry from %v to %v, want 0 < min <= max", r.retryMin, r.retryMax)
+	case r.drain < 0:
+		return nil, Errorf("NewRecorder: WithDrain(%v): want 0 (no budget but Close's context) or more", r.drain)
+	case r.writeTimeout <= 0:
+		return nil, Errorf("NewRecorder: WithWriteTimeout(%v): want more than 0", r.writeTimeout)
 	}
 	_, r.sync = store.(Synchronous)
 	r.batches, _ = store.(BatchStore)
 	if r.sync {
 		return r, nil
 	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.stopped = make(chan struct{})
+	r.shards = make([]*shard, r.writers)
 	for i := range r.shards {
-		r.shards[i] = &shard{queue: make(chan Subagent, r.queueSize/len(r.shards)), progress: make(chan struct{})}
-		r.writers.Add(1)
+		r.shards[i] = &shard{queue: make(chan Subagent, r.queueSize/r.writers), progress: make(chan struct{})}
+		r.running.Add(1)
 		go r.write(r.shards[i])
 	}
 	return r, nil
@@ -205,23 +250,16 @@ func (r *Recorder) Record(ctx context.Context, f Frame) {
 	if v.UnknownExecution {
 		r.counters.unknown.Add(1)
 	}
-	if r.sync {
-		r.resolve(ctx, row, r.upsertRecovering(ctx, row))
-		return
-	}
-	s := r.shards[r.shardOf(row.Key())]
 	r.mu.RLock()
-	if r.closed {
-		r.mu.RUnlock()
+	defer r.mu.RUnlock()
+	switch {
+	case r.closed:
 		r.resolve(ctx, row, errors.New("the recorder is closed"))
-		return
-	}
-	select {
-	case s.queue <- row:
-		s.enqueued.Add(1)
-		r.mu.RUnlock()
-	default:
-		r.mu.RUnlock()
+	case r.sync:
+		// The write outlives the caller's interest in it, as on the
+		// writers: the caller's cancellation does not fail the frame.
+		r.resolve(ctx, row, r.upsertRecovering(context.WithoutCancel(ctx), row))
+	case !r.shards[r.shardOf(row.Key())].enqueue(row):
 		r.counters.dropped.Add(1)
 		r.resolve(ctx, row, fmt.Errorf("the queue of %d frames is full: frame dropped", r.queueSize))
 	}
@@ -287,22 +325,53 @@ func (r *Recorder) batchRecovering(ctx context.Context, rows []Subagent) (rowErr
 	}
 	rowErrs = make([]error, len(rows))
 	for i, row := range rows {
-		if rowErrs[i] = r.store.Upsert(ctx, row); errors.Is(rowErrs[i], ErrUnavailable) {
-			// Keep the frames from here on for the retry; those before it
-			// are written.
+		// Each row on its own: a panic fails that row only, not those
+		// before it, which are written.
+		if rowErrs[i] = r.upsertRecovering(ctx, row); passing(rowErrs[i]) {
+			// Keep the frames from here on for the retry.
 			return rowErrs[:i], rowErrs[i]
 		}
 	}
 	return rowErrs, nil
 }
 
+// passing is the database's passing state (docs/CONTRACT.md §6.1): the
+// frames are kept and retried. A batch past its deadline is one.
+func passing(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
 // shard is one writer's queue: the frames of the keys that hash to it.
 type shard struct {
-	queue    chan Subagent
+	queue chan Subagent
+	// enqMu makes taking a place in the queue and counting it one step,
+	// so that enqueued counts exactly the frames ahead in the queue: Flush
+	// relies on it when other goroutines record at the same time.
+	enqMu    sync.Mutex
 	enqueued atomic.Uint64 // frames queued so far
 	resolved atomic.Uint64 // frames written or given up so far, in queue order
 	mu       sync.Mutex
 	progress chan struct{} // closed, and replaced, whenever resolved grows
+
+	// writeMu guards the batch in a store call and whether Close gave it
+	// up (abandoned): each frame is resolved once, by the writer or by
+	// Close, never both.
+	writeMu   sync.Mutex
+	inflight  []Subagent
+	abandoned bool
+}
+
+// enqueue queues row without waiting; false when the queue is full.
+func (s *shard) enqueue(row Subagent) bool {
+	s.enqMu.Lock()
+	defer s.enqMu.Unlock()
+	select {
+	case s.queue <- row:
+		s.enqueued.Add(1)
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *shard) advance(n int) {
@@ -314,14 +383,13 @@ func (s *shard) advance(n int) {
 }
 
 // write is one writer: it takes the frames of its shard in order, many per
-// transaction, and retries a batch the database could not take while it is
-// unavailable, with backoff, until it is taken or the recorder is closed
-// (the frames are then given up: counted failed). Writes run without a
-// deadline or cancellation: a cancellable context costs go-sqlite3 a
-// watcher goroutine per statement (about 6 µs), and a store bounds its own
-// waits (SQLite's busy timeout, PostgreSQL's connection timeouts).
+// transaction, and retries a batch while the database is in a passing
+// state (docs/CONTRACT.md §6.1), with backoff, until it is taken or the
+// recorder is closed (the frames are then given up: counted failed). Each
+// attempt has a deadline (WithWriteTimeout); Close's budget cancels an
+// attempt still in flight.
 func (r *Recorder) write(s *shard) {
-	defer r.writers.Done()
+	defer r.running.Done()
 	defer r.giveUpQueued(s)
 	if r.ready != nil {
 		select {
@@ -330,7 +398,6 @@ func (r *Recorder) write(s *shard) {
 			return
 		}
 	}
-	ctx := context.Background()
 	batch := make([]Subagent, 0, r.batchSize)
 	for {
 		select {
@@ -354,18 +421,22 @@ func (r *Recorder) write(s *shard) {
 			}
 		}
 		for delay := r.retryMin; len(batch) > 0; delay = min(2*delay, r.retryMax) {
-			rowErrs, err := r.batchRecovering(ctx, batch)
+			rowErrs, err, abandoned := r.attempt(s, batch)
+			if abandoned {
+				return
+			}
 			for i, e := range rowErrs {
-				r.resolve(ctx, batch[i], e)
+				r.resolve(r.ctx, batch[i], e)
 			}
 			s.advance(len(rowErrs))
 			batch = batch[len(rowErrs):]
 			switch {
 			case err == nil:
-			case !errors.Is(err, ErrUnavailable):
+			case !passing(err):
 				r.giveUp(s, batch, err)
 				batch = batch[:0]
 			default:
+				r.lastErr.Store(&err)
 				r.warnOutage(err, len(batch), delay)
 				select {
 				case <-time.After(delay):
@@ -378,6 +449,37 @@ func (r *Recorder) write(s *shard) {
 	}
 }
 
+// attempt writes batch once, under its deadline. The store's answer is
+// checked: more results than frames, or fewer without an error, is the
+// store's fault, and fails the frames it leaves unanswered. abandoned: Close
+// gave the batch up while the store had it; the writer resolves nothing.
+func (r *Recorder) attempt(s *shard, batch []Subagent) (rowErrs []error, err error, abandoned bool) {
+	s.writeMu.Lock()
+	if s.abandoned { // Close gave this shard up before the batch reached the store
+		s.writeMu.Unlock()
+		r.giveUp(s, batch, errors.New("the recorder closed before the frame was written"))
+		return nil, nil, true
+	}
+	s.inflight = batch
+	s.writeMu.Unlock()
+	ctx, cancel := context.WithTimeout(r.ctx, r.writeTimeout)
+	rowErrs, err = r.batchRecovering(ctx, batch)
+	cancel()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.abandoned {
+		return nil, nil, true
+	}
+	s.inflight = nil
+	switch {
+	case len(rowErrs) > len(batch):
+		return nil, fmt.Errorf("the store returned %d results for a batch of %d frames", len(rowErrs), len(batch)), false
+	case err == nil && len(rowErrs) < len(batch):
+		err = fmt.Errorf("the store returned %d results for a batch of %d frames, and no error", len(rowErrs), len(batch))
+	}
+	return rowErrs, err, false
+}
+
 // giveUp counts frames as failed.
 func (r *Recorder) giveUp(s *shard, batch []Subagent, err error) {
 	for _, row := range batch {
@@ -386,8 +488,8 @@ func (r *Recorder) giveUp(s *shard, batch []Subagent, err error) {
 	s.advance(len(batch))
 }
 
-// giveUpQueued counts the frames still queued when a writer stops as
-// failed: nothing enters a queue after Close.
+// giveUpQueued counts the frames still queued as failed: nothing enters a
+// queue after Close.
 func (r *Recorder) giveUpQueued(s *shard) {
 	var rest []Subagent
 	for {
@@ -402,22 +504,24 @@ func (r *Recorder) giveUpQueued(s *shard) {
 	r.giveUp(s, rest, errors.New("the recorder closed before the frame was written"))
 }
 
+// abandon gives up the batch a writer still has in a store call: the call
+// may never return (a store that ignores its context).
+func (r *Recorder) abandon(s *shard, cause error) {
+	s.writeMu.Lock()
+	batch := s.inflight
+	s.inflight, s.abandoned = nil, true
+	s.writeMu.Unlock()
+	r.giveUp(s, batch, cause)
+	r.giveUpQueued(s)
+}
+
 // warnOutage logs, rate-limited, that the writer keeps frames through an
 // outage.
 func (r *Recorder) warnOutage(err error, frames int, retry time.Duration) {
 	if ok, suppressed := r.warns.allow(r.now()); ok {
-		r.log.LogAttrs(
-			context.Background(),
-			slog.LevelWarn,
-			"subagentctx: database unavailable; frames kept and retried",
-			slog.Int(
-				"frames",
-				frames,
-			),
-			slog.Duration("retry_in", retry),
-			slog.Int64("similar_warnings_suppressed", suppressed),
-			slog.Any("error", err),
-		)
+		r.log.LogAttrs(context.Background(), slog.LevelWarn, "subagentctx: database unavailable; frames kept and retried",
+			slog.Int("frames", frames), slog.Duration("retry_in", retry),
+			slog.Int64("similar_warnings_suppressed", suppressed), slog.Any("error", err))
 	}
 }
 
@@ -446,36 +550,78 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close flushes (until ctx ends), then stops the writers: frames still
-// queued are given up and counted failed, and so are frames recorded after
-// Close. It returns ctx's error when ctx ended first; a write then in
-// flight completes on its own and is counted when it does. Close is
-// idempotent.
+// Close stops the recorder: it waits for what is queued to be written, for
+// at most the drain budget (WithDrain) and as long as ctx allows, then
+// stops the writers. Whatever is still unwritten then, a write in flight
+// included, is given up: counted failed, so that pending reaches 0, and
+// logged once at WARN with the count and the cause (the database's last
+// error, or a table that never became ready, in which case nothing is
+// waited for). A frame recorded after Close is counted failed. Close
+// returns an error saying what was given up, and nil when nothing was; a
+// host's stop should log it, not fail on it. Close is idempotent.
 func (r *Recorder) Close(ctx context.Context) error {
-	if r == nil || r.sync {
+	if r == nil {
 		return nil
 	}
 	var err error
-	r.closeOnce.Do(func() {
-		r.mu.Lock()
-		r.closed = true
-		r.mu.Unlock()
-		err = r.Flush(ctx)
-		close(r.stopped)
-		done := make(chan struct{})
-		go func() { r.writers.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			// Writers that are not inside a store call stop at once.
-			select {
-			case <-done:
-			case <-time.After(100 * time.Millisecond):
-				err = errors.Join(err, Errorf("a write was still in flight: %w", context.Cause(ctx)))
-			}
-		}
-	})
+	r.closeOnce.Do(func() { err = r.close(ctx) })
 	return err
+}
+
+func (r *Recorder) close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	if r.sync {
+		return nil
+	}
+	defer r.cancel()
+	budget, cancel := ctx, context.CancelFunc(func() {})
+	if r.drain > 0 {
+		budget, cancel = context.WithTimeout(ctx, r.drain)
+	}
+	defer cancel()
+	var cause error
+	switch {
+	case r.ready != nil && !closedChan(r.ready):
+		cause = errors.New("the table never became ready: the migration pass has not completed")
+	case r.Flush(budget) != nil:
+		cause = fmt.Errorf("the drain ended first (%w)", context.Cause(budget))
+		if last := r.lastErr.Load(); last != nil {
+			cause = fmt.Errorf("the database's last error: %w; %w", *last, cause)
+		}
+	}
+	unwritten := r.counters.Values().Pending
+	close(r.stopped) // writers take nothing new; one in backoff gives its batch up
+	if cause != nil {
+		r.cancel() // a write in flight ends now
+	}
+	done := make(chan struct{})
+	go func() { r.running.Wait(); close(done) }()
+	if cause == nil {
+		<-done
+		return nil
+	}
+	select {
+	case <-done:
+	case <-time.After(100 * time.Millisecond): // a store that ignores its context
+		for _, s := range r.shards {
+			r.abandon(s, fmt.Errorf("given up when the recorder closed: %w", cause))
+		}
+	}
+	r.log.LogAttrs(context.Background(), slog.LevelWarn, "subagentctx: recorder closed with frames unwritten; given up",
+		slog.Int64("frames", unwritten), slog.Any("cause", cause))
+	return Errorf("close: %d frames given up: %w", unwritten, cause)
+}
+
+// closedChan reports whether c is closed, without waiting.
+func closedChan(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // warnLimiter keeps an outage from flooding the log: at most warnBurst WARN

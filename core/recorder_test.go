@@ -16,6 +16,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 )
@@ -303,31 +304,39 @@ func TestReadyHoldsWriters(t *testing.T) {
 	}
 }
 
+// TestCloseGivesUpAndRefuses: Close past its budget gives up everything
+// unwritten, the write a store holds without heeding its context
+// included, so pending reaches 0 at once; when that write returns later it
+// is not counted a second time; a frame after Close is refused.
 func TestCloseGivesUpAndRefuses(t *testing.T) {
 	release := make(chan struct{})
-	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { return wait(release) }),
-		core.WithWriters(1), core.WithBatch(1), quiet())
+	var written atomic.Int64
+	rec, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error {
+		err := wait(release)
+		written.Add(1)
+		return err
+	}), core.WithWriters(1), core.WithBatch(1), core.WithDrain(50*time.Millisecond), quiet())
 	for i := range 3 {
 		rec.Record(context.Background(), frame(fmt.Sprint("t", i)))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := rec.Close(ctx); err == nil {
-		t.Error("Close with a write in flight past its deadline: want an error")
+	err := rec.Close(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "3 frames given up") {
+		t.Errorf("Close with a write held past its budget: %v, want 3 frames given up", err)
 	}
 	rec.Record(context.Background(), frame("late"))
 	v := rec.Counters().Values()
 	checkInvariant(t, v)
-	if v.Failed != 1 || v.Pending != 3 { // the late frame refused; one in the store's hands, two queued
-		t.Errorf("after Close: %+v", v)
+	if v.Failed != 4 || v.Pending != 0 || v.Persisted != 0 {
+		t.Errorf("after Close: %+v; want the 3 given up and the late one refused, none pending", v)
 	}
-	close(release) // the write in flight completes; the writer then stops and gives up the queue
+	close(release) // the held write returns: it was given up, and is not counted again
 	deadline := time.Now().Add(5 * time.Second)
-	for rec.Counters().Values().Pending > 0 && time.Now().Before(deadline) {
+	for written.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if v := rec.Counters().Values(); v.Persisted != 1 || v.Failed != 3 || v.Pending != 0 {
-		t.Errorf("after the write in flight completed: %+v", v)
+	time.Sleep(10 * time.Millisecond)
+	if v := rec.Counters().Values(); v.Persisted != 0 || v.Failed != 4 || v.Pending != 0 {
+		t.Errorf("after the held write returned: %+v", v)
 	}
 	if err := rec.Close(context.Background()); err != nil {
 		t.Errorf("a second Close: %v", err)
@@ -431,14 +440,16 @@ func TestCountersExpvar(t *testing.T) {
 
 func TestNewRecorderRejectsBadOptions(t *testing.T) {
 	for name, opts := range map[string][]core.RecorderOption{
-		"no writers":  {core.WithWriters(0)},
-		"tiny queue":  {core.WithWriters(4), core.WithQueue(2)},
-		"empty batch": {core.WithBatch(0)},
-		"bad retry":   {core.WithRetry(time.Second, time.Millisecond)},
+		"no writers":       {core.WithWriters(0)},
+		"tiny queue":       {core.WithWriters(4), core.WithQueue(2)},
+		"empty batch":      {core.WithBatch(0)},
+		"bad retry":        {core.WithRetry(time.Second, time.Millisecond)},
+		"negative writers": {core.WithWriters(-1)},
+		"negative drain":   {core.WithDrain(-time.Second)},
+		"no write timeout": {core.WithWriteTimeout(0)},
 	} {
-		if _, err := core.NewRecorder(memory.New(), opts...); err == nil {
-			t.Errorf("%s: want an error", name)
-		}
+		_, err := core.NewRecorder(memory.New(), opts...)
+		storetest.WantError(t, name, err, nil)
 	}
 	if _, err := core.NewRecorder(nil); err == nil || !strings.Contains(err.Error(), "store is nil") {
 		t.Errorf("nil store: %v", err)

@@ -117,24 +117,40 @@ END $do$`
 	return []string{create}, u.Insert
 }
 
-// Classify implements sqlstore.Fragments: SQLSTATE class 23 is a
-// constraint violation; class 08, admin shutdown (57P01-57P03), and
-// connection-level failures are unavailability.
+// Classify implements sqlstore.Fragments with docs/CONTRACT.md §6.1's
+// table. A failure to reach the server comes first: a refusal at connect
+// carries a SQLSTATE too (53300, too many connections), and is the
+// database's passing state whatever the code.
 func (Dialect) Classify(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
-		case strings.HasPrefix(pgErr.Code, "23"):
-			return core.ErrConstraint
-		case strings.HasPrefix(pgErr.Code, "08"), pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03":
-			return core.ErrUnavailable
-		}
-		return nil
-	}
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
 	if errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) {
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return core.ErrUnavailable
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return classifySQLState(pgErr.Code)
+	}
+	if pgconn.SafeToRetry(err) {
+		return core.ErrUnavailable
+	}
+	return nil
+}
+
+// classifySQLState is §6.1's table for a server's error code.
+func classifySQLState(code string) error {
+	switch {
+	case strings.HasPrefix(code, "23"): // integrity constraint violation: the frame's own
+		return core.ErrConstraint
+	case strings.HasPrefix(code, "08"), // connection exception
+		strings.HasPrefix(code, "53"),                     // insufficient resources: connections, memory, disk
+		strings.HasPrefix(code, "58"),                     // system error: I/O
+		code == "57P01", code == "57P02", code == "57P03", // shutdown, crash, cannot connect now
+		code == "57014",                  // a statement timeout or cancellation: the database did not finish in time
+		code == "40001", code == "40P01", // serialization failure, deadlock: the retry succeeds
+		code == "55P03", // lock not available (lock_timeout)
+		code == "25006": // read-only transaction: a standby, a failover window
 		return core.ErrUnavailable
 	}
 	return nil

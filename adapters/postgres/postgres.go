@@ -34,6 +34,12 @@ func OpenDB(dsn string) (*gorm.DB, error) {
 			Err:  redactErr(err, dsn),
 		}
 	}
+	if pool, err := db.DB(); err == nil {
+		// database/sql keeps 2 idle connections by default: with a
+		// recorder's writers (Dialect.Writers) and a reader beside them,
+		// each batch would open a connection anew.
+		pool.SetMaxIdleConns(2 * Dialect{}.Writers())
+	}
 	return db, nil
 }
 

@@ -84,7 +84,12 @@ END`
 	return []string{trigger}, u.Insert
 }
 
-// Classify implements sqlstore.Fragments.
+// BoundedStatements implements sqlstore.BoundedStatements: the busy timeout
+// (sqlite.Pragmas) bounds a statement's wait for the write lock.
+func (Dialect) BoundedStatements() {}
+
+// Classify implements sqlstore.Fragments with docs/CONTRACT.md §6.1's
+// table.
 func (Dialect) Classify(err error) error {
 	var se sqlite3.Error
 	if !errors.As(err, &se) {
@@ -93,12 +98,10 @@ func (Dialect) Classify(err error) error {
 	switch se.Code {
 	case sqlite3.ErrConstraint:
 		return core.ErrConstraint
-	case sqlite3.ErrBusy,
-		sqlite3.ErrLocked,
-		sqlite3.ErrCantOpen,
-		sqlite3.ErrIoErr,
-		sqlite3.ErrFull,
-		sqlite3.ErrReadonly:
+	case sqlite3.ErrBusy, sqlite3.ErrLocked, // another writer: the busy timeout ran out
+		sqlite3.ErrCantOpen, sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrNomem, // the file, the disk, memory
+		sqlite3.ErrReadonly,  // a read-only file or mount
+		sqlite3.ErrInterrupt: // the write's deadline interrupted it
 		return core.ErrUnavailable
 	}
 	return nil

@@ -49,8 +49,10 @@ type Fragments interface {
 	// statement run once per row, with one placeholder per column of
 	// core.Columns in that order (docs/CONTRACT.md §3.2, §8.5).
 	Upsert(u UpsertParts) (schema []string, statement string)
-	// Classify maps a driver error to core.ErrConstraint,
-	// core.ErrUnavailable or nil (unknown).
+	// Classify maps a driver error to core.ErrConstraint (the frame's
+	// own), core.ErrUnavailable (the database's passing state: kept and
+	// retried) or nil (unknown: given up), by docs/CONTRACT.md §6.1's
+	// table.
 	Classify(err error) error
 	// CheckHandle reports, with ErrHandleSettings, a setting of the
 	// handle's connections the store depends on and cannot safely set
@@ -189,6 +191,13 @@ type Placement interface {
 type Pipeliner interface {
 	Pipeline(ctx context.Context, pool *sql.DB, query string, args [][]any) (at int, ok bool, err error)
 }
+
+// BoundedStatements is implemented by a dialect whose engine bounds each
+// statement's waits itself (SQLite: the busy timeout; no network between):
+// the store runs a batch's statements without the caller's cancellation,
+// which the driver would watch at a cost per statement, and bounds the
+// batch by its connection and transaction.
+type BoundedStatements interface{ BoundedStatements() }
 
 // TableInfo is a table as a catalog describes it.
 type TableInfo struct {

@@ -320,7 +320,7 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 
 // transaction writes rows[todo…] in one transaction on the pool. On a
 // failed statement it rolls back and reports which one (at); at is -1 when
-// beginning or committing failed.
+// beginning or committing failed, or when ctx ended (no row's fault).
 func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subagent, todo []int) (at int, err error) {
 	if p, ok := s.d.(Pipeliner); ok {
 		all := make([][]any, len(todo))
@@ -328,8 +328,19 @@ func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subag
 			all[n] = args(&rows[i])
 		}
 		if at, ok, err := p.Pipeline(ctx, pool, s.upsertSQL, all); ok {
+			if err != nil && ctx.Err() != nil {
+				return -1, errors.Join(ctx.Err(), err)
+			}
 			return at, err
 		}
+	}
+	// A dialect whose engine bounds each statement runs them without
+	// ctx's cancellation: go-sqlite3 watches a cancellable context with a
+	// goroutine per statement, a third of its throughput. ctx still bounds
+	// the wait for a connection and the transaction.
+	stmtCtx := ctx
+	if _, ok := s.d.(BoundedStatements); ok {
+		stmtCtx = context.WithoutCancel(ctx)
 	}
 	prepared, err := s.upsertStmt(ctx, pool)
 	if err != nil {
@@ -339,9 +350,12 @@ func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subag
 	if err != nil {
 		return -1, err
 	}
-	stmt := tx.StmtContext(ctx, prepared)
+	stmt := tx.StmtContext(stmtCtx, prepared)
 	for n, i := range todo {
-		if _, err := stmt.ExecContext(ctx, args(&rows[i])...); err != nil {
+		if _, err := stmt.ExecContext(stmtCtx, args(&rows[i])...); err != nil {
+			if ctx.Err() != nil {
+				return -1, errors.Join(ctx.Err(), err, tx.Rollback())
+			}
 			return n, errors.Join(err, tx.Rollback())
 		}
 	}
@@ -468,10 +482,15 @@ func columnList(prefix string) string {
 // opError is a failed operation's error, classified by the dialect.
 func (s *Store) opError(op string, err error) error { return s.keyError(op, core.RowKey{}, err) }
 
-// keyError is opError for a write of one row's key.
+// keyError is opError for a write of one row's key. A write past its
+// deadline is the database's passing state (docs/CONTRACT.md §6.1); a
+// cancelled one is the caller's choice, no kind.
 func (s *Store) keyError(op string, key core.RowKey, err error) error {
 	var kind error
-	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		kind = core.ErrUnavailable
+	case !errors.Is(err, context.Canceled):
 		kind = s.d.Classify(err)
 	}
 	return &core.OpError{Op: op, Key: key, Kind: kind, Err: err}

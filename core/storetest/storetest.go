@@ -43,6 +43,10 @@ type Features struct {
 	// Activation: the store can be activated (it has a meta table and host
 	// messages). The memory store is never activated.
 	Activation bool
+	// Synchronous: the store implements core.Synchronous, so a Recorder
+	// writes it on the caller's goroutine and its row is readable as soon
+	// as Record returns (the memory store, for a host's unit tests).
+	Synchronous bool
 }
 
 // Run runs the whole suite. newHarness is called once per test; it may hand
@@ -87,6 +91,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Seam_AC32_AdoptedOnceThenApart", testSeamAdoptsOnce},
 		{"Seam_AC31_UnknownExecutionMergesWithoutAdopting", testSeamUnknownExecution},
 		{"Seam_AC31_LiveRowsNeverAdopted", testSeamLiveRowsApart},
+		{"AC26_RecorderAnswersAlike", testRecorderAlike},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
