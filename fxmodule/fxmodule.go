@@ -19,15 +19,22 @@
 // *backfill.Runner from the host's *sqlstore.Store. Start returns at once:
 // the migration pass runs in the background (retried with backoff while it
 // fails), and the recorder queues frames until the table is ready. Stop
-// drains the recorder, stops the pass and closes the store (a handle the
-// host supplied stays open). Memory is the same graph on the memory store,
-// for a host's tests.
+// drains the recorder for at most Config.Drain, stops the pass and closes
+// the store (a handle the host supplied stays open). Stop never fails the
+// host's stop: what could not be written is given up, counted failed and
+// logged at WARN with the cause, and so is a pass or a store that did not
+// stop cleanly. Memory is the same graph on the memory store, for a host's
+// tests.
+//
+// The counters are the process's (core.ProcessCounters, published on
+// expvar once). A test that starts several apps and wants each to count
+// from zero gives each its own:
+//
+//	fx.Decorate(func(*core.Counters) *core.Counters { return core.NewCounters() })
 package fxmodule
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -47,19 +54,28 @@ type Config struct {
 	// RetryMin and RetryMax bound the backoff between attempts of the
 	// migration pass (default 1s and 1 minute).
 	RetryMin, RetryMax time.Duration
+	// Drain bounds how long Stop waits for queued frames to be written
+	// (default core.DefaultDrain, a third of fx's default stop timeout).
+	Drain time.Duration
+	// WriteTimeout bounds one batch's write (default
+	// core.DefaultWriteTimeout).
+	WriteTimeout time.Duration
 }
 
 // Validate checks the config, naming the field at fault.
 func (c Config) Validate() error {
 	switch {
 	case c.QueueSize < 0:
-		return fmt.Errorf("fxmodule: Config.QueueSize is %d: want 0 (the default) or more", c.QueueSize)
+		return core.Errorf("fxmodule: Config.QueueSize is %d: want 0 (the default) or more", c.QueueSize)
 	case c.RetryMin < 0 || c.RetryMax < 0:
-		return fmt.Errorf(
-			"fxmodule: Config.RetryMin (%v) and Config.RetryMax (%v) must not be negative", c.RetryMin, c.RetryMax,
-		)
+		return core.Errorf("fxmodule: Config.RetryMin (%v) and Config.RetryMax (%v) must not be negative",
+			c.RetryMin, c.RetryMax)
 	case c.RetryMax > 0 && c.RetryMax < c.RetryMin:
-		return fmt.Errorf("fxmodule: Config.RetryMax (%v) is below Config.RetryMin (%v)", c.RetryMax, c.RetryMin)
+		return core.Errorf("fxmodule: Config.RetryMax (%v) is below Config.RetryMin (%v)", c.RetryMax, c.RetryMin)
+	case c.Drain < 0:
+		return core.Errorf("fxmodule: Config.Drain is %v: want 0 (the default) or more", c.Drain)
+	case c.WriteTimeout < 0:
+		return core.Errorf("fxmodule: Config.WriteTimeout is %v: want 0 (the default) or more", c.WriteTimeout)
 	}
 	return nil
 }
@@ -116,6 +132,12 @@ func recorderOptions(p params, c *core.Counters) []core.RecorderOption {
 	if p.Config.QueueSize > 0 {
 		opts = append(opts, core.WithQueue(p.Config.QueueSize))
 	}
+	if p.Config.Drain > 0 {
+		opts = append(opts, core.WithDrain(p.Config.Drain))
+	}
+	if p.Config.WriteTimeout > 0 {
+		opts = append(opts, core.WithWriteTimeout(p.Config.WriteTimeout))
+	}
 	return opts
 }
 
@@ -129,20 +151,20 @@ func newSQLRecorder(p params, s *sqlstore.Store, runner *backfill.Runner, c *cor
 			runner.Start(ctx) // returns at once: the pass runs in the background
 			return nil
 		},
-		// Drain the recorder first, then stop the pass, then release the
-		// store. While the table is not ready nothing can be written: the
-		// queued frames are given up at once (counted failed) rather than
-		// waited for until the stop timeout.
+		// Drain the recorder first (for at most its budget; while the table
+		// is not ready nothing is waited for), then stop the pass, then
+		// release the store. Telemetry never fails the host's stop: the
+		// recorder logs what it gave up; the rest is logged here.
 		OnStop: func(ctx context.Context) error {
-			drain := ctx
-			select {
-			case <-runner.Ready():
-			default:
-				var cancel context.CancelFunc
-				drain, cancel = context.WithCancel(ctx)
-				cancel()
+			_ = rec.Close(ctx) // its WARN says what was given up and why
+			log := p.logger()
+			if err := runner.Stop(ctx); err != nil {
+				log.WarnContext(ctx, "subagentctx: the migration pass did not stop cleanly", slog.Any("error", err))
 			}
-			return errors.Join(rec.Close(drain), runner.Stop(ctx), s.Close())
+			if err := s.Close(); err != nil {
+				log.WarnContext(ctx, "subagentctx: closing the store failed", slog.Any("error", err))
+			}
+			return nil
 		},
 	})
 	return rec, nil
@@ -152,5 +174,11 @@ func newMemoryRecorder(p params, s *memory.Store, c *core.Counters) (*core.Recor
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
 	}
-	return core.NewRecorder(s, recorderOptions(p, c)...)
+	rec, err := core.NewRecorder(s, recorderOptions(p, c)...)
+	if err != nil {
+		return nil, err
+	}
+	// As on SQL: after Stop, a frame is counted failed, not written.
+	p.LC.Append(fx.StopHook(func(ctx context.Context) { _ = rec.Close(ctx) }))
+	return rec, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"expvar"
+	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/fxmodule"
+	"github.com/subagentctx/subagentctx/internal/faultproxy"
 	"github.com/subagentctx/subagentctx/internal/pgtest"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
@@ -207,5 +210,108 @@ func TestSQLModuleWithoutStoreNamesIt(t *testing.T) {
 	err := fx.New(fxmodule.SQL, fx.NopLogger, fx.Invoke(func(*core.Recorder) {})).Err()
 	if err == nil || !strings.Contains(err.Error(), "*sqlstore.Store") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestStopNeverFailsTheHost: with PostgreSQL gone at stop (every
+// connection reset, new ones refused), Stop returns within the drain
+// budget and succeeds; what could not be written is counted failed and
+// logged with the database's error. With a table that never became
+// ready, Stop waits for nothing, succeeds, and says why.
+func TestStopNeverFailsTheHost(t *testing.T) {
+	t.Run("DatabaseDown", func(t *testing.T) {
+		e := testenv.Postgres().Env(t)
+		kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s", "t")
+		u, err := url.Parse(e.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy, err := faultproxy.Start(u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		u.Host = proxy.Addr()
+		db, err := postgres.OpenDB(u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := postgres.New(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs testlog.Buffer
+		var rec *core.Recorder
+		var runner *backfill.Runner
+		app := fx.New(supply(s), fx.Supply(fxmodule.Config{Drain: 300 * time.Millisecond}),
+			fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger,
+			fx.Decorate(func(*core.Counters) *core.Counters { return core.NewCounters() }),
+			fx.Populate(&rec, &runner))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := app.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runner.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Set(faultproxy.Refuse)
+		for i := range 5 {
+			rec.Record(ctx, core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: fmt.Sprint("c", i)})
+		}
+		start := time.Now()
+		if err := app.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("stop took %v with a drain of 300ms", took)
+		}
+		if v := rec.Counters().Values(); v.Failed != 5 || v.Pending != 0 {
+			t.Errorf("after stop: %+v", v)
+		}
+		if !strings.Contains(logs.String(), "recorder closed with frames unwritten") ||
+			!strings.Contains(logs.String(), "the database's last error") {
+			t.Errorf("the WARN does not give the cause:\n%s", logs.String())
+		}
+	})
+	t.Run("NeverReady", func(t *testing.T) {
+		s, err := postgres.New(pgtest.Open(t, pgtest.NewDatabase(t))) // no host tables: the pass keeps failing
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs testlog.Buffer
+		var rec *core.Recorder
+		app := fx.New(supply(s), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger,
+			fx.Decorate(func(*core.Counters) *core.Counters { return core.NewCounters() }), fx.Populate(&rec))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := app.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rec.Record(ctx, core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "c"})
+		start := time.Now()
+		if err := app.Stop(ctx); err != nil || time.Since(start) > 3*time.Second {
+			t.Errorf("stop: %v after %v", err, time.Since(start))
+		}
+		if v := rec.Counters().Values(); v.Failed != 1 || v.Pending != 0 ||
+			!strings.Contains(logs.String(), "never became ready") {
+			t.Errorf("after stop: %+v\n%s", v, logs.String())
+		}
+	})
+}
+
+// TestCountersPerApp: the fx idiom for a test's own counters gives each
+// app a set that starts at zero.
+func TestCountersPerApp(t *testing.T) {
+	for i := range 2 {
+		var rec *core.Recorder
+		app := fxtest.New(t, fxmodule.Memory, fx.NopLogger,
+			fx.Decorate(func(*core.Counters) *core.Counters { return core.NewCounters() }), fx.Populate(&rec))
+		app.RequireStart()
+		if v := rec.Counters().Values(); v.Attempted != 0 {
+			t.Errorf("app %d starts with %+v", i, v)
+		}
+		rec.Record(context.Background(), core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "c"})
+		app.RequireStop()
 	}
 }

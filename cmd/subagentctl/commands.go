@@ -32,7 +32,11 @@ func cmdMigrate(ctx context.Context, e *env, o *opts) error {
 	} else {
 		fmt.Fprint(e.stdout, e.dsn.redact(r.String()))
 	}
-	if r.Failed() {
+	switch {
+	case r.Failed():
+		return exitError{exitFail}
+	case r.Cancelled() || ctx.Err() != nil: // a pass stopped by a signal did not complete
+		e.warnf("interrupted: the pass did not complete; run migrate again")
 		return exitError{exitFail}
 	}
 	return nil
@@ -140,7 +144,9 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 		return err
 	}
 	defer s.Close()
-	rec, err := core.NewRecorder(s, core.WithLogger(e.logger()))
+	// No drain budget: at the end of the input, Close waits for every
+	// frame as long as it takes, until a signal says to stop.
+	rec, err := core.NewRecorder(s, core.WithLogger(e.logger()), core.WithDrain(0))
 	if err != nil {
 		return err
 	}
@@ -170,8 +176,15 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 		decode = func(line []byte) ([]core.Frame, error) { return tr.Line(id, line) }
 	}
 	bad, readErr := e.recordLines(ctx, in, rec, &lines, decode)
-	// Drain before reporting: the counters are final.
-	closeErr := rec.Close(context.WithoutCancel(ctx))
+	// Drain before reporting: the counters are final. After a signal, a
+	// short grace, then what is unwritten is given up (counted failed).
+	closeCtx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		closeCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), signalGrace)
+		defer cancel()
+	}
+	closeErr := rec.Close(closeCtx)
 	stop()
 	out := recordReport{CounterValues: rec.Counters().Values(), BadLines: bad}
 	if o.json {
@@ -184,14 +197,23 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 			"anomalous_value %d  unknown_execution %d  dropped %d  bad_lines %d\n",
 			v.Attempted, v.Persisted, v.SkippedNoIdentity, v.Failed, v.AnomalousValue, v.UnknownExecution, v.Dropped, bad)
 	}
-	if err := errors.Join(readErr, closeErr); err != nil {
-		return err
-	}
-	if bad > 0 || out.Failed > 0 {
+	switch {
+	case ctx.Err() != nil:
+		e.warnf("interrupted: %d frames not written", out.Failed)
+		return exitError{exitFail}
+	case readErr != nil:
+		return readErr
+	case closeErr != nil:
+		return closeErr
+	case bad > 0 || out.Failed > 0:
 		return exitError{exitFail}
 	}
 	return nil
 }
+
+// signalGrace is how long record still tries to write what is queued
+// after SIGINT or SIGTERM.
+const signalGrace = 2 * time.Second
 
 func firstOr(xs []string, def string) string {
 	if len(xs) > 0 {
@@ -201,14 +223,39 @@ func firstOr(xs []string, def string) string {
 }
 
 // recordLines records the frames of each line in order, as decode reads
-// them; a bad line is reported with its number and skipped.
+// them; a bad line is reported with its number and skipped. The input is
+// read on its own goroutine, so that a signal stops the command even while
+// no line arrives.
 func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder, lines *atomic.Int64,
 	decode func([]byte) ([]core.Frame, error)) (bad int, err error) {
-	r := bufio.NewReader(in)
+	type read struct {
+		line []byte
+		err  error
+	}
+	reads := make(chan read)
+	go func() {
+		r := bufio.NewReader(in)
+		for {
+			line, err := r.ReadBytes('\n')
+			select {
+			case reads <- read{line, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	for n := 1; ; n++ {
-		line, readErr := r.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
-			frames, err := decode(line)
+		var got read
+		select {
+		case got = <-reads:
+		case <-ctx.Done():
+			return bad, ctx.Err()
+		}
+		if len(strings.TrimSpace(string(got.line))) > 0 {
+			frames, err := decode(got.line)
 			if err != nil {
 				e.warnf("line %d: %v (skipped)", n, err)
 				bad++
@@ -218,14 +265,11 @@ func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder,
 			}
 			lines.Add(1)
 		}
-		if errors.Is(readErr, io.EOF) {
+		switch {
+		case errors.Is(got.err, io.EOF):
 			return bad, nil
-		}
-		if readErr != nil {
-			return bad, readErr
-		}
-		if ctx.Err() != nil {
-			return bad, ctx.Err()
+		case got.err != nil:
+			return bad, got.err
 		}
 	}
 }
