@@ -97,9 +97,10 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	for _, f := range frames {
 		rec.Record(ctx, f) // queued: never waits on the database
 	}
-	// At shutdown: write what is queued, then stop the writers.
+	// At shutdown: write what is queued (for at most 5 s), then stop the
+	// writers. An error says what was given up; it is logged, never fatal.
 	if err := rec.Close(ctx); err != nil {
-		return err
+		log.Print(err)
 	}
 	// README: end
 
