@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/subagentctx/subagentctx/core"
 )
 
 // TestReadmeSnippetsAreCompiledCode: every Go snippet of the README is
@@ -85,4 +87,17 @@ func dedent(lines []string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestChangelogNamesTheVersion: CHANGELOG.md's first entry is the version
+// the module says it is (core.Version, printed by subagentctl version).
+func TestChangelogNamesTheVersion(t *testing.T) {
+	b, err := os.ReadFile("CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := regexp.MustCompile(`(?m)^## (v\S+)`).FindStringSubmatch(string(b))
+	if first == nil || first[1] != core.Version {
+		t.Errorf("CHANGELOG.md's first entry %v, core.Version %s", first, core.Version)
+	}
 }

@@ -2,11 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/mattn/go-sqlite3"
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
@@ -89,23 +87,8 @@ END`
 func (Dialect) BoundedStatements() {}
 
 // Classify implements sqlstore.Fragments with docs/CONTRACT.md §6.1's
-// table.
-func (Dialect) Classify(err error) error {
-	var se sqlite3.Error
-	if !errors.As(err, &se) {
-		return nil
-	}
-	switch se.Code {
-	case sqlite3.ErrConstraint:
-		return core.ErrConstraint
-	case sqlite3.ErrBusy, sqlite3.ErrLocked, // another writer: the busy timeout ran out
-		sqlite3.ErrCantOpen, sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrNomem, // the file, the disk, memory
-		sqlite3.ErrReadonly,  // a read-only file or mount
-		sqlite3.ErrInterrupt: // the write's deadline interrupted it
-		return core.ErrUnavailable
-	}
-	return nil
-}
+// table (driver.go: go-sqlite3's codes exist only in a cgo build).
+func (Dialect) Classify(err error) error { return classify(err) }
 
 // CheckHandle implements sqlstore.Fragments on one connection of the
 // handle (a pool's connections share its DSN's settings): foreign keys

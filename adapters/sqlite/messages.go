@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/subagentctx/subagentctx/core"
 	"strings"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
+	"github.com/subagentctx/subagentctx/core"
+
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
@@ -92,17 +92,6 @@ func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) erro
 		// Each statement on its own, so one's error does not stop the next (a ROLLBACK).
 		return fn(tx.Session(&gorm.Session{}))
 	})
-}
-
-func register(driverConn any) error {
-	c, ok := driverConn.(*sqlite3.SQLiteConn)
-	if !ok {
-		return core.Errorf("sqlite: the handle's driver is %T, want mattn/go-sqlite3", driverConn)
-	}
-	if err := c.RegisterFunc("subagentctx_message", message, true); err != nil {
-		return err
-	}
-	return c.RegisterFunc("subagentctx_instant", instant, true)
 }
 
 // storedLayout is how go-sqlite3 writes a time.Time: what this table's

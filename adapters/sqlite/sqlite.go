@@ -6,6 +6,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net/url"
 	"strings"
 
@@ -17,6 +18,12 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 )
+
+// ErrNoCgo is the error of every constructor in a build without cgo:
+// go-sqlite3, which the adapter drives, is a C library. The package still
+// compiles there, so a host that carries both dialects needs no build tags.
+var ErrNoCgo = errors.New("subagentctx: sqlite: this build has no cgo, and SQLite needs it " +
+	"(mattn/go-sqlite3 is C): build with CGO_ENABLED=1, or use the PostgreSQL adapter")
 
 // Pragmas are set in the DSN so that every pooled connection has them: WAL,
 // a busy timeout instead of an immediate "database is locked", foreign keys
@@ -44,6 +51,9 @@ func OpenDB(path string) (*gorm.DB, error) { return openDB(path, false) }
 // every write (mode=ro, query_only), for an operator's read commands and
 // the web view.
 func openDB(path string, readOnly bool) (*gorm.DB, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
 	if path == "" {
 		return nil, core.Errorf("sqlite: database path is empty")
 	}
@@ -75,6 +85,9 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*sqlstore.
 // touching the database; Close leaves the handle open. Create the table
 // with EnsureSchema or the migration pass (package backfill).
 func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
 	return sqlstore.New(db, Dialect{}, opts...)
 }
 
@@ -82,6 +95,9 @@ func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 // (sqlx, database/sql): the store uses the host's pool and opens no
 // connection of its own.
 func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
 	if db == nil {
 		return nil, core.Errorf("sqlite.NewSQL: *sql.DB is nil")
 	}

@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core"
 )
 
 const usage = `usage: subagentctl [--db DSN] [--sessions-table NAME] [--messages-table NAME] [--meta-table NAME]` +
@@ -282,18 +283,20 @@ func flagError(err error, command ...string) error {
 }
 
 func cmdVersion(_ context.Context, e *env, _ *opts) error {
-	v, revision := "(devel)", ""
+	line := "subagentctl " + core.Version
 	if info, ok := debug.ReadBuildInfo(); ok {
-		if info.Main.Version != "" {
-			v = info.Main.Version
+		// A build by go install module@version says which; a checkout's
+		// build says its revision.
+		if v := info.Main.Version; v != "" && v != "(devel)" && v != core.Version {
+			line += " (module " + v + ")"
 		}
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				revision = " " + s.Value[:12]
+				line += " " + s.Value[:12]
 			}
 		}
 	}
-	fmt.Fprintf(e.stdout, "subagentctl %s%s\n", v, revision)
+	fmt.Fprintln(e.stdout, line)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -299,8 +300,8 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 // one error prefix; .sqlite3 paths; a read command never creates a file.
 func TestConventions(t *testing.T) {
 	r := cli(t, "", "--version").want(t, 0)
-	if !strings.HasPrefix(r.stdout, "subagentctl ") {
-		t.Errorf("--version: %q", r.stdout)
+	if !strings.HasPrefix(r.stdout, "subagentctl "+core.Version) {
+		t.Errorf("--version: %q, want the module version %s", r.stdout, core.Version)
 	}
 	if v := cli(t, "", "version").want(t, 0); v.stdout != r.stdout {
 		t.Errorf("version command %q differs from --version %q", v.stdout, r.stdout)
@@ -397,4 +398,33 @@ func nonSnake(v any, path string) string {
 		}
 	}
 	return ""
+}
+
+// TestWithoutCgo: the command built without cgo serves PostgreSQL and
+// refuses an SQLite database with a message naming cgo, exit 2.
+func TestWithoutCgo(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "subagentctl-nocgo")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build without cgo: %v\n%s", err, out)
+	}
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "SUBAGENTCTL_DB=")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := run("--db", filepath.Join(t.TempDir(), "x.db"), "stats"); code != 2 ||
+		!strings.Contains(out, "CGO_ENABLED=1") || !strings.Contains(out, "no cgo") {
+		t.Errorf("an SQLite database without cgo: exit %d\n%s", code, out)
+	}
+	e := testenv.Postgres().Env(t)
+	if code, out := run("--db", e.DSN, "activation"); code != 0 || !strings.Contains(out, "state") {
+		t.Errorf("PostgreSQL without cgo: exit %d\n%s", code, out)
+	}
 }
