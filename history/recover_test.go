@@ -14,7 +14,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/history"
-	"github.com/subagentctx/subagentctx/internal/pgtest"
+	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 	"github.com/subagentctx/subagentctx/internal/rowmaps"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 )

@@ -3,21 +3,26 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
-	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
 
 // TestHostApp runs the host on every dialect: the stream is recorded, the
 // pass completes, the library's lines reach zap, and no goroutine outlives
 // the host's stop.
 func TestHostApp(t *testing.T) {
-	for _, d := range testenv.Drivers() {
-		t.Run(d.Name, func(t *testing.T) {
-			_, dsn := d.Open(t)
+	dialects := map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "host.db") },
+		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
+	}
+	for name, database := range dialects {
+		t.Run(name, func(t *testing.T) {
+			dsn := database(t)
 			before := goleak.IgnoreCurrent()
 			var out, logs bytes.Buffer
 			if err := run(context.Background(), &out, &logs, dsn); err != nil {

@@ -85,7 +85,7 @@ func isTestCode(path string) bool {
 	if strings.HasSuffix(path, "_test.go") {
 		return true
 	}
-	helpers := []string{"core/storetest/", "adapters/sqlstore/sqltest/", "internal/testenv/", "internal/pgtest/"}
+	helpers := []string{"core/storetest/", "adapters/sqlstore/sqltest/", "internal/testenv/", "kandevtest/"}
 	for _, dir := range helpers {
 		if strings.Contains(path, dir) {
 			return true

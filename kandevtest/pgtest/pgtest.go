@@ -1,6 +1,8 @@
-// Package pgtest gives tests a fresh database on the throw-away PostgreSQL
-// server that scripts/test starts. Without that server the tests skip with a
-// message, except under CI=true, where a missing PostgreSQL fails the run.
+// Package pgtest gives tests a fresh database on a throw-away PostgreSQL
+// server (the one scripts/test starts, named by SUBAGENTCTX_TEST_POSTGRES_DSN),
+// for the library's tests and a host's alike: real parts, not mocks.
+// Without that server the tests skip with a message, except under CI=true,
+// where a missing PostgreSQL fails the run.
 package pgtest
 
 import (
