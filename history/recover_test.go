@@ -14,9 +14,9 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/history"
-	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 	"github.com/subagentctx/subagentctx/internal/rowmaps"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
 
 // FuzzRecover: for any metadata document, each dialect's view of one

@@ -12,9 +12,9 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/await"
-	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
 
 // TestOutageLosesNothing: PostgreSQL stops for a few seconds under a steady

@@ -12,9 +12,9 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
-	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
 
 // TestMain runs the package with a non-UTC local zone; every connection also

@@ -20,8 +20,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
 
 // Drivers are every SQL dialect's driver, with a Citus cluster's when one
