@@ -223,7 +223,7 @@ func measureHistory(
 			return nil, historyPoint{}, err
 		}
 		start := time.Now()
-		h, err := s.Health(ctx)
+		h, err := s.Health(ctx, core.HealthQuery{})
 		if err != nil {
 			return nil, historyPoint{}, err
 		}

@@ -14,6 +14,12 @@ const (
 	// CaptureSinceKey: the live writer's coverage boundary, sampled inside
 	// the backfill's transaction after its insert.
 	CaptureSinceKey = "subagent_context_capture_since"
+	// PrunedBeforeKey: the retention boundary (docs/CONTRACT.md §8.14).
+	// Rows last written before it may have been pruned, and the pass
+	// recovers no message created before it. Unlike the activation keys it
+	// is rewritten, but only forward: each prune that advances it writes
+	// it before deleting anything.
+	PrunedBeforeKey = "subagent_context_pruned_before"
 )
 
 // BackfillNothing is backfill_through's value when no message matched: a

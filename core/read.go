@@ -51,6 +51,24 @@ type Activation struct {
 	// matched no message (the "" sentinel, never parsed, AC-24f).
 	BackfillThrough  KeyReading `json:"backfill_through"`
 	NothingToRecover bool       `json:"nothing_to_recover"`
+	// PrunedBefore is the retention boundary, when the record has been
+	// pruned (docs/CONTRACT.md §8.14): nothing before it is on record.
+	PrunedBefore KeyReading `json:"pruned_before"`
+}
+
+// Bound is where the record's coverage starts: capture_since, or the
+// retention boundary when it is later; false without a usable
+// capture_since. A pruning boundary that does not parse is ignored here
+// and reported in PrunedBefore.
+func (a Activation) Bound() (time.Time, bool) {
+	if !a.CaptureSince.Usable() {
+		return time.Time{}, false
+	}
+	b := *a.CaptureSince.Time
+	if a.PrunedBefore.Usable() && a.PrunedBefore.Time.After(b) {
+		b = *a.PrunedBefore.Time
+	}
+	return b, true
 }
 
 // ParseKey reads a stored key: absent, or an instant in RFC 3339 at any
@@ -74,7 +92,8 @@ func ParseKey(present bool, raw string) KeyReading {
 // NewActivation derives the state from the keys present in the meta table.
 func NewActivation(keys map[string]string) Activation {
 	get := func(k string) KeyReading { v, ok := keys[k]; return ParseKey(ok, v) }
-	a := Activation{CaptureSince: get(CaptureSinceKey), ExecutionSince: get(ExecutionSinceKey)}
+	a := Activation{CaptureSince: get(CaptureSinceKey), ExecutionSince: get(ExecutionSinceKey),
+		PrunedBefore: get(PrunedBeforeKey)}
 	if v, ok := keys[BackfillThroughKey]; ok && v == BackfillNothing {
 		a.BackfillThrough = KeyReading{Present: true}
 		a.NothingToRecover = true
@@ -102,8 +121,11 @@ type Health struct {
 	Reason string `json:"reason,omitempty"`
 	// State is the activation state the check ran in.
 	State ActivationState `json:"state"`
-	// CaptureSince is the boundary the check counted from.
+	// CaptureSince is the activation's boundary; Since, where the window
+	// the check counted started (never before CaptureSince, nor before the
+	// retention boundary).
 	CaptureSince *time.Time `json:"capture_since"`
+	Since        *time.Time `json:"since"`
 	// Shortfall, the only alarm: distinct (session, tool_call_id) pairs of
 	// recoverable subagent messages created at or after capture_since that
 	// have no row at all.
@@ -122,6 +144,45 @@ type Health struct {
 	// produced nothing since activation.
 	LastObservedAt *time.Time `json:"last_observed_at"`
 	LastWriteAt    *time.Time `json:"last_write_at"`
+	// Missing lists the shortfall's pairs and Extra the excess's, the
+	// earliest first (then by session and tool call id, byte by byte), at
+	// most HealthQuery.Pairs each; the counts above are always exact.
+	Missing []Pair `json:"missing"`
+	Extra   []Pair `json:"excess_pairs"`
+}
+
+// Pair is one (session, tool call id) pair the health check names, with
+// when it was first seen in the window: the earliest created_at of its
+// subagent messages (missing), or observed_at of its rows (excess).
+type Pair struct {
+	TaskSessionID string    `json:"task_session_id"`
+	ToolCallID    string    `json:"tool_call_id"`
+	FirstSeen     time.Time `json:"first_seen"`
+}
+
+// HealthQuery is the health check's window and how many pairs it lists.
+type HealthQuery struct {
+	// Since starts the window. Zero, or an instant before the record's
+	// coverage bound (Activation.Bound), starts it at the bound: the
+	// contract's whole window.
+	Since time.Time
+	// Pairs bounds the pairs listed in each direction (0:
+	// DefaultHealthPairs; at most MaxHealthPairs).
+	Pairs int
+}
+
+// The health check's pair lists.
+const (
+	DefaultHealthPairs = 20
+	MaxHealthPairs     = 10000
+)
+
+// Validate checks the query, naming what is wrong.
+func (q HealthQuery) Validate() error {
+	if q.Pairs < 0 || q.Pairs > MaxHealthPairs {
+		return fmt.Errorf("health: %d pairs, want 0 (the default, %d) to %d", q.Pairs, DefaultHealthPairs, MaxHealthPairs)
+	}
+	return nil
 }
 
 // Healthy is true when the check ran and found no shortfall.
@@ -287,7 +348,8 @@ func (s *Stats) Metrics() []struct {
 // meta table or messages).
 type Reader interface {
 	Activation(ctx context.Context) (Activation, error)
-	Health(ctx context.Context) (Health, error)
+	// Health runs the health check over a window (docs/CONTRACT.md §5.2).
+	Health(ctx context.Context, q HealthQuery) (Health, error)
 	Stats(ctx context.Context, q StatsQuery) (Stats, error)
 	// Sessions summarises the sessions that have rows, the most recently
 	// observed first (then by session id, byte by byte), at most limit of
@@ -354,6 +416,8 @@ func CoverageOf(a Activation, session string, firstActivity *time.Time) SessionC
 		c.Reason = "no activity on record for this session"
 	case firstActivity.Before(*a.CaptureSince.Time):
 		c.Reason = "activity starts before capture_since " + a.CaptureSince.Raw
+	case a.PrunedBefore.Usable() && firstActivity.Before(*a.PrunedBefore.Time):
+		c.Reason = "activity starts before the retention boundary " + a.PrunedBefore.Raw + ": rows before it were pruned"
 	default:
 		c.Coverage, c.Reason = Known, "all activity at or after capture_since "+a.CaptureSince.Raw
 	}
@@ -361,9 +425,10 @@ func CoverageOf(a Activation, session string, firstActivity *time.Time) SessionC
 }
 
 // HealthPrecondition decides from the activation whether the health check
-// runs (docs/CONTRACT.md §5.1): the report so far and the boundary, or
-// false with the reason in the report.
-func HealthPrecondition(a Activation) (Health, time.Time, bool) {
+// runs (docs/CONTRACT.md §5.1): the report so far and the window's start
+// (q.Since, never before Activation.Bound), or false with the reason in
+// the report.
+func HealthPrecondition(a Activation, q HealthQuery) (Health, time.Time, bool) {
 	h := Health{State: a.State}
 	switch {
 	case !a.CaptureSince.Present:
@@ -374,6 +439,19 @@ func HealthPrecondition(a Activation) (Health, time.Time, bool) {
 		return h, time.Time{}, false
 	}
 	capture := *a.CaptureSince.Time
-	h.Ran, h.CaptureSince = true, &capture
-	return h, capture, true
+	since, _ := a.Bound()
+	if q.Since.After(since) {
+		since = q.Since.UTC()
+	}
+	h.Ran, h.CaptureSince, h.Since = true, &capture, &since
+	h.Missing, h.Extra = []Pair{}, []Pair{}
+	return h, since, true
+}
+
+// PairsOrDefault is the query's bound on each list.
+func (q HealthQuery) PairsOrDefault() int {
+	if q.Pairs == 0 {
+		return DefaultHealthPairs
+	}
+	return q.Pairs
 }

@@ -123,7 +123,7 @@ func view(t *testing.T, e *sqltest.Env) string {
 	t.Helper()
 	var out []map[string]any
 	err := e.Dialect.WithConn(context.Background(), e.DB, func(db *gorm.DB) (err error) {
-		out, err = rowmaps.Query(db, `SELECT * FROM (`+e.Dialect.SubagentMessages(e.Tables)+`) v`)
+		out, err = rowmaps.Query(db, `SELECT * FROM (`+e.Dialect.SubagentMessages(e.Tables, "")+`) v`)
 		return err
 	})
 	if err != nil {

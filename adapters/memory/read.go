@@ -16,9 +16,12 @@ func (s *Store) Activation(ctx context.Context) (core.Activation, error) {
 }
 
 // Health does not run on the memory adapter; the report says why.
-func (s *Store) Health(ctx context.Context) (core.Health, error) {
+func (s *Store) Health(ctx context.Context, q core.HealthQuery) (core.Health, error) {
+	if err := q.Validate(); err != nil {
+		return core.Health{}, &core.OpError{Op: "health check", Err: err}
+	}
 	a, err := s.Activation(ctx)
-	h, _, _ := core.HealthPrecondition(a)
+	h, _, _ := core.HealthPrecondition(a, q)
 	h.Reason += " (" + errNotActivated.Error() + ")"
 	return h, err
 }

@@ -59,6 +59,11 @@ func (Dialect) HostInstant(x string) string {
 	)
 }
 
+// HostTimeFloor implements sqlstore.MessageView: two days before t, which
+// whatever the column's type (timestamp read in any session time zone, or
+// timestamptz) is at or below every message created at or after t.
+func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC().Add(-48 * time.Hour) }
+
 // HostInstantArg implements sqlstore.MessageView: host instants are
 // microseconds, so the bound is t rounded up to the next one.
 func (Dialect) HostInstantArg(t time.Time) any { return core.CeilMicro(t).UnixMicro() }
@@ -84,7 +89,10 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 // select list, which the planner would copy into every reference. (An
 // OFFSET 0 fence would do the same on one server, but keeps Citus from
 // pushing the query down to shards.)
-func (d Dialect) SubagentMessages(t sqlstore.Tables) string {
+func (d Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
+	if where != "" {
+		where = " AND (" + where + ")"
+	}
 	var fromDoc, out, checked []string
 	for _, c := range core.Columns {
 		if c.Metadata != nil {
@@ -129,7 +137,7 @@ func (d Dialect) SubagentMessages(t sqlstore.Tables) string {
 				` + d.HostInstant("m.updated_at") + ` AS updated,
 				f.doc
 			FROM "` + t.Messages + `" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
+			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)` + where + `) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e`
 }
 

@@ -25,6 +25,12 @@ const instantLayout = "2006-01-02T15:04:05.000000000Z"
 // history.ParseHostTime.
 func (Dialect) HostInstant(x string) string { return "subagentctx_instant(CAST(" + x + " AS TEXT))" }
 
+// HostTimeFloor implements sqlstore.MessageView: the date two days before t,
+// as text. Every form history.ParseHostTime reads begins with the date, and
+// no offset moves it by two days, so the text of every message created at
+// or after t compares at or above it.
+func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC().Add(-48 * time.Hour).Format(time.DateOnly) }
+
 // HostInstantArg implements sqlstore.MessageView.
 func (Dialect) HostInstantArg(t time.Time) any { return t.UTC().Format(instantLayout) }
 
@@ -51,7 +57,10 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 // extracts each of sqlstore.MessageColumns from it. Only messages whose
 // text can spell the kind (literally, or through a \u escape) reach the
 // function.
-func (Dialect) SubagentMessages(t sqlstore.Tables) string {
+func (Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
+	if where != "" {
+		where = " AND (" + where + ")"
+	}
 	cols := []string{
 		"CAST(v.id AS TEXT) AS message_id",
 		"CAST(v.task_session_id AS TEXT) AS task_session_id",
@@ -65,7 +74,7 @@ func (Dialect) SubagentMessages(t sqlstore.Tables) string {
 			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
 				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
 		FROM "` + t.Messages + `" m
-		WHERE instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0
+		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0)` + where + `
 		LIMIT -1 OFFSET 0) v
 	WHERE v.x IS NOT NULL`
 }

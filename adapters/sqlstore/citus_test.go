@@ -39,7 +39,7 @@ func TestCitusPlans(t *testing.T) {
 			ObservedAt:    capture,
 		},
 	)
-	health, healthArgs := s.HealthSQL(capture)
+	health := s.HealthSQL(capture, true)
 	list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
 	byTurn, byTurnArgs := s.ListSQL("turn_id", "turn-1", core.Page{Limit: 100})
 	where := " WHERE task_session_id = ?"
@@ -61,7 +61,9 @@ func TestCitusPlans(t *testing.T) {
 		{"backfill_insert", form.Plan, bf["insert"], []any{capture}, 0},
 		{"repair_merge", nil, merge, []any{capture}, 0},
 		{"repair_remove", nil, remove, nil, 0},
-		{"health", nil, health, healthArgs, 0},
+		{"health_counts", nil, health[0].SQL, health[0].Args, 0},
+		{"health_missing", nil, health[1].SQL, health[1].Args, 0},
+		{"health_excess", nil, health[2].SQL, health[2].Args, 0},
 		{"stats", nil, s.StatsSQL(""), nil, 0},
 		{"stats_session", nil, s.StatsSQL(where), []any{"sess-1"}, 1},
 		{"fan_out", nil, s.FanOutSQL(""), nil, 0},

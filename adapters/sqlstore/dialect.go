@@ -90,13 +90,22 @@ type MessageView interface {
 	// SubagentMessages is a SELECT over the host's messages yielding one
 	// row per subagent message with the columns MessageColumns names,
 	// exactly as history.Recover reads it, derived from the column
-	// declaration's metadata paths.
-	SubagentMessages(t Tables) string
+	// declaration's metadata paths. where, when not empty, is a condition
+	// on the raw message m (its columns as the host stores them) that
+	// restricts the messages read before any is parsed: a window, or a set
+	// of sessions.
+	SubagentMessages(t Tables, where string) string
 	// HostInstant is an SQL expression over a host timestamp column
 	// (messages' created_at, updated_at): a value that orders and compares
 	// as the instant at the host's full precision, NULL when the value is
 	// not an instant in years 1-9999.
 	HostInstant(expr string) string
+	// HostTimeFloor is a bound value that the raw created_at column of
+	// every message created at or after t compares at or above (a
+	// superset: the host's column type and time zone are unknown; the
+	// exact test is on HostInstant), so that an index on it serves a
+	// window.
+	HostTimeFloor(t time.Time) any
 	// HostInstantArg is t as a bound value comparable with HostInstant:
 	// HostInstant(x) >= HostInstantArg(t) exactly when x is at or after t.
 	HostInstantArg(t time.Time) any

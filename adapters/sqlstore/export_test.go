@@ -9,11 +9,26 @@ import (
 // What the package's external tests (the golden statements, the Citus
 // plans) read of its statements; hosts never need them.
 
-func (s *Store) UpsertSQL() string                           { return s.upsertSQL }
-func (s *Store) InsertSQL() (string, error)                  { return s.renderInsert() }
-func (s *Store) SchemaSQL() []string                         { return s.schemaStatements() }
-func Args(row *core.Subagent) []any                          { return args(row) }
-func (s *Store) HealthSQL(capture time.Time) (string, []any) { return s.healthStatement(capture) }
+func (s *Store) UpsertSQL() string          { return s.upsertSQL }
+func (s *Store) InsertSQL() (string, error) { return s.renderInsert() }
+func (s *Store) SchemaSQL() []string        { return s.schemaStatements() }
+func Args(row *core.Subagent) []any         { return args(row) }
+func (s *Store) HealthSQL(since time.Time, distributed bool) []struct {
+	SQL  string
+	Args []any
+} {
+	var out []struct {
+		SQL  string
+		Args []any
+	}
+	for _, st := range s.healthStatements(since, core.DefaultHealthPairs, distributed) {
+		out = append(out, struct {
+			SQL  string
+			Args []any
+		}(st))
+	}
+	return out
+}
 func (s *Store) ListSQL(column, value string, page core.Page) (string, []any) {
 	return s.listStatement(column, value, page)
 }
@@ -24,7 +39,7 @@ func (s *Store) FirstActivitySQL(where string) (string, string) {
 	return s.firstActivityStatements(where)
 }
 func (s *Store) RepairSQL() (string, string)        { return s.repairStatements(nil) }
-func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables) }
+func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables, "") }
 func (s *Store) Form(distributed bool) BackfillForm { return s.d.BackfillForm(distributed) }
 
 // BackfillSQL is the backfill's statements in the order they run.

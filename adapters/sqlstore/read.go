@@ -34,33 +34,115 @@ func (s *Store) activation(db *gorm.DB) (core.Activation, error) {
 	return core.NewActivation(keys), nil
 }
 
-// Health runs the health check (docs/CONTRACT.md §5.2) in one statement, so
-// both sides are read in one snapshot. It does not run without a usable
-// capture_since; collisions are not reported in capture_only.
-func (s *Store) Health(ctx context.Context) (core.Health, error) {
+// Health runs the health check (docs/CONTRACT.md §5.2) over the window q
+// asks for, in one statement, so both sides are read in one snapshot. It
+// does not run without a usable capture_since; collisions are not
+// reported in capture_only.
+func (s *Store) Health(ctx context.Context, q core.HealthQuery) (core.Health, error) {
+	if err := q.Validate(); err != nil {
+		return core.Health{}, &core.OpError{Op: "health check", Err: err}
+	}
 	a, err := s.Activation(ctx)
 	if err != nil {
 		return core.Health{}, err
 	}
-	h, capture, ok := core.HealthPrecondition(a)
+	h, since, ok := core.HealthPrecondition(a, q)
 	if !ok {
 		return h, nil
 	}
-	q, args := s.healthStatement(capture)
-	var out struct {
-		Shortfall, Excess, Collisions int64
-		LastObservedUs, LastWriteUs   sql.NullInt64
-	}
-	err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) error { return db.Raw(q, args...).Scan(&out).Error })
+	distributed, err := s.distributed(ctx)
 	if err != nil {
 		return core.Health{}, s.opError("health check", err)
 	}
-	h.Shortfall, h.Excess = out.Shortfall, out.Excess
-	if a.ExecutionSince.Present {
-		h.Collisions = &out.Collisions
+	var out []map[string]any
+	err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) error {
+		for _, st := range s.healthStatements(since, q.PairsOrDefault(), distributed) {
+			rows, err := rowmaps.Query(db, st.SQL, st.Args...)
+			if err != nil {
+				return err
+			}
+			out = append(out, rows...)
+		}
+		return nil
+	})
+	if err != nil {
+		return core.Health{}, s.opError("health check", err)
 	}
-	h.LastObservedAt, h.LastWriteAt = micros(out.LastObservedUs), micros(out.LastWriteUs)
+	for _, r := range out {
+		if err := s.healthRow(&h, a, r); err != nil {
+			return core.Health{}, s.opError("health check", err)
+		}
+	}
 	return h, nil
+}
+
+// healthRow reads one row of the health statement into h: the counts
+// (part 0), a missing pair (1) or an excess pair (2).
+func (s *Store) healthRow(h *core.Health, a core.Activation, r map[string]any) error {
+	num := func(col string) (*big.Int, error) { return integer(r[col]) }
+	if r["part"] == nil {
+		return fmt.Errorf("a health row without its part: %v", r)
+	}
+	part, err := num("part")
+	if err != nil {
+		return err
+	}
+	text := func(col string) string {
+		switch v := r[col].(type) {
+		case string:
+			return v
+		case []byte:
+			return string(v)
+		}
+		return ""
+	}
+	instant := func(col string) (*time.Time, error) {
+		if r[col] == nil {
+			return nil, nil
+		}
+		us, err := num(col)
+		if err != nil {
+			return nil, err
+		}
+		t := time.UnixMicro(us.Int64()).UTC()
+		return &t, nil
+	}
+	switch part.Int64() {
+	case 0:
+		counts := map[string]*int64{"shortfall": &h.Shortfall, "excess": &h.Excess}
+		var collisions int64
+		counts["collisions"] = &collisions
+		for col, into := range counts {
+			n, err := num(col)
+			if err != nil {
+				return err
+			}
+			*into = n.Int64()
+		}
+		if a.ExecutionSince.Present {
+			h.Collisions = &collisions
+		}
+		if h.LastObservedAt, err = instant("last_observed_us"); err != nil {
+			return err
+		}
+		h.LastWriteAt, err = instant("last_write_us")
+		return err
+	case 1:
+		first, err := s.d.ParseHostInstant(r["due_first"])
+		if err != nil || first == nil {
+			return fmt.Errorf("a missing pair's first message %v: %v", r["due_first"], err)
+		}
+		h.Missing = append(h.Missing, core.Pair{TaskSessionID: text("task_session_id"),
+			ToolCallID: text("tool_call_id"), FirstSeen: *first})
+	case 2:
+		first, err := instant("recent_first")
+		if err != nil || first == nil {
+			return fmt.Errorf("an excess pair's first row %v: %v", r["recent_first"], err)
+		}
+		h.Extra = append(h.Extra, core.Pair{TaskSessionID: text("task_session_id"),
+			ToolCallID: text("tool_call_id"), FirstSeen: *first})
+	}
+	return nil
 }
 
 func micros(v sql.NullInt64) *time.Time {

@@ -23,11 +23,17 @@ var primaryKeyColumns = []string{"task_session_id", "id"}
 // key replaced (AC-33).
 var legacyKeyColumns = []string{"task_session_id", "tool_call_id"}
 
-// secondaryIndexes are the three secondary indexes, by name and column.
+// secondaryIndexes are the secondary indexes, by name and column. The
+// first three are the reference schema's; observed_at serves a window: the
+// health check's rows in it and the retention's rows before it
+// (docs/CONTRACT.md §2). observed_at is written once per row (a history
+// merge may set it once more), so its index costs an insert, never an
+// update: PostgreSQL's updates stay HOT.
 var secondaryIndexes = []struct{ Name, Column string }{
 	{"idx_subagents_session_id", "task_session_id"},
 	{"idx_subagents_task_id", "task_id"},
 	{"idx_subagents_turn_id", "turn_id"},
+	{"idx_subagents_observed_at", "observed_at"},
 }
 
 // historyIndex holds the rows the backfill wrote and no live row has

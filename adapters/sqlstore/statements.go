@@ -15,45 +15,123 @@ import (
 // and the health check can never disagree on what a subagent message is.
 // testdata/<dialect>/*.sql shows every statement whole.
 
-// healthStatement is the health check (docs/CONTRACT.md §5.2) as one
-// statement, so both sides are read in one snapshot. It joins nothing: the
-// subagent messages and the stored rows are stacked and grouped per
-// (session, tool call id) pair, and each pair's flags answer the questions
-// — a recoverable message after the boundary and no row under any
-// execution (shortfall); a row observed after the boundary and no message
-// (excess); more than one known execution after the boundary (collision).
-// Shortfall and excess are never netted. One grouping is linear whatever
-// the planner's estimates (an anti-join planned as a nested loop over a
-// set it misjudges is quadratic), and it keeps every pair within its
-// session, so a database that shards by session counts each shard apart.
-func (s *Store) healthStatement(capture time.Time) (string, []any) {
-	d := s.d
-	observed, updated := d.Instant("t.observed_at"), d.Instant("t.updated_at")
-	q := `SELECT
+// healthStatements are the health check (docs/CONTRACT.md §5.2) over the
+// window from since. They read the sessions active in the window only — a
+// message created in it (through an index on the host's created_at, when
+// it has one) or a row observed in it (idx_subagents_observed_at) — and
+// all of those sessions' messages and rows, so the cost follows the
+// window, not the history. Nothing is joined: the subagent messages and
+// rows are stacked and grouped per (session, tool call id) pair
+// (pairFlags), and each pair's flags answer the questions. Shortfall and
+// excess are never netted. One grouping is linear whatever the planner's
+// estimates (an anti-join planned as a nested loop over a set it misjudges
+// is quadratic), and it keeps every pair within its session.
+//
+// Their rows are the counts (part 0), then at most pairs of each list
+// (part 1: missing; part 2: excess), the earliest first. On one server it
+// is one statement, so both sides are read in one snapshot: the active
+// sessions and the pairs are materialized once. On a sharded database
+// (distributed) it is three statements, the counts and each list, each
+// pushed down to the shards whole (each shard finds its own active
+// sessions), where a shard's own snapshot is the most a statement gets
+// anyway.
+func (s *Store) healthStatements(since time.Time, pairs int, distributed bool) []statement {
+	floor, rowFloor := s.d.HostTimeFloor(since), since.Add(-24*time.Hour)
+	activeSessions := `SELECT x.task_session_id FROM ` + quote(s.tables.Messages) + ` x WHERE x.created_at >= ?
+	UNION
+	SELECT y.task_session_id FROM ` + Table + ` y WHERE y.observed_at >= ?`
+	counts := `SELECT 0 AS part,
 	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
 	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
 	COALESCE(SUM(CASE WHEN p.executions > 1 THEN 1 ELSE 0 END), 0) AS collisions,
-	MAX(p.last_observed_us) AS last_observed_us,
-	MAX(p.last_write_us) AS last_write_us
-FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
+	MAX(p.last_observed_us) AS last_observed_us, MAX(p.last_write_us) AS last_write_us,
+	CAST(NULL AS TEXT) AS task_session_id, CAST(NULL AS TEXT) AS tool_call_id,
+	MIN(CASE WHEN 1 = 0 THEN p.due_first END) AS due_first, CAST(NULL AS BIGINT) AS recent_first
+FROM `
+	list := func(part int) string {
+		due, recent := "p.due_first", "CAST(NULL AS BIGINT)"
+		if part == 2 {
+			due, recent = "CASE WHEN 1 = 0 THEN p.due_first END", "p.recent_first"
+		}
+		return `SELECT ` + fmt.Sprint(part) + ` AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions,
+		CAST(NULL AS BIGINT) AS last_observed_us, CAST(NULL AS BIGINT) AS last_write_us,
+		p.task_session_id, p.tool_call_id, ` + due + ` AS due_first, ` + recent + ` AS recent_first FROM `
+	}
+	tail := func(where, order string) string {
+		return ` p
+	WHERE ` + where + `
+	ORDER BY ` + order + `, ` + s.d.Bytewise("p.task_session_id") + `, ` + s.d.Bytewise("p.tool_call_id") + `
+	LIMIT ` + fmt.Sprint(pairs)
+	}
+	missing, excess := "p.due = 1 AND p.stored = 0", "p.recent = 1 AND p.messaged = 0"
+	if distributed {
+		active := func(alias string) string {
+			return alias + `.task_session_id IN (` + activeSessions + `)`
+		}
+		grouped, args := s.pairFlags(since, active("m"), active("t"), []any{floor, rowFloor})
+		return []statement{
+			{counts + `(` + grouped + `) p`, args},
+			{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args},
+			{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args},
+		}
+	}
+	in := func(alias string) string { return alias + `.task_session_id IN (SELECT a.task_session_id FROM a)` }
+	grouped, args := s.pairFlags(since, in("m"), in("t"), nil)
+	q := `WITH a AS MATERIALIZED (
+	` + activeSessions + `),
+p AS MATERIALIZED (` + grouped + `)
+` + counts + `p
+UNION ALL
+SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
+UNION ALL
+SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
+ORDER BY 1`
+	return []statement{{q, append([]any{floor, rowFloor}, args...)}}
+}
+
+// statement is an SQL statement with its arguments.
+type statement struct {
+	SQL  string
+	Args []any
+}
+
+// pairFlags groups the subagent messages and the rows of the sessions
+// that messages and rows (the conditions on the raw message m and the row
+// t, with activeArgs for each) admit, per (session, tool call id) pair,
+// with each pair's flags for the window from since: due (a recoverable
+// message created in it), messaged (a subagent message at any time),
+// recent (a row observed in it), stored (a row at any time), the known
+// executions among its rows observed in it, when each list first saw it,
+// and its latest observation and write in the window.
+func (s *Store) pairFlags(since time.Time, messages, rows string, activeArgs []any) (string, []any) {
+	d := s.d
+	observed, updated := d.Instant("t.observed_at"), d.Instant("t.updated_at")
+	q := `SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
 		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
+		MIN(u.due_at) AS due_first, MIN(u.observed_us) AS recent_first,
 		MAX(u.observed_us) AS last_observed_us, MAX(u.write_us) AS last_write_us
 	FROM (SELECT v.task_session_id, v.tool_call_id,
-			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent, 0 AS stored,
-			CAST(NULL AS TEXT) AS execution, CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
-		FROM (` + d.SubagentMessages(s.tables) + `) v
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent,
+			0 AS stored, CAST(NULL AS TEXT) AS execution,
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN v.created END AS due_at,
+			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
+		FROM (` + d.SubagentMessages(s.tables, messages) + `) v
 		UNION ALL
 		SELECT t.task_session_id, t.tool_call_id,
 			0, 0, CASE WHEN ` + observed + ` >= ? THEN 1 ELSE 0 END, 1,
 			CASE WHEN ` + observed + ` >= ? AND t.agent_execution_id <> '` + core.UnknownExecution + `'
 				THEN t.agent_execution_id END,
+			CAST(NULL AS BIGINT),
 			CASE WHEN ` + observed + ` >= ? THEN ` + observed + ` END,
 			CASE WHEN ` + updated + ` >= ? THEN ` + updated + ` END
-		FROM ` + Table + ` t) u
-	GROUP BY u.task_session_id, u.tool_call_id) p`
-	atOrAfter := core.CeilMicro(capture).UnixMicro()
-	after := core.CanonicalTime(capture).UnixMicro() + 1
-	return q, []any{d.HostInstantArg(capture), atOrAfter, atOrAfter, atOrAfter, after}
+		FROM ` + Table + ` t WHERE ` + rows + `) u
+	GROUP BY u.task_session_id, u.tool_call_id`
+	atOrAfter := core.CeilMicro(since).UnixMicro()
+	after := core.CanonicalTime(since).UnixMicro() + 1
+	host := d.HostInstantArg(since)
+	args := append([]any{host, host}, activeArgs...)
+	args = append(args, atOrAfter, atOrAfter, atOrAfter, after)
+	return q, append(args, activeArgs...)
 }
 
 // metricColumns are the metric columns statistics sum (core.Stats).

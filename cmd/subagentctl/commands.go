@@ -353,7 +353,18 @@ const (
 )
 
 func cmdHealth(ctx context.Context, e *env, o *opts) error {
-	h, err := e.health(ctx)
+	q := core.HealthQuery{Pairs: o.pairs}
+	if o.since != "" {
+		since, err := instant("health --since", o.since)
+		if err != nil {
+			return err
+		}
+		q.Since = since
+	}
+	if err := q.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	h, err := e.health(ctx, q)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "subagentctl: error: %s\n", e.dsn.redact(err.Error()))
 		return exitError{healthError}
@@ -376,11 +387,29 @@ func cmdHealth(ctx context.Context, e *env, o *opts) error {
 	return nil
 }
 
-func (e *env) health(ctx context.Context) (core.Health, error) {
+func (e *env) health(ctx context.Context, q core.HealthQuery) (core.Health, error) {
 	s, err := e.open(ctx, readOnly)
 	if err != nil {
 		return core.Health{}, err
 	}
 	defer s.Close()
-	return s.Health(ctx)
+	return s.Health(ctx, q)
+}
+
+// instant reads a command's time argument: a duration back from now
+// ("90m", "24h"; a day is "24h"), an RFC 3339 instant, or a date (UTC
+// midnight).
+func instant(flag, v string) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return time.Time{}, usagef("%s %s: a duration back from now, want it positive", flag, v)
+		}
+		return time.Now().UTC().Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, usagef("%s %q: want a duration (90m, 24h) or an RFC 3339 instant or a date", flag, v)
 }

@@ -131,7 +131,7 @@ func cmdDemo(ctx context.Context, e *env, _ *opts) error {
 	printActivation(out, a)
 
 	section("health")
-	h, err := s.Health(ctx)
+	h, err := s.Health(ctx, core.HealthQuery{})
 	if err != nil {
 		return err
 	}

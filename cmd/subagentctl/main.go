@@ -45,7 +45,11 @@ commands:
   stats [--session ID | --task ID] [--json]
                                          coverage-aware statistics
   activation [--json]                    the activation state and keys
-  health [--json]                        exit 0 healthy, 1 shortfall, 3 not activated, 2 error
+  health [--since DURATION|TIME] [--pairs N] [--json]
+                                         exit 0 healthy, 1 shortfall, 3 not activated, 2 error; the window
+                                         starts at capture_since (or the retention boundary) unless --since is
+                                         later (1h: the last hour; or an RFC 3339 instant); the missing and
+                                         excess pairs are listed, at most N each (default 20)
   serve [--addr HOST:PORT]               a read-only web view (default 127.0.0.1:7410; port 0 picks a free one);
                                          prints "listening on http://HOST:PORT/", stops on SIGINT or SIGTERM
   demo                                   a self-contained demo in a temporary directory (no flags, no network)
@@ -111,7 +115,9 @@ type opts struct {
 	json, tree, acp          bool
 	session, turn, execution string
 	task, addr, agent        string
-	limit                    int
+	since, until, before     string
+	format                   string
+	limit, pairs             int
 	pos                      []string
 }
 
@@ -157,7 +163,11 @@ func init() {
 			fs.StringVar(&o.task, "task", "", "")
 		}, args: none("stats"), run: cmdStats},
 		"activation": {flags: jsonOnly, args: none("activation"), run: cmdActivation},
-		"health":     {flags: jsonOnly, args: none("health"), run: cmdHealth},
+		"health": {flags: func(fs *flag.FlagSet, o *opts) {
+			fs.BoolVar(&o.json, "json", false, "")
+			fs.StringVar(&o.since, "since", "", "")
+			fs.IntVar(&o.pairs, "pairs", 0, "")
+		}, args: none("health"), run: cmdHealth},
 		"serve": {flags: func(fs *flag.FlagSet, o *opts) { fs.StringVar(&o.addr, "addr", defaultAddr, "") },
 			args: none("serve"), run: cmdServe},
 		"demo":    {flags: func(*flag.FlagSet, *opts) {}, args: none("demo"), run: cmdDemo, noDB: true},

@@ -189,20 +189,23 @@ func printHealth(w io.Writer, h core.Health) {
 	if h.Collisions != nil {
 		collisions = fmt.Sprintf("%d (tool call ids reused across executions, kept apart)", *h.Collisions)
 	}
-	fmt.Fprintf(
-		w,
-		"health: %s (since %s)\n  shortfall      %d (subagent messages with no row: the alarm)\n"+
-			"  excess         %d (rows with no subagent message: reported, never an alarm)\n"+
-			"  collisions     %s\n  last observed  %s\n  last write     %s\n",
-		verdict,
-		h.CaptureSince.UTC().Format(time.RFC3339Nano),
-		h.Shortfall,
-		h.Excess,
-		collisions,
-		at(h.LastObservedAt),
-		at(h.LastWriteAt),
-	)
+	fmt.Fprintf(w, "health: %s (since %s)\n  shortfall      %d (subagent messages with no row: the alarm)\n"+
+		"  excess         %d (rows with no subagent message: reported, never an alarm)\n"+
+		"  collisions     %s\n  last observed  %s\n  last write     %s\n",
+		verdict, h.Since.UTC().Format(time.RFC3339Nano), h.Shortfall, h.Excess, collisions,
+		at(h.LastObservedAt), at(h.LastWriteAt))
 	if h.WriterSilent() {
-		fmt.Fprintln(w, "  the writer has produced nothing since activation")
+		fmt.Fprintln(w, "  the writer has produced nothing in the window")
 	}
+	pairs := func(title string, ps []core.Pair, total int64) {
+		if len(ps) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "  %s (%d of %d, the earliest first):\n", title, len(ps), total)
+		for _, p := range ps {
+			fmt.Fprintf(w, "    %s  %s  %s\n", p.FirstSeen.UTC().Format(timeLayout), p.TaskSessionID, p.ToolCallID)
+		}
+	}
+	pairs("missing", h.Missing, h.Shortfall)
+	pairs("excess", h.Extra, h.Excess)
 }

@@ -89,7 +89,7 @@ func testStats(t *testing.T, s *suite) {
 	}
 	_, err = r.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess, TaskID: "t"})
 	WantError(t, "both scopes", err, nil)
-	h, err := r.Health(context.Background())
+	h, err := r.Health(context.Background(), core.HealthQuery{})
 	if err != nil || h.Ran || h.Reason == "" || h.State != core.NotActivated {
 		t.Errorf("health on a store never activated: %+v %v; want not run, with a reason", h, err)
 	}

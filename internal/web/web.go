@@ -105,7 +105,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := overviewPage{Limit: s.sessions, Generated: time.Now().UTC()}
 	var err error
-	if p.Health, err = s.src.Health(ctx); err == nil {
+	if p.Health, err = s.src.Health(ctx, core.HealthQuery{}); err == nil {
 		if p.Stats, err = s.src.Stats(ctx, core.StatsQuery{}); err == nil {
 			p.Activation = p.Stats.Activation
 			p.Sessions, err = s.src.Sessions(ctx, s.sessions)

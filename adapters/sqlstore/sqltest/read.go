@@ -17,6 +17,7 @@ var readTests = []test{
 	{"AC24e_TimestampComparisons", testTimestampComparisons},
 	{"AC24e_KeysWithNanoseconds", testNanosecondKeys},
 	{"AC28_Health", testHealth},
+	{"AC28_HealthWindowsAgreeWithTheReference", testHealthWindows},
 	{"AC28_NoFalseAlarmAfterAMergeIntoABackfilledRow", testMergeIntoBackfilledRow},
 	{"AC25_StatsCoverage", testStatsCoverage},
 }
@@ -39,7 +40,7 @@ func message(t *testing.T, e *Env, id, s, tool string, created time.Time) {
 
 func health(t *testing.T, e *Env) core.Health {
 	t.Helper()
-	h, err := e.Store.Health(context.Background())
+	h, err := e.Store.Health(context.Background(), core.HealthQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

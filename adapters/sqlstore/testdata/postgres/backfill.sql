@@ -53,7 +53,7 @@ WITH staged AS MATERIALIZED (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_
 				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
 				f.doc
 			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
+			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
 	WHERE v.recoverable = 1),
 	merged AS (UPDATE task_session_subagents AS t SET task_id = r.task_id,

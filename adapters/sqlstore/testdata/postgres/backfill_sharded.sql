@@ -53,7 +53,7 @@ SELECT MAX(v.created) FROM (SELECT e.message_id, e.task_session_id, e.task_id, e
 				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
 				f.doc
 			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
+			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v WHERE v.recoverable = 1;
 
 UPDATE task_session_subagents AS t SET task_id = r.task_id,
@@ -120,7 +120,7 @@ UPDATE task_session_subagents AS t SET task_id = r.task_id,
 				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
 				f.doc
 			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
+			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
 	WHERE v.recoverable = 1) r
 	WHERE r.rn = 1 AND t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id
@@ -175,7 +175,7 @@ INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent
 				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
 				f.doc
 			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
+			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
 	WHERE v.recoverable = 1) r
 	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM "task_sessions" x WHERE x.id = r.task_session_id)

@@ -1,15 +1,16 @@
-SELECT
-	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
-	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
-	COALESCE(SUM(CASE WHEN p.executions > 1 THEN 1 ELSE 0 END), 0) AS collisions,
-	MAX(p.last_observed_us) AS last_observed_us,
-	MAX(p.last_write_us) AS last_write_us
-FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
+WITH a AS MATERIALIZED (
+	SELECT x.task_session_id FROM "task_session_messages" x WHERE x.created_at >= ?
+	UNION
+	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= ?),
+p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
 		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
+		MIN(u.due_at) AS due_first, MIN(u.observed_us) AS recent_first,
 		MAX(u.observed_us) AS last_observed_us, MAX(u.write_us) AS last_write_us
 	FROM (SELECT v.task_session_id, v.tool_call_id,
-			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent, 0 AS stored,
-			CAST(NULL AS TEXT) AS execution, CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent,
+			0 AS stored, CAST(NULL AS TEXT) AS execution,
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN v.created END AS due_at,
+			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
 		FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
 		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> ''
 			AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
@@ -54,15 +55,39 @@ FROM (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.message
 				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
 				f.doc
 			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-			WHERE strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) d
+			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) AND (m.task_session_id IN (SELECT a.task_session_id FROM a))) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
 		UNION ALL
 		SELECT t.task_session_id, t.tool_call_id,
 			0, 0, CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN 1 ELSE 0 END, 1,
 			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? AND t.agent_execution_id <> 'unknown'
 				THEN t.agent_execution_id END,
+			CAST(NULL AS BIGINT),
 			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint END,
 			CASE WHEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint END
-		FROM task_session_subagents t) u
-	GROUP BY u.task_session_id, u.tool_call_id) p;
--- arguments: 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002
+		FROM task_session_subagents t WHERE t.task_session_id IN (SELECT a.task_session_id FROM a)) u
+	GROUP BY u.task_session_id, u.tool_call_id)
+SELECT 0 AS part,
+	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
+	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
+	COALESCE(SUM(CASE WHEN p.executions > 1 THEN 1 ELSE 0 END), 0) AS collisions,
+	MAX(p.last_observed_us) AS last_observed_us, MAX(p.last_write_us) AS last_write_us,
+	CAST(NULL AS TEXT) AS task_session_id, CAST(NULL AS TEXT) AS tool_call_id,
+	MIN(CASE WHEN 1 = 0 THEN p.due_first END) AS due_first, CAST(NULL AS BIGINT) AS recent_first
+FROM p
+UNION ALL
+SELECT * FROM (SELECT 1 AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions,
+		CAST(NULL AS BIGINT) AS last_observed_us, CAST(NULL AS BIGINT) AS last_write_us,
+		p.task_session_id, p.tool_call_id, p.due_first AS due_first, CAST(NULL AS BIGINT) AS recent_first FROM p p
+	WHERE p.due = 1 AND p.stored = 0
+	ORDER BY p.due_first, p.task_session_id COLLATE "C", p.tool_call_id COLLATE "C"
+	LIMIT 20) missing
+UNION ALL
+SELECT * FROM (SELECT 2 AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions,
+		CAST(NULL AS BIGINT) AS last_observed_us, CAST(NULL AS BIGINT) AS last_write_us,
+		p.task_session_id, p.tool_call_id, CASE WHEN 1 = 0 THEN p.due_first END AS due_first, p.recent_first AS recent_first FROM p p
+	WHERE p.recent = 1 AND p.messaged = 0
+	ORDER BY p.recent_first, p.task_session_id COLLATE "C", p.tool_call_id COLLATE "C"
+	LIMIT 20) excess
+ORDER BY 1;
+-- arguments: 2026-08-10 23:10:00.500001001 +0000 UTC 2026-08-11 23:10:00.500001001 +0000 UTC 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002

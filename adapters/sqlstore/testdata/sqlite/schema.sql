@@ -32,6 +32,8 @@ CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents(task_
 
 CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_id);
 
+CREATE INDEX IF NOT EXISTS idx_subagents_observed_at ON task_session_subagents(observed_at);
+
 CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = 'unknown' AND source = 'backfill';
 
 CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
