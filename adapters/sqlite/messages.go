@@ -29,7 +29,9 @@ func (Dialect) HostInstant(x string) string { return "subagentctx_instant(CAST("
 // as text. Every form history.ParseHostTime reads begins with the date, and
 // no offset moves it by two days, so the text of every message created at
 // or after t compares at or above it.
-func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC().Add(-48 * time.Hour).Format(time.DateOnly) }
+func (Dialect) HostTimeFloor(t time.Time) any {
+	return t.UTC().Add(-48 * time.Hour).Format(time.DateOnly)
+}
 
 // HostInstantArg implements sqlstore.MessageView.
 func (Dialect) HostInstantArg(t time.Time) any { return t.UTC().Format(instantLayout) }

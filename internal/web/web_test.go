@@ -207,7 +207,9 @@ type failing struct{ *memory.Store }
 
 var errDSN = errors.New(`dial postgres://admin:s3cret@db.internal:5432/prod: refused`)
 
-func (failing) Health(context.Context, core.HealthQuery) (core.Health, error) { return core.Health{}, errDSN }
+func (failing) Health(context.Context, core.HealthQuery) (core.Health, error) {
+	return core.Health{}, errDSN
+}
 func (failing) ListBySession(context.Context, string, core.Page) ([]core.Subagent, error) {
 	return nil, errDSN
 }
