@@ -146,3 +146,14 @@ func (e *OpError) Unwrap() []error {
 	}
 	return []error{e.Kind, e.Err}
 }
+
+// PruneResult is what a prune did (docs/CONTRACT.md §8.14).
+type PruneResult struct {
+	// Boundary is the retention boundary in force afterwards: the time
+	// asked for, or a later one an earlier prune recorded.
+	Boundary time.Time `json:"boundary"`
+	// Advanced: this prune moved the boundary.
+	Advanced bool `json:"advanced"`
+	// Deleted rows, last written before the boundary.
+	Deleted int64 `json:"deleted"`
+}

@@ -23,7 +23,8 @@ func (s *Store) Activation(ctx context.Context) (core.Activation, error) {
 func (s *Store) activation(db *gorm.DB) (core.Activation, error) {
 	var kv []struct{ Key, Value string }
 	err := db.Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" IN ?`,
-		[]string{core.CaptureSinceKey, core.ExecutionSinceKey, core.BackfillThroughKey}).Scan(&kv).Error
+		[]string{core.CaptureSinceKey, core.ExecutionSinceKey, core.BackfillThroughKey, core.PrunedBeforeKey}).
+		Scan(&kv).Error
 	if err != nil {
 		return core.Activation{}, s.opError("read activation keys", err)
 	}

@@ -387,6 +387,35 @@ func cmdHealth(ctx context.Context, e *env, o *opts) error {
 	return nil
 }
 
+func cmdPrune(ctx context.Context, e *env, o *opts) error {
+	if o.before == "" {
+		return usagef("prune: give --before DURATION|TIME")
+	}
+	before, err := instant("prune --before", o.before)
+	if err != nil {
+		return err
+	}
+	s, err := e.open(ctx, writing)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := s.Prune(ctx, before)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(e.stdout, res)
+	}
+	moved := "the retention boundary moved there"
+	if !res.Advanced {
+		moved = "the retention boundary was already there or later"
+	}
+	fmt.Fprintf(e.stdout, "pruned %d rows last written before %s (%s)\n",
+		res.Deleted, res.Boundary.UTC().Format(time.RFC3339Nano), moved)
+	return nil
+}
+
 func (e *env) health(ctx context.Context, q core.HealthQuery) (core.Health, error) {
 	s, err := e.open(ctx, readOnly)
 	if err != nil {

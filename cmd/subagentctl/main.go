@@ -50,6 +50,9 @@ commands:
                                          starts at capture_since (or the retention boundary) unless --since is
                                          later (1h: the last hour; or an RFC 3339 instant); the missing and
                                          excess pairs are listed, at most N each (default 20)
+  prune --before DURATION|TIME [--json]  delete the rows last written before the time (90d: use 2160h), in short
+                                         batches, after moving the retention boundary there; health and coverage
+                                         then start at it
   serve [--addr HOST:PORT]               a read-only web view (default 127.0.0.1:7410; port 0 picks a free one);
                                          prints "listening on http://HOST:PORT/", stops on SIGINT or SIGTERM
   demo                                   a self-contained demo in a temporary directory (no flags, no network)
@@ -163,6 +166,10 @@ func init() {
 			fs.StringVar(&o.task, "task", "", "")
 		}, args: none("stats"), run: cmdStats},
 		"activation": {flags: jsonOnly, args: none("activation"), run: cmdActivation},
+		"prune": {flags: func(fs *flag.FlagSet, o *opts) {
+			fs.BoolVar(&o.json, "json", false, "")
+			fs.StringVar(&o.before, "before", "", "")
+		}, args: none("prune"), run: cmdPrune},
 		"health": {flags: func(fs *flag.FlagSet, o *opts) {
 			fs.BoolVar(&o.json, "json", false, "")
 			fs.StringVar(&o.since, "since", "", "")

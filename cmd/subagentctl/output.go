@@ -168,6 +168,9 @@ func printActivation(w io.Writer, a core.Activation) {
 	} else {
 		printKey(w, core.BackfillThroughKey, a.BackfillThrough)
 	}
+	if a.PrunedBefore.Present {
+		printKey(w, core.PrunedBeforeKey, a.PrunedBefore)
+	}
 }
 
 func printHealth(w io.Writer, h core.Health) {

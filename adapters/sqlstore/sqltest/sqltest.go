@@ -132,7 +132,7 @@ func Exercise(t *testing.T, d *Driver) {
 		name  string
 		tests []test
 	}{{"Schema", schemaTests}, {"Errors", errorTests}, {"Migration", migrationTests}, {"Evolution", evolveTests},
-		{"Read", readTests}} {
+		{"Read", readTests}, {"Retention", pruneTests}} {
 		t.Run(group.name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range group.tests {
