@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -146,4 +147,51 @@ func (s *Store) Sessions(ctx context.Context, limit int) ([]core.SessionSummary,
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// Export implements core.Exporter over the rows in memory, in the SQL
+// stores' order: session, then id, byte by byte.
+func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.Subagent, error] {
+	return func(yield func(core.Subagent, error) bool) {
+		if err := q.Validate(); err != nil {
+			yield(core.Subagent{}, &core.OpError{Op: "export", Err: err})
+			return
+		}
+		since, until := core.CeilMicro(q.Since), core.CeilMicro(q.Until)
+		s.mu.RLock()
+		var out []core.Subagent
+		for _, r := range s.rows {
+			c := r.Canonical() // times at the stores' microsecond
+			k := core.ExportKey{TaskSessionID: c.TaskSessionID, ID: c.ID}
+			switch {
+			case !q.Since.IsZero() && c.UpdatedAt.Before(since),
+				!q.Until.IsZero() && !c.UpdatedAt.Before(until),
+				q.After != nil && exportCompare(k, *q.After) <= 0:
+				continue
+			}
+			out = append(out, c)
+		}
+		s.mu.RUnlock()
+		slices.SortFunc(out, func(a, b core.Subagent) int {
+			return exportCompare(core.ExportKey{TaskSessionID: a.TaskSessionID, ID: a.ID},
+				core.ExportKey{TaskSessionID: b.TaskSessionID, ID: b.ID})
+		})
+		for _, r := range out {
+			if err := ctx.Err(); err != nil {
+				yield(core.Subagent{}, &core.OpError{Op: "export", Err: err})
+				return
+			}
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// exportCompare orders export keys: session, then id, byte by byte.
+func exportCompare(a, b core.ExportKey) int {
+	if c := strings.Compare(a.TaskSessionID, b.TaskSessionID); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }

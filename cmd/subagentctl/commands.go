@@ -387,6 +387,62 @@ func cmdHealth(ctx context.Context, e *env, o *opts) error {
 	return nil
 }
 
+func cmdExport(ctx context.Context, e *env, o *opts) error {
+	var q core.ExportQuery
+	for _, b := range []struct {
+		flag, v string
+		into    *time.Time
+	}{{"export --since", o.since, &q.Since}, {"export --until", o.until, &q.Until}} {
+		if b.v == "" {
+			continue
+		}
+		t, err := instant(b.flag, b.v)
+		if err != nil {
+			return err
+		}
+		*b.into = t
+	}
+	switch {
+	case o.format != "jsonl" && o.format != "csv":
+		return usagef("export --format %q: want jsonl or csv", o.format)
+	case (o.afterSession == "") != (o.afterID == ""):
+		return usagef("export: give --after-session and --after-id together")
+	case o.afterSession != "":
+		q.After = &core.ExportKey{TaskSessionID: o.afterSession, ID: o.afterID}
+	}
+	if err := q.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	s, err := e.open(ctx, readOnly)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	w := bufio.NewWriter(e.stdout)
+	write := exportJSONLine(w)
+	if o.format == "csv" {
+		write = exportCSV(w)
+	}
+	n := 0
+	for r, err := range s.Export(ctx, q) {
+		if err != nil {
+			w.Flush()
+			return err
+		}
+		if err := write(&r); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if e.progress {
+		e.warnf("exported %d rows", n)
+	}
+	return nil
+}
+
 func cmdPrune(ctx context.Context, e *env, o *opts) error {
 	if o.before == "" {
 		return usagef("prune: give --before DURATION|TIME")

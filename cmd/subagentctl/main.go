@@ -50,6 +50,9 @@ commands:
                                          starts at capture_since (or the retention boundary) unless --since is
                                          later (1h: the last hour; or an RFC 3339 instant); the missing and
                                          excess pairs are listed, at most N each (default 20)
+  export [--since T] [--until T] [--format jsonl|csv] [--after-session ID --after-id ID]
+                                         every row (last written in [since, until), when given), by session then
+                                         id, byte by byte, streamed; resume after the last row printed
   prune --before DURATION|TIME [--json]  delete the rows last written before the time (90d: use 2160h), in short
                                          batches, after moving the retention boundary there; health and coverage
                                          then start at it
@@ -119,7 +122,8 @@ type opts struct {
 	session, turn, execution string
 	task, addr, agent        string
 	since, until, before     string
-	format                   string
+	format, afterSession     string
+	afterID                  string
 	limit, pairs             int
 	pos                      []string
 }
@@ -166,6 +170,13 @@ func init() {
 			fs.StringVar(&o.task, "task", "", "")
 		}, args: none("stats"), run: cmdStats},
 		"activation": {flags: jsonOnly, args: none("activation"), run: cmdActivation},
+		"export": {flags: func(fs *flag.FlagSet, o *opts) {
+			fs.StringVar(&o.since, "since", "", "")
+			fs.StringVar(&o.until, "until", "", "")
+			fs.StringVar(&o.format, "format", "jsonl", "")
+			fs.StringVar(&o.afterSession, "after-session", "", "")
+			fs.StringVar(&o.afterID, "after-id", "", "")
+		}, args: none("export"), run: cmdExport},
 		"prune": {flags: func(fs *flag.FlagSet, o *opts) {
 			fs.BoolVar(&o.json, "json", false, "")
 			fs.StringVar(&o.before, "before", "", "")

@@ -190,9 +190,50 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 				TurnID: "turn-1", Metadata: &meta, CreatedAt: time.Now().UTC().Add(time.Minute)}},
 		)
 		r = cli(t, "", db, "health").want(t, 1)
-		if !strings.Contains(r.stdout, "SHORTFALL") {
-			t.Errorf("health:\n%s", r.stdout)
+		if !strings.Contains(r.stdout, "SHORTFALL") || !strings.Contains(r.stdout, "s1  toolu_unseen") {
+			t.Errorf("health, the missing pair named:\n%s", r.stdout)
 		}
+		r = cli(t, "", db, "health", "--json", "--pairs", "1").want(t, 1)
+		if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || len(h.Missing) != 1 ||
+			h.Missing[0].ToolCallID != "toolu_unseen" {
+			t.Errorf("health --json --pairs 1: %+v %v", h, err)
+		}
+		// A window that starts after the unseen message: healthy again.
+		cli(t, "", db, "health", "--since", time.Now().UTC().Add(2*time.Minute).Format(time.RFC3339Nano)).want(t, 0)
+		cli(t, "", db, "health", "--since", "yesterday-ish").want(t, 2)
+
+		// Export: every row, by session then id; CSV with a header; resumed
+		// after the first row.
+		r = cli(t, "", db, "export").want(t, 0)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		var first core.Subagent
+		if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || len(lines) != 2 {
+			t.Fatalf("export: %v\n%s", err, r.stdout)
+		}
+		r = cli(t, "", db, "export", "--format", "csv").want(t, 0)
+		if !strings.HasPrefix(r.stdout, "id,task_session_id,task_id,turn_id,agent_execution_id,") ||
+			strings.Count(r.stdout, "\n") != 3 {
+			t.Errorf("export --format csv:\n%s", r.stdout)
+		}
+		r = cli(t, "", db, "export", "--after-session", first.TaskSessionID, "--after-id", first.ID).want(t, 0)
+		if strings.Count(r.stdout, "\n") != 1 || strings.Contains(r.stdout, first.ID) {
+			t.Errorf("export resumed after the first row:\n%s", r.stdout)
+		}
+		cli(t, "", db, "export", "--format", "xml").want(t, 2)
+
+		// Prune up to now (the frames here were observed after it: they
+		// stay; the dialect suites check what goes): the boundary is
+		// recorded, and health starts at it.
+		r = cli(t, "", db, "prune", "--before", "0s", "--json").want(t, 0)
+		var pr core.PruneResult
+		if err := json.Unmarshal([]byte(r.stdout), &pr); err != nil || pr.Deleted != 0 || !pr.Advanced {
+			t.Errorf("prune --json: %+v %v\n%s", pr, err, r.stdout)
+		}
+		if r = cli(t, "", db, "activation").want(t, 0); !strings.Contains(r.stdout, core.PrunedBeforeKey) {
+			t.Errorf("activation after a prune:\n%s", r.stdout)
+		}
+		cli(t, "", db, "prune", "--before", "-1h").want(t, 2)
+		cli(t, "", db, "prune").want(t, 2)
 		// An error: a table name the database does not have.
 		cli(t, "", db, "--meta-table=no_such_meta", "health").want(t, 2)
 	})

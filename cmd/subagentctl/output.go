@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -211,4 +213,56 @@ func printHealth(w io.Writer, h core.Health) {
 	}
 	pairs("missing", h.Missing, h.Shortfall)
 	pairs("excess", h.Extra, h.Excess)
+}
+
+// exportJSONLine writes each row as one JSON object per line.
+func exportJSONLine(w io.Writer) func(*core.Subagent) error {
+	enc := json.NewEncoder(w)
+	return func(r *core.Subagent) error { return enc.Encode(r) }
+}
+
+// exportCSV writes a header of the table's columns, then each row: NULL
+// as an empty field, times in RFC 3339 UTC with microseconds, is_async as
+// true or false.
+func exportCSV(w io.Writer) func(*core.Subagent) error {
+	c := csv.NewWriter(w)
+	header := true
+	record := make([]string, len(core.Columns))
+	return func(r *core.Subagent) error {
+		if header {
+			for i, col := range core.Columns {
+				record[i] = col.Name
+			}
+			if err := c.Write(record); err != nil {
+				return err
+			}
+			header = false
+		}
+		for i, col := range core.Columns {
+			record[i] = csvValue(col, r)
+		}
+		if err := c.Write(record); err != nil {
+			return err
+		}
+		c.Flush()
+		return c.Error()
+	}
+}
+
+func csvValue(col core.Column, r *core.Subagent) string {
+	if col.IsNull(r) {
+		return ""
+	}
+	switch v := col.Value(r).(type) {
+	case time.Time:
+		return v.UTC().Format(timeLayout)
+	case int64:
+		if col.Type == core.Bool {
+			return strconv.FormatBool(v == 1)
+		}
+		return strconv.FormatInt(v, 10)
+	case string:
+		return v
+	}
+	return col.Format(r)
 }

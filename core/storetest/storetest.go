@@ -92,6 +92,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Seam_AC31_UnknownExecutionMergesWithoutAdopting", testSeamUnknownExecution},
 		{"Seam_AC31_LiveRowsNeverAdopted", testSeamLiveRowsApart},
 		{"AC26_RecorderAnswersAlike", testRecorderAlike},
+		{"ExportInByteOrderResumable", testExport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

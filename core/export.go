@@ -1,0 +1,40 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+)
+
+// ExportQuery selects the rows an export streams: those last written
+// (updated_at) in [Since, Until) — zero bounds are open — after the key
+// After, in ExportKey order.
+type ExportQuery struct {
+	Since, Until time.Time
+	After        *ExportKey
+}
+
+// ExportKey is a row's place in an export: its session and id, each
+// compared byte by byte, the session first. An export resumes after the
+// last key it printed.
+type ExportKey struct {
+	TaskSessionID string `json:"task_session_id"`
+	ID            string `json:"id"`
+}
+
+// Validate checks the query, naming what is wrong.
+func (q ExportQuery) Validate() error {
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		return fmt.Errorf("export: since %s is not before until %s",
+			q.Since.UTC().Format(time.RFC3339Nano), q.Until.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// Exporter streams every row in scope in a stable order, in constant
+// memory (docs/CONTRACT.md §3.3): the SQL stores and the memory store
+// implement it. The iteration stops at the first error, which it yields.
+type Exporter interface {
+	Export(ctx context.Context, q ExportQuery) iter.Seq2[Subagent, error]
+}
