@@ -24,6 +24,7 @@ import (
 type config struct {
 	sessions int   // recorder throughput: sessions of kandevtest.Stream (28 frames each)
 	stores   []int // backfill/health: message counts
+	operate  int   // health windows, export and sizes: messages and rows
 	runs     int
 	dialects []string
 	pgAdmin  string
@@ -32,9 +33,9 @@ type config struct {
 }
 
 var sizes = map[string]config{
-	"tiny":  {sessions: 10, stores: []int{2000}, runs: 1, tiny: true},
-	"small": {sessions: 300, stores: []int{10_000, 100_000}, runs: 3},
-	"full":  {sessions: 1200, stores: []int{10_000, 100_000, 300_000}, runs: 5},
+	"tiny":  {sessions: 10, stores: []int{2000}, operate: 2000, runs: 1, tiny: true},
+	"small": {sessions: 300, stores: []int{10_000, 100_000}, operate: 100_000, runs: 3},
+	"full":  {sessions: 1200, stores: []int{10_000, 100_000, 300_000}, operate: 1_000_000, runs: 5},
 }
 
 func main() {
@@ -42,7 +43,7 @@ func main() {
 	runs := flag.Int("runs", 0, "runs per figure (default: the size's)")
 	dialects := flag.String("dialects", "sqlite,postgres", "comma-separated")
 	only := flag.String(
-		"only", "", "comma-separated measures to run: record, view, throughput, upsert, history (default all)",
+		"only", "", "comma-separated measures to run: record, view, throughput, upsert, history, operate (default all)",
 	)
 	flag.Parse()
 	c, ok := sizes[*size]
@@ -87,6 +88,13 @@ func main() {
 				log.Fatalf("upsert %s: %v", d, err)
 			}
 			rows = append(rows, r)
+		}
+		if want("operate") {
+			rs, err := benchOperate(ctx, c, d)
+			if err != nil {
+				log.Fatalf("operate %s: %v", d, err)
+			}
+			rows = append(rows, rs...)
 		}
 		if want("history") {
 			rs, err := benchHistory(ctx, c, d)

@@ -59,10 +59,11 @@ func (Dialect) HostInstant(x string) string {
 	)
 }
 
-// HostTimeFloor implements sqlstore.MessageView: two days before t, which
-// whatever the column's type (timestamp read in any session time zone, or
-// timestamptz) is at or below every message created at or after t.
-func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC().Add(-48 * time.Hour) }
+// HostTimeFloor implements sqlstore.MessageView: t itself. Compared with
+// the column, the value takes its type: a timestamptz compares as the
+// instant, and a timestamp as its UTC wall time, which is how HostInstant
+// reads one.
+func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC() }
 
 // HostInstantArg implements sqlstore.MessageView: host instants are
 // microseconds, so the bound is t rounded up to the next one.

@@ -25,13 +25,13 @@ const instantLayout = "2006-01-02T15:04:05.000000000Z"
 // history.ParseHostTime.
 func (Dialect) HostInstant(x string) string { return "subagentctx_instant(CAST(" + x + " AS TEXT))" }
 
-// HostTimeFloor implements sqlstore.MessageView: the date two days before t,
-// as text. Every form history.ParseHostTime reads begins with the date, and
-// no offset moves it by two days, so the text of every message created at
-// or after t compares at or above it.
-func (Dialect) HostTimeFloor(t time.Time) any {
-	return t.UTC().Add(-48 * time.Hour).Format(time.DateOnly)
-}
+// HostTimeFloor implements sqlstore.MessageView: the hour fourteen hours
+// before t, as "YYYY-MM-DD HH" text. Every form history.ParseHostTime
+// reads begins with the date and the hour, after a space or a T (which
+// sorts above the space), and no offset puts a local time more than 12
+// hours before its instant, so the text of every message created at or
+// after t compares at or above it.
+func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC().Add(-14 * time.Hour).Format("2006-01-02 15") }
 
 // HostInstantArg implements sqlstore.MessageView.
 func (Dialect) HostInstantArg(t time.Time) any { return t.UTC().Format(instantLayout) }

@@ -36,10 +36,16 @@ import (
 // sessions), where a shard's own snapshot is the most a statement gets
 // anyway.
 func (s *Store) healthStatements(since time.Time, pairs int, distributed bool) []statement {
-	floor, rowFloor := s.d.HostTimeFloor(since), since.Add(-24*time.Hour)
-	activeSessions := `SELECT x.task_session_id FROM ` + quote(s.tables.Messages) + ` x WHERE x.created_at >= ?
+	// The raw columns find the candidates through their indexes (a
+	// superset: the floors); the instants then decide, so that only the
+	// sessions truly active in the window are read whole.
+	floor, rowFloor := s.d.HostTimeFloor(since), since.Add(-time.Second)
+	host, us := s.d.HostInstantArg(since), core.CeilMicro(since).UnixMicro()
+	activeArgs := []any{floor, host, rowFloor, us}
+	activeSessions := `SELECT x.task_session_id FROM ` + quote(s.tables.Messages) + ` x
+		WHERE x.created_at >= ? AND ` + s.d.HostInstant("x.created_at") + ` >= ?
 	UNION
-	SELECT y.task_session_id FROM ` + Table + ` y WHERE y.observed_at >= ?`
+	SELECT y.task_session_id FROM ` + Table + ` y WHERE y.observed_at >= ? AND ` + s.d.Instant("y.observed_at") + ` >= ?`
 	counts := `SELECT 0 AS part,
 	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
 	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
@@ -68,7 +74,7 @@ FROM `
 		active := func(alias string) string {
 			return alias + `.task_session_id IN (` + activeSessions + `)`
 		}
-		grouped, args := s.pairFlags(since, active("m"), active("t"), []any{floor, rowFloor})
+		grouped, args := s.pairFlags(since, active("m"), active("t"), activeArgs)
 		return []statement{
 			{counts + `(` + grouped + `) p`, args},
 			{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args},
@@ -86,7 +92,7 @@ SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
 UNION ALL
 SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
 ORDER BY 1`
-	return []statement{{q, append([]any{floor, rowFloor}, args...)}}
+	return []statement{{q, append(activeArgs, args...)}}
 }
 
 // statement is an SQL statement with its arguments.
