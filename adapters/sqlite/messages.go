@@ -31,7 +31,9 @@ func (Dialect) HostInstant(x string) string { return "subagentctx_instant(CAST("
 // sorts above the space), and no offset puts a local time more than 12
 // hours before its instant, so the text of every message created at or
 // after t compares at or above it.
-func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC().Add(-14 * time.Hour).Format("2006-01-02 15") }
+func (Dialect) HostTimeFloor(t time.Time) any {
+	return t.UTC().Add(-14 * time.Hour).Format("2006-01-02 15")
+}
 
 // HostInstantArg implements sqlstore.MessageView.
 func (Dialect) HostInstantArg(t time.Time) any { return t.UTC().Format(instantLayout) }
