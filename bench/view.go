@@ -10,7 +10,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/internal/web"
+	"github.com/subagentctx/subagentctx/webview"
 )
 
 // benchView measures the web view's page for a large session (600
@@ -36,7 +36,7 @@ func benchView() result {
 		}
 		rec.Record(context.Background(), f)
 	}
-	h := web.New(s)
+	h := webview.New(s)
 	page := testing.Benchmark(func(b *testing.B) {
 		for b.Loop() {
 			w := httptest.NewRecorder()

@@ -56,8 +56,10 @@ commands:
   prune --before DURATION|TIME [--json]  delete the rows last written before the time (90d: use 2160h), in short
                                          batches, after moving the retention boundary there; health and coverage
                                          then start at it
-  serve [--addr HOST:PORT]               a read-only web view (default 127.0.0.1:7410; port 0 picks a free one);
-                                         prints "listening on http://HOST:PORT/", stops on SIGINT or SIGTERM
+  serve [--addr HOST:PORT] [--base-path /PATH]
+                                         a read-only web view (default 127.0.0.1:7410; port 0 picks a free one),
+                                         under /PATH behind a reverse proxy; prints "listening on
+                                         http://HOST:PORT/PATH/", stops on SIGINT or SIGTERM
   demo                                   a self-contained demo in a temporary directory (no flags, no network)
   version                                the version (also --version)
   help [COMMAND]                         this text
@@ -123,7 +125,7 @@ type opts struct {
 	task, addr, agent        string
 	since, until, before     string
 	format, afterSession     string
-	afterID                  string
+	afterID, basePath        string
 	limit, pairs             int
 	pos                      []string
 }
@@ -186,8 +188,10 @@ func init() {
 			fs.StringVar(&o.since, "since", "", "")
 			fs.IntVar(&o.pairs, "pairs", 0, "")
 		}, args: none("health"), run: cmdHealth},
-		"serve": {flags: func(fs *flag.FlagSet, o *opts) { fs.StringVar(&o.addr, "addr", defaultAddr, "") },
-			args: none("serve"), run: cmdServe},
+		"serve": {flags: func(fs *flag.FlagSet, o *opts) {
+			fs.StringVar(&o.addr, "addr", defaultAddr, "")
+			fs.StringVar(&o.basePath, "base-path", "", "")
+		}, args: none("serve"), run: cmdServe},
 		"demo":    {flags: func(*flag.FlagSet, *opts) {}, args: none("demo"), run: cmdDemo, noDB: true},
 		"version": {flags: func(*flag.FlagSet, *opts) {}, args: none("version"), run: cmdVersion, noDB: true},
 		"help": {flags: func(*flag.FlagSet, *opts) {}, noDB: true, run: cmdHelp, args: func(pos []string) error {

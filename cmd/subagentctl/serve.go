@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
-	"github.com/subagentctx/subagentctx/internal/web"
+	"github.com/subagentctx/subagentctx/webview"
 )
 
 // defaultAddr keeps the view on this machine unless asked otherwise.
@@ -29,12 +30,12 @@ func cmdServe(ctx context.Context, e *env, o *opts) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           web.New(s, web.WithLogger(e.logger())),
+		Handler:           webview.New(s, webview.WithLogger(e.logger()), webview.WithPrefix(o.basePath)),
 		ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	fmt.Fprintf(e.stdout, "listening on http://%s/\n", l.Addr())
+	fmt.Fprintf(e.stdout, "listening on http://%s%s/\n", l.Addr(), strings.TrimRight(o.basePath, "/"))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	select {

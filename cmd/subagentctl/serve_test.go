@@ -44,8 +44,9 @@ func TestServe(t *testing.T) {
 		).want(t, 0)
 		before := e.Count(t)
 
-		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-			cmd := exec.Command(binary, "--db", dsn, "serve", "--addr", "127.0.0.1:0")
+		// SIGINT at the root, SIGTERM below a base path (behind a proxy).
+		for sig, basePath := range map[syscall.Signal]string{syscall.SIGINT: "", syscall.SIGTERM: "/admin/subagents"} {
+			cmd := exec.Command(binary, "--db", dsn, "serve", "--addr", "127.0.0.1:0", "--base-path", basePath)
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -60,13 +61,14 @@ func TestServe(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatalf("no first line: %v\n%s", err, stderr.String())
 			}
-			m := regexp.MustCompile(`^listening on (http://127\.0\.0\.1:[1-9][0-9]*/)\n$`).FindStringSubmatch(line)
+			m := regexp.MustCompile(`^listening on (http://127\.0\.0\.1:[1-9][0-9]*` + regexp.QuoteMeta(basePath) +
+				`/)\n$`).FindStringSubmatch(line)
 			if m == nil {
 				cmd.Process.Kill()
-				t.Fatalf("first line %q, want \"listening on http://127.0.0.1:PORT/\"", line)
+				t.Fatalf("first line %q, want \"listening on http://127.0.0.1:PORT%s/\"", line, basePath)
 			}
 			base := m[1]
-			for _, path := range []string{"", "sessions/s1"} {
+			for _, path := range []string{"", "session?id=s1", "style.css"} {
 				res, err := http.Get(base + path)
 				if err != nil {
 					t.Fatal(err)
@@ -74,12 +76,13 @@ func TestServe(t *testing.T) {
 				body, _ := io.ReadAll(res.Body)
 				res.Body.Close()
 				page := string(body)
-				if res.StatusCode != 200 || !strings.Contains(page, "s1") || strings.Contains(page, "<script>") ||
+				if res.StatusCode != 200 || path != "style.css" && !strings.Contains(page, "s1") ||
+					strings.Contains(page, "<script>") ||
 					strings.Contains(page, "S3cretPw") || strings.Contains(page, e.DSN) {
 					t.Errorf("%s: %d, or a script or the DSN in the page:\n%s", path, res.StatusCode, page)
 				}
 			}
-			res, err := http.Post(base+"sessions/s1", "text/plain", strings.NewReader("x"))
+			res, err := http.Post(base+"session?id=s1", "text/plain", strings.NewReader("x"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,64 +24,100 @@ type Node struct {
 // Build groups rows (in AC-13 order) by turn, in order of each turn's first
 // row, and nests each row under the row of its parent tool call id in the
 // same session and execution (wherever that row's turn is). A row whose
-// parent is not among the rows is a root of its own turn.
+// parent is not among the rows is a root of its own turn; so is the first
+// row (in row order) of a cycle of parent links, which no tree can hold.
+// Linear in the rows: a chain of thirty thousand nests as fast as a flat
+// turn.
 func Build(rows []core.Subagent) []Turn {
 	nodes := make([]*Node, len(rows))
-	byKey := map[core.RowKey]*Node{}
+	byKey := make(map[core.RowKey]int, len(rows))
 	for i, r := range rows {
 		nodes[i] = &Node{Row: r}
-		byKey[r.Key()] = nodes[i]
+		byKey[r.Key()] = i
+	}
+	parent := make([]int, len(rows))
+	for i, r := range rows {
+		parent[i] = -1
+		if p := r.ParentToolCallID; p != nil {
+			k := core.RowKey{TaskSessionID: r.TaskSessionID, AgentExecutionID: r.AgentExecutionID, ToolCallID: *p}
+			if j, ok := byKey[k]; ok && j != i {
+				parent[i] = j
+			}
+		}
+	}
+	// Whatever no root reaches is on a cycle, or below one: its first row
+	// becomes a root, cutting the link that closed the cycle.
+	reached := make([]bool, len(rows))
+	children := make([][]int, len(rows))
+	for i, p := range parent {
+		if p >= 0 {
+			children[p] = append(children[p], i)
+		}
+	}
+	mark := func(root int) {
+		stack := []int{root}
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if reached[i] {
+				continue
+			}
+			reached[i] = true
+			stack = append(stack, children[i]...)
+		}
+	}
+	for i, p := range parent {
+		if p < 0 {
+			mark(i)
+		}
+	}
+	for i := range parent {
+		if !reached[i] {
+			parent[i] = -1
+			mark(i)
+		}
 	}
 	var turns []Turn
 	index := map[string]int{}
-	for _, n := range nodes {
-		r := n.Row
-		if p := r.ParentToolCallID; p != nil {
-			parent := byKey[core.RowKey{TaskSessionID: r.TaskSessionID, AgentExecutionID: r.AgentExecutionID, ToolCallID: *p}]
-			if parent != nil && parent != n && !descends(parent, n) {
-				parent.Children = append(parent.Children, n)
-				continue
-			}
+	for i, n := range nodes {
+		if p := parent[i]; p >= 0 {
+			nodes[p].Children = append(nodes[p].Children, n)
+			continue
 		}
 		turn := ""
-		if r.TurnID != nil {
-			turn = *r.TurnID
+		if t := n.Row.TurnID; t != nil {
+			turn = *t
 		}
-		i, ok := index[turn]
+		k, ok := index[turn]
 		if !ok {
-			i = len(turns)
-			index[turn] = i
+			k = len(turns)
+			index[turn] = k
 			turns = append(turns, Turn{TurnID: turn})
 		}
-		turns[i].Roots = append(turns[i].Roots, n)
+		turns[k].Roots = append(turns[k].Roots, n)
 	}
 	for i := range turns {
 		for _, root := range turns[i].Roots {
-			turns[i].Count += count(root, 0)
+			turns[i].Count += count(root)
 		}
 	}
 	return turns
 }
 
-// descends reports whether a is n or nested under it: a parent link that
-// would close a cycle is ignored.
-func descends(a, n *Node) bool {
-	if a == n {
-		return true
-	}
-	for _, c := range n.Children {
-		if descends(a, c) {
-			return true
+// count sets the depth of root's subtree and returns its size, without
+// recursion (a chain may be as long as the rows).
+func count(root *Node) int {
+	total := 0
+	stack := []*Node{root}
+	root.Depth = 0
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		total++
+		for _, c := range n.Children {
+			c.Depth = n.Depth + 1
+			stack = append(stack, c)
 		}
-	}
-	return false
-}
-
-func count(n *Node, depth int) int {
-	n.Depth = depth
-	total := 1
-	for _, c := range n.Children {
-		total += count(c, depth+1)
 	}
 	return total
 }

@@ -1,10 +1,12 @@
-package web_test
+package webview_test
 
 import (
 	"bytes"
 	"context"
 	"flag"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +17,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/internal/testenv"
-	"github.com/subagentctx/subagentctx/internal/web"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/webview"
 )
 
 // The README's screenshot is written with
@@ -69,10 +71,15 @@ func TestInBrowser(t *testing.T) {
 	frames := kandevtest.Stream("demo-", t0)
 	testenv.Record(t, s, frames)
 	testenv.Record(t, s, hostileFrames("evil"))
-	srv := httptest.NewServer(web.New(s))
+	// Mounted as a host mounts it: below a prefix of its own server.
+	const prefix = "/admin/subagents"
+	mux := http.NewServeMux()
+	mux.Handle(prefix+"/", webview.New(s, webview.WithPrefix(prefix)))
+	srv := httptest.NewServer(mux)
 	defer srv.Close()
+	page := func(id string) string { return srv.URL + prefix + "/session?id=" + url.QueryEscape(id) }
 
-	dom := string(headless(t, bin, srv.URL+"/sessions/demo-sess", "--dump-dom", "--virtual-time-budget=2000"))
+	dom := string(headless(t, bin, page("demo-sess"), "--dump-dom", "--virtual-time-budget=2000"))
 	rows, _ := s.ListBySession(context.Background(), "demo-sess", pageAll)
 	if n := strings.Count(dom, `<rect class="bar"`); n != len(rows) {
 		t.Errorf("the browser's document has %d bars for %d rows", n, len(rows))
@@ -91,7 +98,7 @@ func TestInBrowser(t *testing.T) {
 	} {
 		sess := "pwn-" + regexp.MustCompile(`\W`).ReplaceAllString(h, "")[:8]
 		testenv.Record(t, s, hostileTitle(sess, h))
-		dom := string(headless(t, bin, srv.URL+"/sessions/"+sess, "--dump-dom", "--virtual-time-budget=2000"))
+		dom := string(headless(t, bin, page(sess), "--dump-dom", "--virtual-time-budget=2000"))
 		if strings.Contains(dom, "pwned</title>") || !strings.Contains(dom, "<title>"+sess) {
 			t.Errorf("%q ran in the browser: the title changed", h)
 		}
@@ -102,8 +109,8 @@ func TestInBrowser(t *testing.T) {
 			}
 		}
 	}
-	dom = string(headless(t, bin, srv.URL+"/", "--dump-dom", "--virtual-time-budget=2000"))
-	if !strings.Contains(dom, `href="/sessions/demo-sess"`) ||
+	dom = string(headless(t, bin, srv.URL+prefix+"/", "--dump-dom", "--virtual-time-budget=2000"))
+	if !strings.Contains(dom, `href="`+prefix+`/session?id=demo-sess"`) ||
 		!strings.Contains(dom, "<title>overview · subagentctx</title>") {
 		t.Error("the overview in the browser lacks its title or the session's link")
 	}
@@ -116,7 +123,7 @@ func TestInBrowser(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		headless(t, bin, srv.URL+"/sessions/demo-sess", "--screenshot="+path, "--window-size=1280,1000")
+		headless(t, bin, page("demo-sess"), "--screenshot="+path, "--window-size=1280,1000")
 		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
 			t.Fatalf("no screenshot at %s: %v", path, err)
 		}

@@ -1,4 +1,4 @@
-package web
+package webview
 
 import (
 	"fmt"
@@ -81,16 +81,17 @@ func layout(t fanout.Turn, index int) turnView {
 			v.End = end
 		}
 	}
-	span := v.End.Sub(v.Start)
+	// In seconds as floats: a time.Duration saturates at 292 years, and a
+	// quarter of a span over 73 years would overflow it.
+	span := seconds(v.Start, v.End)
 	if span <= 0 {
-		span = time.Second
+		span = 1
 	}
 	x := func(at time.Time) float64 {
-		return tenth(labelWidth + float64(at.Sub(v.Start))/float64(span)*plotWidth)
+		return tenth(labelWidth + seconds(v.Start, at)/span*plotWidth)
 	}
 	for i := range 5 {
-		d := span * time.Duration(i) / 4
-		v.Ticks = append(v.Ticks, tick{X: labelWidth + float64(i)*plotWidth/4, Label: since(d)})
+		v.Ticks = append(v.Ticks, tick{X: labelWidth + float64(i)*plotWidth/4, Label: since(span * float64(i) / 4)})
 	}
 	for i, n := range order {
 		r := n.Row
@@ -162,12 +163,17 @@ func title(r core.Subagent) string {
 	if r.SettledAt == nil {
 		b.WriteString(", not settled")
 	} else {
-		fmt.Fprintf(&b, ", settled after %s", r.SettledAt.Sub(r.ObservedAt).Round(time.Millisecond))
+		fmt.Fprintf(&b, ", settled after %s", strings.TrimPrefix(since(seconds(r.ObservedAt, *r.SettledAt)), "+"))
 	}
 	fmt.Fprintf(
 		&b, "; tokens %s, tool uses %s, duration_ms %s", num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs),
 	)
 	return b.String()
+}
+
+// seconds is b - a in seconds, for any two instants of years 1-9999.
+func seconds(a, b time.Time) float64 {
+	return float64(b.Unix()-a.Unix()) + float64(b.Nanosecond()-a.Nanosecond())/1e9
 }
 
 // tenth rounds a coordinate to a tenth of a unit: finer than any screen,

@@ -1,11 +1,13 @@
-package web_test
+package webview_test
 
 import (
 	"context"
 	"errors"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,8 +17,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
-	"github.com/subagentctx/subagentctx/internal/web"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/webview"
 )
 
 // Texts an agent could put in any stored field; each must render as
@@ -95,13 +97,19 @@ func checkInert(t *testing.T, page, body string) {
 // command line serves (memory too, as a host's test would) and checks
 // what they show.
 func TestPages(t *testing.T) {
-	t.Run("memory", func(t *testing.T) { exercisePages(t, memory.New(), func(string) {}) })
+	t.Run("memory", func(t *testing.T) {
+		for _, prefix := range []string{"", "/admin/subagents"} {
+			exercisePages(t, memory.New(), prefix, func(string) {})
+		}
+	})
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		exercisePages(t, e.Store, func(id string) { e.Session(t, id) })
+		for _, prefix := range []string{"", "/admin/subagents"} {
+			exercisePages(t, e.Store, prefix, func(id string) { e.Session(t, id) })
+		}
 	})
 }
 
-func exercisePages(t *testing.T, s web.Source, session func(id string)) {
+func exercisePages(t *testing.T, s webview.Source, prefix string, session func(id string)) {
 	frames := kandevtest.Stream("demo-", t0)
 	sess := frames[0].TaskSessionID
 	bad := "evil-" + hostile[0]
@@ -109,9 +117,10 @@ func exercisePages(t *testing.T, s web.Source, session func(id string)) {
 	session(bad)
 	testenv.Record(t, s, frames)
 	testenv.Record(t, s, hostileFrames(bad))
-	h := web.New(s)
+	h := webview.New(s, webview.WithPrefix(prefix))
+	page := func(id string) string { return prefix + "/session?id=" + url.QueryEscape(id) }
 
-	res, body := get(t, h, "GET", "/")
+	res, body := get(t, h, "GET", prefix+"/")
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("overview: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
 	}
@@ -120,7 +129,7 @@ func exercisePages(t *testing.T, s web.Source, session func(id string)) {
 		t.Errorf("overview: Content-Security-Policy %q, want no script source at all", csp)
 	}
 	for _, want := range []string{
-		`href="/sessions/demo-sess"`, `href="/sessions/evil-%3Cscript%3Ealert%281%29%3C%2Fscript%3E"`, "Health", "Activation",
+		`href="` + page("demo-sess") + `"`, `href="` + page(bad) + `"`, "Health", "Activation",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("overview: %q missing", want)
@@ -128,10 +137,11 @@ func exercisePages(t *testing.T, s web.Source, session func(id string)) {
 	}
 	checkInert(t, "overview", body)
 
-	res, body = get(t, h, "GET", "/sessions/"+sess)
+	res, body = get(t, h, "GET", page(sess))
 	if res.StatusCode != 200 {
 		t.Fatalf("session page: %d\n%s", res.StatusCode, body)
 	}
+	crawl(t, h, prefix)
 	rows, err := s.ListBySession(context.Background(), sess, core.Page{})
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +179,7 @@ func exercisePages(t *testing.T, s web.Source, session func(id string)) {
 		t.Error("session page: no label is indented, although the stream nests a subagent")
 	}
 
-	res, body = get(t, h, "GET", "/sessions/evil-%3Cscript%3Ealert%281%29%3C%2Fscript%3E")
+	res, body = get(t, h, "GET", page(bad))
 	if res.StatusCode != 200 {
 		t.Fatalf("hostile session page: %d", res.StatusCode)
 	}
@@ -180,12 +190,12 @@ func exercisePages(t *testing.T, s web.Source, session func(id string)) {
 		}
 	}
 
-	if res, _ := get(t, h, "GET", "/sessions/nobody"); res.StatusCode != 404 {
+	if res, _ := get(t, h, "GET", page("nobody")); res.StatusCode != 404 {
 		t.Errorf("unknown session: %d, want 404", res.StatusCode)
 	}
 	before, _ := s.ListBySession(context.Background(), sess, core.Page{})
 	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
-		if res, _ := get(t, h, m, "/sessions/"+sess); res.StatusCode != http.StatusMethodNotAllowed {
+		if res, _ := get(t, h, m, page(sess)); res.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("%s: %d, want 405", m, res.StatusCode)
 		}
 	}
@@ -193,8 +203,61 @@ func exercisePages(t *testing.T, s web.Source, session func(id string)) {
 	if len(after) != len(before) {
 		t.Errorf("requests changed the store: %d rows, then %d", len(before), len(after))
 	}
-	if res, body := get(t, h, "GET", "/style.css"); res.StatusCode != 200 || !strings.Contains(body, ".bar") {
+	if res, body := get(t, h, "GET", prefix+"/style.css"); res.StatusCode != 200 || !strings.Contains(body, ".bar") {
 		t.Errorf("style.css: %d", res.StatusCode)
+	}
+	if res, _ := get(t, h, "HEAD", prefix+"/"); res.StatusCode != 200 {
+		t.Errorf("HEAD: %d, want 200", res.StatusCode)
+	}
+	if prefix != "" {
+		if res, _ := get(t, h, "GET", "/style.css"); res.StatusCode != 404 {
+			t.Errorf("outside the prefix: %d, want 404", res.StatusCode)
+		}
+	}
+	// Any session id opens its page: dot segments, slashes, percents,
+	// a kilobyte of it.
+	for _, id := range []string{"..", ".", "a/b", "/", "%2e%2e", "100%", strings.Repeat("é/", 170)} {
+		session(id)
+		testenv.Record(t, s, []core.Frame{{TaskSessionID: id, TaskID: "t", ToolCallID: "c", ObservedAt: t0}})
+		if res, body := get(t, h, "GET", page(id)); res.StatusCode != 200 || !strings.Contains(body, escape(id)) {
+			t.Errorf("session %q: %d", id, res.StatusCode)
+		}
+	}
+}
+
+// crawl follows every link and asset of every page reachable from the
+// overview, under the prefix: each must answer 200.
+func crawl(t *testing.T, h http.Handler, prefix string) {
+	t.Helper()
+	link := regexp.MustCompile(`(?:href|src)="([^"#][^"]*)"`)
+	seen := map[string]bool{}
+	todo := []string{prefix + "/"}
+	for len(todo) > 0 && len(seen) < 200 {
+		at := todo[0]
+		todo = todo[1:]
+		if seen[at] {
+			continue
+		}
+		seen[at] = true
+		res, body := get(t, h, "GET", at)
+		if res.StatusCode != 200 {
+			t.Errorf("crawling under %q: %s answers %d", prefix, at, res.StatusCode)
+			continue
+		}
+		if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			continue
+		}
+		for _, m := range link.FindAllStringSubmatch(body, -1) {
+			u := html.UnescapeString(m[1])
+			if !strings.HasPrefix(u, prefix+"/") {
+				t.Errorf("crawling under %q: %s links to %s, outside the prefix", prefix, at, u)
+				continue
+			}
+			todo = append(todo, u)
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("crawling under %q found only %v", prefix, seen)
 	}
 }
 
@@ -217,8 +280,8 @@ func (failing) ListBySession(context.Context, string, core.Page) ([]core.Subagen
 // TestErrorsNameNoDatabase: a store that fails shows a plain error page,
 // never its error (which may hold a DSN and its password).
 func TestErrorsNameNoDatabase(t *testing.T) {
-	h := web.New(failing{memory.New()})
-	for _, path := range []string{"/", "/sessions/s"} {
+	h := webview.New(failing{memory.New()})
+	for _, path := range []string{"/", "/session?id=s"} {
 		res, body := get(t, h, "GET", path)
 		if res.StatusCode != 500 || strings.Contains(body, "s3cret") || strings.Contains(body, "postgres://") {
 			t.Errorf("%s: %d %q", path, res.StatusCode, body)
@@ -242,7 +305,7 @@ func TestLargeSession(t *testing.T) {
 			Payload:    &core.Payload{SubagentType: "worker"}})
 	}
 	testenv.Record(t, s, frames)
-	res, body := get(t, web.New(s), "GET", "/sessions/big")
+	res, body := get(t, webview.New(s), "GET", "/session?id=big")
 	if res.StatusCode != 200 || strings.Count(body, `<rect class="bar"`) != 600 {
 		t.Fatalf("%d, %d bars", res.StatusCode, strings.Count(body, `<rect class="bar"`))
 	}

@@ -1,11 +1,16 @@
-// Package web is subagentctl's read-only view of a store: an overview
-// (activation, health, counts, the sessions with their fan-out and
-// coverage) and, per session, each turn's fan-out as an SVG timeline
+// Package webview is a read-only view of a store, as an http.Handler a
+// host mounts in its own server (or subagentctl serve runs alone): an
+// overview (activation, health, counts, the sessions with their fan-out
+// and coverage) and, per session, each turn's fan-out as an SVG timeline
 // beside the rows' details. Pages are rendered on the server with
 // html/template (every stored text comes from agents and is escaped as
 // text); they carry no script, and a Content-Security-Policy forbids any.
-// Templates and the stylesheet are embedded: nothing is fetched.
-package web
+// Templates and the stylesheet are embedded: nothing is fetched. It has
+// no authentication of its own: mount it behind the host's middleware.
+// Opt-in, like package acp: the library's other packages do not link it.
+//
+//	mux.Handle("/admin/subagents/", requireAdmin(webview.New(store, webview.WithPrefix("/admin/subagents"))))
+package webview
 
 import (
 	"bytes"
@@ -18,6 +23,9 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
+	"path"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
@@ -33,12 +41,13 @@ type Source interface {
 //go:embed assets
 var assets embed.FS
 
+// pages are the templates; each handler binds url to its prefix.
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"sessionURL": func(id string) string { return "/sessions/" + url.PathEscape(id) },
+	"url":        func(string) string { return "" },
+	"sessionURL": func(string) string { return "" },
 	"when":       when,
 	"num":        num,
 	"text":       text,
-	"since":      since,
 }).ParseFS(assets, "assets/*.html"))
 
 // Option configures the view.
@@ -51,43 +60,81 @@ func WithSessions(n int) Option { return func(s *server) { s.sessions = n } }
 // WithLogger receives the errors a page could not be rendered for.
 func WithLogger(l *slog.Logger) Option { return func(s *server) { s.log = l } }
 
-type server struct {
-	src      Source
-	sessions int
-	log      *slog.Logger
+// WithPrefix is the path the view is mounted under ("/admin/subagents", a
+// plain path): it serves only below it, and every link and asset it writes
+// starts with it. Default "": the root.
+func WithPrefix(p string) Option {
+	return func(s *server) {
+		if p = strings.Trim(p, "/"); p != "" {
+			p = "/" + path.Clean(p)
+		}
+		s.prefix = p
+	}
 }
 
-// New returns the view over src. It only reads: GET (and HEAD) / , GET
-// /sessions/{id} and GET /style.css; any other method is refused.
+// WithFrameAncestors lets the listed sources frame the pages (CSP
+// frame-ancestors, "'self'" or an origin), for a host that shows the view
+// inside its own admin console. Default: no framing at all.
+func WithFrameAncestors(sources ...string) Option {
+	return func(s *server) { s.frameAncestors = sources }
+}
+
+type server struct {
+	src            Source
+	sessions       int
+	log            *slog.Logger
+	prefix         string
+	frameAncestors []string
+	pages          *template.Template
+}
+
+// New returns the view over src. It only reads: GET (and HEAD) of the
+// overview (prefix/), a session (prefix/session?id=…, so that any id,
+// ".." and "/" included, opens) and the stylesheet (prefix/style.css);
+// any other method is refused (405) and any other path is 404.
 func New(src Source, opts ...Option) http.Handler {
 	s := &server{src: src, sessions: 200, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
 	}
+	s.pages = template.Must(pages.Clone()).Funcs(template.FuncMap{
+		"url":        func(path string) string { return s.prefix + path },
+		"sessionURL": func(id string) string { return s.prefix + "/session?id=" + url.QueryEscape(id) },
+	})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", s.overview)
-	mux.HandleFunc("GET /sessions/{id...}", s.session)
-	mux.HandleFunc("GET /style.css", func(w http.ResponseWriter, r *http.Request) {
-		css, _ := assets.ReadFile("assets/style.css")
+	mux.HandleFunc("GET "+s.prefix+"/{$}", s.overview)
+	mux.HandleFunc("GET "+s.prefix+"/session", s.session)
+	mux.HandleFunc("GET "+s.prefix+"/style.css", func(w http.ResponseWriter, r *http.Request) {
+		css, err := assets.ReadFile("assets/style.css")
+		if err != nil {
+			http.Error(w, "no stylesheet", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
 		w.Header().Set("Cache-Control", "max-age=300")
 		w.Write(css)
 	})
-	return secure(mux)
+	return s.secure(mux)
 }
 
-// secure sets the headers every response carries: no script, no frame,
-// no sniffing, no referrer leaving the page.
-func secure(h http.Handler) http.Handler {
+// secure sets the headers every response carries: no script, no frame
+// (unless the host allowed some), no sniffing, no referrer leaving the
+// page.
+func (s *server) secure(h http.Handler) http.Handler {
+	frames := "'none'"
+	if len(s.frameAncestors) > 0 {
+		frames = strings.Join(s.frameAncestors, " ")
+	}
+	csp := "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; " +
+		"frame-ancestors " + frames
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set(
-			"Content-Security-Policy",
-			"default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-		)
+		hd.Set("Content-Security-Policy", csp)
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "no-referrer")
-		hd.Set("X-Frame-Options", "DENY")
+		if len(s.frameAncestors) == 0 {
+			hd.Set("X-Frame-Options", "DENY")
+		}
 		h.ServeHTTP(w, r)
 	})
 }
@@ -124,7 +171,7 @@ type sessionPage struct {
 
 func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id := r.PathValue("id")
+	id := r.URL.Query().Get("id")
 	p := sessionPage{ID: id, Generated: time.Now().UTC()}
 	rows, err := s.src.ListBySession(ctx, id, core.Page{})
 	if err == nil && len(rows) == 0 {
@@ -150,7 +197,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 func (s *server) render(w http.ResponseWriter, r *http.Request, name string, data any, err error) {
 	if err == nil {
 		var b bytes.Buffer
-		if err = pages.ExecuteTemplate(&b, name, data); err == nil {
+		if err = s.pages.ExecuteTemplate(&b, name, data); err == nil {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.Write(b.Bytes())
 			return
@@ -160,7 +207,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, dat
 		return
 	}
 	s.log.LogAttrs(
-		r.Context(), slog.LevelWarn, "subagentctl serve: page failed", slog.String("path", r.URL.Path),
+		r.Context(), slog.LevelWarn, "subagentctx: webview: page failed", slog.String("path", r.URL.Path),
 		slog.Any("error", err),
 	)
 	http.Error(w, "the store could not be read; see the server's log", http.StatusInternalServerError)
@@ -208,17 +255,35 @@ func text(p *string) string {
 	return *p
 }
 
-// since is d as the timeline's ticks show it.
-func since(d time.Duration) string {
+// sig3 is v (at least 1) with three significant digits, never in
+// exponent form.
+func sig3(v float64) string {
 	switch {
-	case d == 0:
-		return "0"
-	case d < time.Second:
-		return fmt.Sprintf("+%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("+%.1fs", d.Seconds())
-	case d < time.Hour:
-		return fmt.Sprintf("+%.1fm", d.Minutes())
+	case v < 10:
+		return strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', 2, 64), "0"), ".")
+	case v < 100:
+		return strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', 1, 64), "0"), ".")
 	}
-	return fmt.Sprintf("+%.1fh", d.Hours())
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+// since is a span in seconds as the timeline's ticks show it, three
+// significant digits in the unit that fits, from microseconds to years.
+func since(sec float64) string {
+	units := []struct {
+		size float64
+		name string
+	}{{365.25 * 86400, "y"}, {86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}, {1e-3, "ms"}, {1e-6, "µs"}}
+	switch {
+	case sec == 0:
+		return "0"
+	case sec < 1e-6:
+		return "+<1µs"
+	}
+	for _, u := range units {
+		if sec >= u.size {
+			return "+" + sig3(sec/u.size) + u.name
+		}
+	}
+	return "+<1µs"
 }
