@@ -1,6 +1,7 @@
 package webview
 
 import (
+	"math/big"
 	"testing"
 	"time"
 
@@ -43,6 +44,19 @@ func TestTicksAnySpan(t *testing.T) {
 		}
 		if b := v.Bars[1]; b.X < labelWidth || b.X > labelWidth+plotWidth {
 			t.Errorf("span to %v: a bar at %v, outside the plot", end, b.X)
+		}
+	}
+}
+
+// TestHumanUnits: sums read at a glance, the exact value beside them.
+func TestHumanUnits(t *testing.T) {
+	var none *big.Int
+	for in, want := range map[any]string{
+		big.NewInt(11194147): "11.2 M", big.NewInt(999): "999", big.NewInt(1500): "1.5 k",
+		new(big.Int).Lsh(big.NewInt(1), 70): "1180592 P", none: "not reported",
+	} {
+		if got := human(in); got != want {
+			t.Errorf("human(%v) = %q, want %q", in, got, want)
 		}
 	}
 }

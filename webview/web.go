@@ -47,6 +47,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"sessionURL": func(string) string { return "" },
 	"when":       when,
 	"num":        num,
+	"human":      human,
 	"text":       text,
 }).ParseFS(assets, "assets/*.html"))
 
@@ -245,6 +246,35 @@ func num(p any) string {
 		return x.String()
 	}
 	return fmt.Sprint(p)
+}
+
+// human is a metric in human units (1.2 M; the exact value is num's), or
+// "not reported".
+func human(p any) string {
+	var v *big.Int
+	switch x := p.(type) {
+	case *big.Int:
+		v = x
+	case *int64:
+		if x != nil {
+			v = big.NewInt(*x)
+		}
+	default:
+		return fmt.Sprint(p)
+	}
+	if v == nil {
+		return "not reported"
+	}
+	f, _ := new(big.Float).SetInt(v).Float64()
+	for _, u := range []struct {
+		size float64
+		name string
+	}{{1e15, " P"}, {1e12, " T"}, {1e9, " G"}, {1e6, " M"}, {1e3, " k"}} {
+		if f >= u.size { // sums of metrics are never negative
+			return sig3(f/u.size) + u.name
+		}
+	}
+	return v.String()
 }
 
 // text is a nullable text: its value, or "—".
