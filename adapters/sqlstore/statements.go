@@ -42,9 +42,12 @@ func (s *Store) healthStatements(since time.Time, pairs int, distributed bool) [
 	floor, rowFloor := s.d.HostTimeFloor(since), since.Add(-time.Second)
 	host, us := s.d.HostInstantArg(since), core.CeilMicro(since).UnixMicro()
 	activeArgs := []any{floor, host, rowFloor, us}
+	// UNION ALL, not UNION: a merge that removes duplicates wants both
+	// sides in session order, and SQLite then scans the session indexes
+	// whole instead of ranging over the time indexes.
 	activeSessions := `SELECT x.task_session_id FROM ` + quote(s.tables.Messages) + ` x
 		WHERE x.created_at >= ? AND ` + s.d.HostInstant("x.created_at") + ` >= ?
-	UNION
+	UNION ALL
 	SELECT y.task_session_id FROM ` + Table + ` y WHERE y.observed_at >= ? AND ` + s.d.Instant("y.observed_at") + ` >= ?`
 	counts := `SELECT 0 AS part,
 	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
@@ -83,8 +86,8 @@ FROM `
 	}
 	in := func(alias string) string { return alias + `.task_session_id IN (SELECT a.task_session_id FROM a)` }
 	grouped, args := s.pairFlags(since, in("m"), in("t"), nil)
-	q := `WITH a AS MATERIALIZED (
-	` + activeSessions + `),
+	q := `WITH a AS MATERIALIZED (SELECT DISTINCT z.task_session_id FROM (
+	` + activeSessions + `) z),
 p AS MATERIALIZED (` + grouped + `)
 ` + counts + `p
 UNION ALL

@@ -1,8 +1,8 @@
-WITH a AS MATERIALIZED (
+WITH a AS MATERIALIZED (SELECT DISTINCT z.task_session_id FROM (
 	SELECT x.task_session_id FROM "task_session_messages" x
 		WHERE x.created_at >= ? AND subagentctx_instant(CAST(x.created_at AS TEXT)) >= ?
-	UNION
-	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= ? AND (unixepoch(substr(y.observed_at, 1, 19) || CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN ltrim(substr(y.observed_at, 21), '0123456789') ELSE substr(y.observed_at, 20) END) * 1000000 + CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(y.observed_at, 21), 1, length(substr(y.observed_at, 21)) - length(ltrim(substr(y.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ?),
+	UNION ALL
+	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= ? AND (unixepoch(substr(y.observed_at, 1, 19) || CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN ltrim(substr(y.observed_at, 21), '0123456789') ELSE substr(y.observed_at, 20) END) * 1000000 + CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(y.observed_at, 21), 1, length(substr(y.observed_at, 21)) - length(ltrim(substr(y.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ?) z),
 p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
 		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
 		MIN(u.due_at) AS due_first, MIN(u.observed_us) AS recent_first,
