@@ -117,6 +117,12 @@ END $do$`
 	return []string{create}, u.Insert
 }
 
+// InFew implements sqlstore.Fragments: an array built once (an InitPlan)
+// and looked up by the index, where IN (subquery) would be planned from
+// the subquery's estimated size — a guess that, for a window's few
+// sessions, chooses a scan of every message.
+func (Dialect) InFew(expr, subquery string) string { return expr + " = ANY(ARRAY(" + subquery + "))" }
+
 // Classify implements sqlstore.Fragments with docs/CONTRACT.md §6.1's
 // table. A failure to reach the server comes first: a refusal at connect
 // carries a SQLSTATE too (53300, too many connections), and is the

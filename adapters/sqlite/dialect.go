@@ -82,6 +82,10 @@ END`
 	return []string{trigger}, u.Insert
 }
 
+// InFew implements sqlstore.Fragments: SQLite searches the index for each
+// value of an IN list's subquery.
+func (Dialect) InFew(expr, subquery string) string { return expr + " IN (" + subquery + ")" }
+
 // BoundedStatements implements sqlstore.BoundedStatements: the busy timeout
 // (sqlite.Pragmas) bounds a statement's wait for the write lock.
 func (Dialect) BoundedStatements() {}

@@ -43,6 +43,11 @@ type Fragments interface {
 	// Bytewise makes a text expression compare byte by byte, whatever the
 	// database's collation (docs/CONTRACT.md §8.4).
 	Bytewise(expr string) string
+	// InFew is the condition that expr is among the values the subquery
+	// returns — few of them, which no statistics can foresee — written so
+	// that the planner looks each one up through an index on expr rather
+	// than scanning the table.
+	InFew(expr, subquery string) string
 	// Upsert gives the upsert its form on this database: the schema
 	// objects it needs (created once the table has its declared shape,
 	// each statement idempotent: the trigger that absorbs history) and the

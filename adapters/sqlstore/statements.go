@@ -84,7 +84,9 @@ FROM `
 			{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args},
 		}
 	}
-	in := func(alias string) string { return alias + `.task_session_id IN (SELECT a.task_session_id FROM a)` }
+	in := func(alias string) string {
+		return s.d.InFew(alias+`.task_session_id`, `SELECT a.task_session_id FROM a`)
+	}
 	grouped, args := s.pairFlags(since, in("m"), in("t"), nil)
 	q := `WITH a AS MATERIALIZED (SELECT DISTINCT z.task_session_id FROM (
 	` + activeSessions + `) z),

@@ -56,7 +56,7 @@ p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, 
 				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
 				f.doc
 			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) AND (m.task_session_id IN (SELECT a.task_session_id FROM a))) d
+			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) AND (m.task_session_id = ANY(ARRAY(SELECT a.task_session_id FROM a)))) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
 		UNION ALL
 		SELECT t.task_session_id, t.tool_call_id,
@@ -66,7 +66,7 @@ p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, 
 			CAST(NULL AS BIGINT),
 			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint END,
 			CASE WHEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint END
-		FROM task_session_subagents t WHERE t.task_session_id IN (SELECT a.task_session_id FROM a)) u
+		FROM task_session_subagents t WHERE t.task_session_id = ANY(ARRAY(SELECT a.task_session_id FROM a))) u
 	GROUP BY u.task_session_id, u.tool_call_id)
 SELECT 0 AS part,
 	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
