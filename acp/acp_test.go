@@ -157,3 +157,30 @@ func TestReplay(t *testing.T) {
 		run(t, e.Store, func(id string) { e.Session(t, id) })
 	})
 }
+
+// TestAgentNames: the names hosts give their agents (the agent's own, its
+// ACP adapter's) all reach the agent's rules — Codex's traffic read under
+// "codex-acp" gives Codex's rows — and an unknown name is an error, never
+// rules silently off.
+func TestAgentNames(t *testing.T) {
+	for name, want := range map[string]acp.Agent{
+		"codex": acp.AgentCodex, "codex-acp": acp.AgentCodex, "Codex-ACP": acp.AgentCodex,
+		"claude-agent-acp": acp.AgentClaudeCode, "claude-code": acp.AgentClaudeCode, "opencode": acp.AgentOpenCode,
+		"cursor-agent": acp.AgentCursor, "auggie": acp.AgentAuggie, "": "",
+	} {
+		if got, err := acp.ParseAgent(name); err != nil || got != want {
+			t.Errorf("ParseAgent(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := acp.ParseAgent("gpt-engineer"); err == nil || !strings.Contains(err.Error(), "codex-acp") {
+		t.Errorf("an unknown agent: %v, want an error listing the known names", err)
+	}
+	for _, name := range []acp.Agent{acp.AgentCodex, "codex-acp"} {
+		id := identity("s-names")
+		id.Agent = name
+		frames := traffic(t, acp.NewTracker(acp.WithClock(clock())), id, "codex.jsonl")
+		if len(frames) == 0 {
+			t.Errorf("Codex's traffic under the name %q: no frame", name)
+		}
+	}
+}

@@ -34,7 +34,7 @@ func recognise(c *call) provider {
 	if strings.EqualFold(strings.TrimSpace(c.title), "task") {
 		return openCode{}
 	}
-	if c.id.Agent == AgentCodex {
+	if c.id.Agent.canonical() == AgentCodex {
 		codexMeta := c.meta.object("codex")
 		if codexMeta.object("collaboration").str("tool") == "spawnAgent" || codexMeta.object("subagent") != nil {
 			return codex{}

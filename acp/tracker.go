@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,11 +29,55 @@ import (
 
 // Agent names the agent behind a session, when the host knows it. Only
 // Codex needs it: its frames are recognised only when the host says the
-// agent is Codex.
+// agent is Codex. A host may give any of the names agentNames knows (the
+// agent's own, or its ACP adapter's: "codex-acp" is Codex).
 type Agent string
 
-// AgentCodex is OpenAI's Codex.
-const AgentCodex Agent = "codex"
+// The agents, by the name the tracker uses for each.
+const (
+	AgentClaudeCode Agent = "claude-code"
+	AgentOpenCode   Agent = "opencode"
+	AgentCursor     Agent = "cursor"
+	AgentAuggie     Agent = "auggie"
+	AgentCodex      Agent = "codex"
+)
+
+// agentNames are the names hosts use for the agents: each agent's own and
+// its ACP adapter's.
+var agentNames = map[string]Agent{
+	"claude-code": AgentClaudeCode, "claude": AgentClaudeCode, "claude-code-acp": AgentClaudeCode,
+	"claude-agent-acp": AgentClaudeCode,
+	"opencode":         AgentOpenCode,
+	"cursor":           AgentCursor, "cursor-agent": AgentCursor,
+	"auggie": AgentAuggie,
+	"codex":  AgentCodex, "codex-acp": AgentCodex,
+}
+
+// ParseAgent reads an agent's name as hosts give it ("" when the host does
+// not know the agent); an unknown name is an error listing the known ones,
+// never a silent loss of the agent's rules.
+func ParseAgent(name string) (Agent, error) {
+	if name == "" {
+		return "", nil
+	}
+	if a, ok := agentNames[strings.ToLower(name)]; ok {
+		return a, nil
+	}
+	known := make([]string, 0, len(agentNames))
+	for n := range agentNames {
+		known = append(known, n)
+	}
+	slices.Sort(known)
+	return "", core.Errorf("acp: unknown agent %q: want one of %s", name, strings.Join(known, ", "))
+}
+
+// canonical is the agent a name a host gave stands for.
+func (a Agent) canonical() Agent {
+	if c, ok := agentNames[strings.ToLower(string(a))]; ok {
+		return c
+	}
+	return a
+}
 
 // Identity is the host's identity for one notification: what ACP does not
 // carry. A tool call keeps the identity of the notification that first

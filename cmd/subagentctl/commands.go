@@ -130,6 +130,10 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 	case !o.acp && (o.session != "" || o.task != "" || o.turn != "" || o.execution != "" || o.agent != ""):
 		return usagef("record: --task-session, --task, --turn, --execution and --agent go with --acp")
 	}
+	agent, err := acp.ParseAgent(o.agent)
+	if err != nil {
+		return usagef("record --agent: %v", err)
+	}
 	in := e.stdin
 	if name := firstOr(o.pos, "-"); name != "-" {
 		f, err := os.Open(name)
@@ -171,7 +175,7 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 			TaskID:        o.task,
 			TurnID:        o.turn,
 			ExecutionID:   o.execution,
-			Agent:         acp.Agent(o.agent),
+			Agent:         agent,
 		}
 		decode = func(line []byte) ([]core.Frame, error) { return tr.Line(id, line) }
 	}

@@ -39,7 +39,8 @@ commands:
                                          exit 1 if a line was bad or a frame failed
   record --acp --task-session ID --task ID [--turn ID] [--execution ID] [--agent NAME] [--json] [FILE|-]
                                          the same from ACP traffic: JSON-RPC messages (session/update, cursor/task;
-                                         others ignored) or bare session/update params; --agent codex for Codex
+                                         others ignored) or bare session/update params; --agent codex (or
+                                         codex-acp) for Codex; an unknown agent is refused
   list (--session ID | --turn ID) [--limit N] [--json | --tree]
                                          rows in observed_at, tool_call_id, agent_execution_id order, or as a tree
   stats [--session ID | --task ID] [--json]

@@ -151,4 +151,10 @@ func TestRecordACP(t *testing.T) {
 	})
 	cli(t, "", "record", "--acp", "--task", "t").want(t, 2)
 	cli(t, "", "record", "--task-session", "s").want(t, 2)
+	// An agent the tracker does not know: refused before any database is
+	// touched, never recorded with its rules silently off.
+	r := cli(t, "", "record", "--acp", "--task-session", "s", "--task", "t", "--agent", "gpt-engineer").want(t, 2)
+	if !strings.Contains(r.stderr, "codex-acp") {
+		t.Errorf("an unknown --agent: %s", r.stderr)
+	}
 }
