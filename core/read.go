@@ -351,10 +351,10 @@ type Reader interface {
 	// Health runs the health check over a window (docs/CONTRACT.md §5.2).
 	Health(ctx context.Context, q HealthQuery) (Health, error)
 	Stats(ctx context.Context, q StatsQuery) (Stats, error)
-	// Sessions summarises the sessions that have rows, the most recently
-	// observed first (then by session id, byte by byte), at most limit of
-	// them (0: all).
-	Sessions(ctx context.Context, limit int) ([]SessionSummary, error)
+	// Sessions summarises the sessions that have rows in the query's
+	// window, the most recently observed first (then by session id, byte
+	// by byte), paged by SessionQuery.After.
+	Sessions(ctx context.Context, q SessionQuery) ([]SessionSummary, error)
 }
 
 // SessionSummary is one session's record at a glance.

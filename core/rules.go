@@ -33,6 +33,17 @@ func IsTerminalToolStatus(status string) bool {
 	return false
 }
 
+// failedToolStatuses are the terminal statuses that mean the invocation
+// did not succeed: the overview counts them as failed (docs/CONTRACT.md
+// §5.4).
+var failedToolStatuses = [...]string{"error", "failed", "cancelled"}
+
+// FailedToolStatuses returns the tool statuses counted as failed.
+func FailedToolStatuses() []string { return slices.Clone(failedToolStatuses[:]) }
+
+// IsFailedToolStatus reports whether a tool status counts as failed.
+func IsFailedToolStatus(status string) bool { return slices.Contains(failedToolStatuses[:], status) }
+
 // Verdict is what Normalize learned about a frame besides the row, so the
 // Recorder can count it (AC-26).
 type Verdict struct {

@@ -86,67 +86,27 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 
 // Sessions implements core.Reader over the rows in memory, with the SQL
 // stores' order; every coverage is unknown (never activated).
-func (s *Store) Sessions(ctx context.Context, limit int) ([]core.SessionSummary, error) {
-	if err := (core.Page{Limit: limit}).Validate(); err != nil {
+func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.SessionSummary, error) {
+	if err := q.Validate(); err != nil {
 		return nil, &core.OpError{Op: "sessions", Err: err}
 	}
 	a, err := s.Activation(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]*core.SessionSummary{}
-	perTurn := map[[2]string]int64{}
-	s.mu.RLock()
-	for _, r := range s.rows {
-		sum := byID[r.TaskSessionID]
-		if sum == nil {
-			sum = &core.SessionSummary{
-				TaskSessionID:   r.TaskSessionID,
-				TaskID:          r.TaskID,
-				FirstObservedAt: r.ObservedAt,
-				LastObservedAt:  r.ObservedAt,
-			}
-			byID[r.TaskSessionID] = sum
-		}
-		sum.Subagents++
-		if r.SettledAt == nil {
-			sum.Open++
-		}
-		if r.TaskID < sum.TaskID {
-			sum.TaskID = r.TaskID
-		}
-		if r.ObservedAt.Before(sum.FirstObservedAt) {
-			sum.FirstObservedAt = r.ObservedAt
-		}
-		if r.ObservedAt.After(sum.LastObservedAt) {
-			sum.LastObservedAt = r.ObservedAt
-		}
-		if r.TurnID != nil {
-			perTurn[[2]string{r.TaskSessionID, *r.TurnID}]++
-		}
+	return core.SessionsOf(s.snapshot(), a, q), nil
+}
+
+// Overview implements core.Overviewer: the reference, over the rows in
+// memory at the stores' microsecond.
+func (s *Store) Overview(ctx context.Context, q core.OverviewQuery) (core.Overview, error) {
+	if err := q.Validate(); err != nil {
+		return core.Overview{}, &core.OpError{Op: "overview", Err: err}
 	}
-	s.mu.RUnlock()
-	for k, n := range perTurn {
-		sum := byID[k[0]]
-		sum.Turns++
-		sum.MaxFanOut = max(sum.MaxFanOut, n)
+	if err := ctx.Err(); err != nil {
+		return core.Overview{}, &core.OpError{Op: "overview", Err: err}
 	}
-	out := make([]core.SessionSummary, 0, len(byID))
-	for _, sum := range byID {
-		first := sum.FirstObservedAt
-		sum.Coverage = core.CoverageOf(a, sum.TaskSessionID, &first)
-		out = append(out, *sum)
-	}
-	slices.SortFunc(out, func(a, b core.SessionSummary) int {
-		if c := b.LastObservedAt.Compare(a.LastObservedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.TaskSessionID, b.TaskSessionID)
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return core.OverviewOf(s.snapshot(), q), nil
 }
 
 // Export implements core.Exporter over the rows in memory, in the SQL
@@ -194,4 +154,15 @@ func exportCompare(a, b core.ExportKey) int {
 		return c
 	}
 	return strings.Compare(a.ID, b.ID)
+}
+
+// snapshot is a copy of every row, its times at the stores' microsecond.
+func (s *Store) snapshot() []core.Subagent {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	rows := make([]core.Subagent, 0, len(s.rows))
+	for _, r := range s.rows {
+		rows = append(rows, r.Canonical())
+	}
+	return rows
 }

@@ -45,6 +45,7 @@ func TestCitusPlans(t *testing.T) {
 	where := " WHERE task_session_id = ?"
 	bf, form := s.BackfillParts(), s.Form(true)
 	merge, remove := s.RepairSQL()
+	sessions, sessionsArgs := s.SessionsSQL(core.SessionQuery{Since: capture, Prefix: "sess-", Limit: 50})
 
 	plans := []struct {
 		name   string
@@ -67,7 +68,7 @@ func TestCitusPlans(t *testing.T) {
 		{"stats", nil, s.StatsSQL(""), nil, 0},
 		{"stats_session", nil, s.StatsSQL(where), []any{"sess-1"}, 1},
 		{"fan_out", nil, s.FanOutSQL(""), nil, 0},
-		{"sessions", nil, s.SessionsSQL(200), nil, 0},
+		{"sessions", nil, sessions, sessionsArgs, 0},
 	}
 	shardName := regexp.MustCompile(`_\d{6,}\b`)
 	port := regexp.MustCompile(`port=\d+`)

@@ -34,7 +34,10 @@ func (s *Store) ListSQL(column, value string, page core.Page) (string, []any) {
 }
 func (s *Store) StatsSQL(where string) string  { return s.statsStatement(where) }
 func (s *Store) FanOutSQL(where string) string { return s.fanOutStatement(where) }
-func (s *Store) SessionsSQL(limit int) string  { return s.sessionsStatement(limit) }
+func (s *Store) SessionsSQL(q core.SessionQuery) (string, []any) {
+	return s.sessionsStatement(q)
+}
+func (s *Store) OverviewSQL(q core.OverviewQuery) (string, []any) { return s.overviewStatement(q) }
 func (s *Store) FirstActivitySQL(where string) (string, string) {
 	return s.firstActivityStatements(where)
 }

@@ -52,6 +52,9 @@ func TestGoldenStatements(t *testing.T) {
 			)
 			where := " WHERE task_session_id = ?"
 			rows, messages := s.FirstActivitySQL(where)
+			sessions, sessionsArgs := s.SessionsSQL(core.SessionQuery{Since: capture, Until: capture.Add(time.Hour),
+				Prefix: "sess-", After: &core.SessionKey{LastObservedAt: capture, TaskSessionID: "sess-9"}, Limit: 50})
+			overview, overviewArgs := s.OverviewSQL(core.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)})
 			merge, remove := s.RepairSQL()
 			files := map[string]string{
 				"schema.sql":            strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
@@ -65,7 +68,8 @@ func TestGoldenStatements(t *testing.T) {
 					"-- first activity: rows\n" + rows + ";\n\n" +
 					"-- first activity: messages\n" + messages + ";\n",
 				"upgrade.sql":  upgradeStatements(t, d),
-				"sessions.sql": s.SessionsSQL(200) + ";\n",
+				"sessions.sql": withArgs(sessions, sessionsArgs),
+				"overview.sql": withArgs(overview, overviewArgs),
 				"repair.sql": "-- step 4, in the shape step's transaction: the pairs an earlier build doubled; " +
 					"the update takes updated_at\n" + merge + ";\n\n" + remove + ";\n",
 			}

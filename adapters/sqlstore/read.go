@@ -270,8 +270,8 @@ func integer(v any) (*big.Int, error) {
 
 // Sessions implements core.Reader: the summaries from one grouping, each
 // with its coverage verdict from its first activity.
-func (s *Store) Sessions(ctx context.Context, limit int) ([]core.SessionSummary, error) {
-	if err := (core.Page{Limit: limit}).Validate(); err != nil {
+func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.SessionSummary, error) {
+	if err := q.Validate(); err != nil {
 		return nil, &core.OpError{Op: "sessions", Err: err}
 	}
 	a, err := s.Activation(ctx)
@@ -283,7 +283,8 @@ func (s *Store) Sessions(ctx context.Context, limit int) ([]core.SessionSummary,
 		Subagents, Turns, MaxFanOut, Open int64
 		FirstUs, LastUs                   int64
 	}
-	if err := s.db.WithContext(ctx).Raw(s.sessionsStatement(limit)).Scan(&out).Error; err != nil {
+	sql, args := s.sessionsStatement(q)
+	if err := s.db.WithContext(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
 		return nil, s.opError("sessions", err)
 	}
 	sums := make([]core.SessionSummary, len(out))
@@ -369,4 +370,194 @@ func (s *Store) firstActivity(ctx context.Context, where string, args []any) (ma
 		}
 	}
 	return first, nil
+}
+
+// Overview implements core.Overviewer with one statement
+// (overviewStatement), its rows assembled into the breakdowns here.
+func (s *Store) Overview(ctx context.Context, q core.OverviewQuery) (core.Overview, error) {
+	if err := q.Validate(); err != nil {
+		return core.Overview{}, &core.OpError{Op: "overview", Err: err}
+	}
+	sql, args := s.overviewStatement(q)
+	var rows []map[string]any
+	err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) {
+		rows, err = rowmaps.Query(db, sql, args...)
+		return err
+	})
+	if err != nil {
+		return core.Overview{}, s.opError("overview", err)
+	}
+	o, err := assembleOverview(q, rows)
+	if err != nil {
+		return core.Overview{}, &core.OpError{Op: "overview", Err: err}
+	}
+	return o, nil
+}
+
+// assembleOverview reads overviewStatement's rows into an overview.
+func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overview, error) {
+	o := core.Overview{Query: q}
+	into := map[string]*core.Breakdown{"tool_status": &o.ToolStatus, "agent_status": &o.AgentStatus,
+		"subagent_type": &o.SubagentType, "model": &o.Model}
+	type key struct {
+		dim   string
+		place int64
+	}
+	listed := map[key]*core.Group{}
+	var bad error
+	num := func(r map[string]any, col string) int64 {
+		v, err := integer(r[col])
+		if err != nil {
+			bad = errors.Join(bad, fmt.Errorf("%s: %w", col, err))
+			return 0
+		}
+		return v.Int64()
+	}
+	text := func(v any) *string {
+		switch x := v.(type) {
+		case string:
+			return &x
+		case []byte:
+			t := string(x)
+			return &t
+		}
+		return nil
+	}
+	group := func(r map[string]any) *core.Group {
+		k := key{*text(r["dim"]), num(r, "place")}
+		g := listed[k]
+		if g == nil {
+			g = &core.Group{Value: text(r["k"])}
+			listed[k] = g
+		}
+		return g
+	}
+	part := func(g *core.Group, source string) *core.Figures {
+		switch source {
+		case string(core.SourceLive):
+			return &g.Live
+		case string(core.SourceBackfill):
+			return &g.Backfill
+		}
+		return &g.All
+	}
+	type ranks struct {
+		key
+		source string
+	}
+	durations := map[ranks][]int64{} // rank, value, rank, value…
+	for _, r := range rows {
+		if p := num(r, "part"); p == 4 {
+			if *text(r["source"]) == string(core.SourceBackfill) {
+				o.Backfill = num(r, "n")
+			} else {
+				o.Live = num(r, "n")
+			}
+			continue
+		}
+		if text(r["dim"]) == nil || into[*text(r["dim"])] == nil {
+			return o, fmt.Errorf("an overview row of no breakdown: %v", r)
+		}
+		switch num(r, "part") {
+		case 1:
+			f := part(group(r), *text(r["source"]))
+			f.Invocations, f.Failed = num(r, "n"), num(r, "failed")
+			for _, m := range []struct {
+				col string
+				dst *core.Metric
+			}{{"total_tokens", &f.TotalTokens}, {"tool_use_count", &f.ToolUseCount}} {
+				hi, err1 := integer(r[m.col+"_hi"])
+				lo, err2 := integer(r[m.col+"_lo"])
+				if err := errors.Join(err1, err2); err != nil {
+					return o, err
+				}
+				sum := hi.Lsh(hi, 32)
+				m.dst.Set(f.Invocations, num(r, m.col+"_n"), sum.Add(sum, lo))
+			}
+			f.Duration = &core.Distribution{Reported: num(r, "duration_n")}
+		case 2:
+			b := into[*text(r["dim"])]
+			b.OtherRows, b.Others = num(r, "n"), num(r, "failed")
+		case 3:
+			k := ranks{key{*text(r["dim"]), num(r, "place")}, *text(r["source"])}
+			durations[k] = append(durations[k], num(r, "rn"), num(r, "value"))
+		}
+	}
+	if bad != nil {
+		return o, bad
+	}
+	for k, g := range listed {
+		b := into[k.dim]
+		for len(b.Groups) < int(k.place) {
+			b.Groups = append(b.Groups, core.Group{})
+		}
+		b.Groups[k.place-1] = *g
+	}
+	for dim, b := range into {
+		for i := range b.Groups {
+			g := &b.Groups[i]
+			if g.All.Invocations == 0 && g.Live.Invocations == 0 && g.Backfill.Invocations == 0 {
+				return o, fmt.Errorf("%s: group %d of %d missing", dim, i+1, len(b.Groups))
+			}
+			sumFigures(g)
+			withDurations := dim == "subagent_type" || dim == "model"
+			for source, f := range map[string]*core.Figures{"all": &g.All, string(core.SourceLive): &g.Live,
+				string(core.SourceBackfill): &g.Backfill} {
+				if !withDurations {
+					f.Duration = nil
+					continue
+				}
+				d := core.Distribution{}
+				if f.Duration != nil {
+					d.Reported = f.Duration.Reported
+				}
+				d.Unreported = f.Invocations - d.Reported
+				ranked := durations[ranks{key{dim, int64(i + 1)}, source}]
+				for j := 0; j+1 < len(ranked); j += 2 {
+					v := ranked[j+1]
+					if ranked[j] == core.Rank(50, d.Reported) {
+						d.Median = &v
+					}
+					if ranked[j] == core.Rank(95, d.Reported) {
+						d.P95 = &ranked[j+1]
+					}
+				}
+				if d.Reported > 0 && (d.Median == nil || d.P95 == nil) {
+					return o, fmt.Errorf("%s: the durations' ranks of %d values are missing", dim, d.Reported)
+				}
+				f.Duration = &d
+			}
+		}
+		if b.Groups == nil {
+			b.Groups = []core.Group{}
+		}
+	}
+	o.Rows = o.Live + o.Backfill
+	return o, nil
+}
+
+// sumFigures makes a group's All the sum of its live and backfilled
+// figures (its duration ranks come from the statement, over both).
+func sumFigures(g *core.Group) {
+	l, b := g.Live, g.Backfill
+	a := &g.All
+	a.Invocations, a.Failed = l.Invocations+b.Invocations, l.Failed+b.Failed
+	for _, m := range []struct{ dst, l, b *core.Metric }{
+		{&a.TotalTokens, &l.TotalTokens, &b.TotalTokens}, {&a.ToolUseCount, &l.ToolUseCount, &b.ToolUseCount},
+	} {
+		sum := new(big.Int)
+		for _, p := range []*core.Metric{m.l, m.b} {
+			if p.Sum != nil {
+				sum.Add(sum, p.Sum)
+			}
+		}
+		m.dst.Set(a.Invocations, m.l.Reported+m.b.Reported, sum)
+	}
+	var reported int64
+	for _, p := range []*core.Figures{&l, &b} {
+		if p.Duration != nil {
+			reported += p.Duration.Reported
+		}
+	}
+	a.Duration = &core.Distribution{Reported: reported}
 }

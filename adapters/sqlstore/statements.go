@@ -199,25 +199,130 @@ func (s *Store) fanOutStatement(where string) string {
 	GROUP BY n ORDER BY n`
 }
 
-// sessionsStatement summarises the sessions with rows, the most recently
-// observed first, then by session id byte by byte, at most limit (0: all):
-// each (session, turn) is counted first, then the turns of each session.
-// Grouped by session, so on a sharded table each shard groups its own.
-func (s *Store) sessionsStatement(limit int) string {
+// observedIn is the condition that a row (alias.) was observed in [since,
+// until), a zero bound open, with its arguments: the raw column bounds
+// the range its index serves (a superset, a second wider), the instant
+// decides.
+func (s *Store) observedIn(alias string, since, until time.Time) (string, []any) {
+	col := alias + "observed_at"
+	var conds []string
+	var args []any
+	if !since.IsZero() {
+		conds = append(conds, col+" >= ?", s.d.Instant(col)+" >= ?")
+		args = append(args, since.Add(-time.Second), core.CeilMicro(since).UnixMicro())
+	}
+	if !until.IsZero() {
+		conds = append(conds, col+" < ?", s.d.Instant(col)+" < ?")
+		args = append(args, until.Add(time.Second), core.CeilMicro(until).UnixMicro())
+	}
+	if len(conds) == 0 {
+		return "1 = 1", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// textArg is a bound text parameter (typed, for PostgreSQL).
+const textArg = "CAST(? AS TEXT)"
+
+// sessionsStatement summarises the sessions with rows in the query's
+// window (whose id starts with its prefix), the most recently observed
+// first, then by session id byte by byte, after its key, at most its
+// limit: each (session, turn) is counted first, then the turns of each
+// session. Grouped by session, so on a sharded table each shard groups
+// its own.
+func (s *Store) sessionsStatement(q core.SessionQuery) (string, []any) {
 	d := s.d
-	q := `SELECT p.task_session_id, MIN(p.task_id) AS task_id, SUM(p.n) AS subagents, count(p.turn_id) AS turns,
+	where, args := s.observedIn("", q.Since, q.Until)
+	if q.Prefix != "" {
+		where += " AND substr(task_session_id, 1, length(" + textArg + ")) = " + textArg
+		args = append(args, q.Prefix, q.Prefix)
+	}
+	sql := `SELECT p.task_session_id, MIN(p.task_id) AS task_id, SUM(p.n) AS subagents, count(p.turn_id) AS turns,
 	MAX(CASE WHEN p.turn_id IS NOT NULL THEN p.n END) AS max_fan_out, SUM(p.open) AS open,
 	MIN(p.first_us) AS first_us, MAX(p.last_us) AS last_us
 FROM (SELECT task_session_id, turn_id, MIN(task_id) AS task_id, count(*) AS n,
 		SUM(CASE WHEN settled_at IS NULL THEN 1 ELSE 0 END) AS open,
 		MIN(` + d.Instant("observed_at") + `) AS first_us, MAX(` + d.Instant("observed_at") + `) AS last_us
-	FROM ` + Table + ` GROUP BY task_session_id, turn_id) p
-GROUP BY p.task_session_id
-ORDER BY last_us DESC, ` + d.Bytewise("p.task_session_id")
-	if limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", limit)
+	FROM ` + Table + ` WHERE ` + where + ` GROUP BY task_session_id, turn_id) p
+GROUP BY p.task_session_id`
+	if q.After != nil {
+		sql += `
+HAVING MAX(p.last_us) < ? OR (MAX(p.last_us) = ? AND ` + d.Bytewise("p.task_session_id") + ` > ` +
+			d.Bytewise(textArg) + `)`
+		us := core.CanonicalTime(q.After.LastObservedAt).UnixMicro()
+		args = append(args, us, us, q.After.TaskSessionID)
 	}
-	return q
+	sql += `
+ORDER BY last_us DESC, ` + d.Bytewise("p.task_session_id")
+	if q.Limit > 0 {
+		sql += fmt.Sprintf(" LIMIT %d", q.Limit)
+	}
+	return sql, args
+}
+
+// overviewDimensions are the breakdowns of core.Overview, by column; the
+// durations' ranks are taken in the last two only.
+var overviewDimensions = []string{"tool_status", "agent_status", "subagent_type", "model"}
+
+// overviewStatement is the overview (docs/CONTRACT.md §5.4) in one
+// statement, so one snapshot: the window's rows (w) grouped per
+// breakdown, value and source (c), the values ranked per breakdown by
+// their rows (r), then the listed groups' figures (part 1), the unlisted
+// groups per breakdown (part 2: their rows in n, their number in
+// failed), and the durations at the median's and the 95th
+// percentile's nearest rank per listed group and source, 'all' for both
+// (part 3), and the window's rows per source (part 4). Metric sums are split into high and low 32 bits, as in
+// statsStatement.
+func (s *Store) overviewStatement(q core.OverviewQuery) (string, []any) {
+	d := s.d
+	where, args := s.observedIn("", q.Since, q.Until)
+	failed := "'" + strings.Join(core.FailedToolStatuses(), "', '") + "'"
+	var groups, ranks []string
+	for _, dim := range overviewDimensions {
+		cols := []string{"'" + dim + "' AS dim", dim + " AS k", "source", "count(*) AS n", "SUM(failed) AS failed",
+			"count(duration_ms) AS duration_n"}
+		for _, m := range []string{"total_tokens", "tool_use_count"} {
+			cols = append(cols, fmt.Sprintf("count(%[1]s) AS %[1]s_n", m),
+				fmt.Sprintf("SUM(%[1]s / 4294967296) AS %[1]s_hi", m), fmt.Sprintf("SUM(%[1]s %% 4294967296) AS %[1]s_lo", m))
+		}
+		groups = append(groups, "SELECT "+strings.Join(cols, ",\n\t\t")+"\n\tFROM w GROUP BY "+dim+", source")
+		if dim == "subagent_type" || dim == "model" {
+			for _, src := range []string{"source", "'all'"} {
+				ranks = append(ranks, "SELECT '"+dim+"' AS dim, "+dim+" AS k, "+src+
+					" AS source, duration_ms FROM w WHERE duration_ms IS NOT NULL")
+			}
+		}
+	}
+	same := func(a, b string) string {
+		return "(" + a + ".k = " + b + ".k OR (" + a + ".k IS NULL AND " + b + ".k IS NULL))"
+	}
+	limit := fmt.Sprint(q.GroupsOrDefault())
+	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
+		total_tokens, tool_use_count, CASE WHEN tool_status IN (` + failed + `) THEN 1 ELSE 0 END AS failed
+	FROM ` + Table + ` WHERE ` + where + `),
+c AS MATERIALIZED (` + strings.Join(groups, "\n\tUNION ALL ") + `),
+r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
+		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, ` + d.Bytewise("k") + `) AS place
+	FROM c GROUP BY dim, k),
+d AS (SELECT x.dim, x.k, x.source, x.duration_ms,
+		ROW_NUMBER() OVER (PARTITION BY x.dim, x.k, x.source ORDER BY x.duration_ms) AS rn,
+		count(*) OVER (PARTITION BY x.dim, x.k, x.source) AS m
+	FROM (` + strings.Join(ranks, "\n\t\tUNION ALL ") + `) x)
+SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.duration_n, c.total_tokens_n, c.total_tokens_hi,
+	c.total_tokens_lo, c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo,
+	CAST(NULL AS BIGINT) AS rn, CAST(NULL AS BIGINT) AS value
+FROM c JOIN r ON r.dim = c.dim AND ` + same("r", "c") + ` WHERE r.place <= ` + limit + `
+UNION ALL
+SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM r WHERE r.place > ` + limit + ` GROUP BY r.dim
+UNION ALL
+SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.duration_ms
+FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + `
+WHERE r.place <= ` + limit + ` AND (d.rn = (50 * d.m + 99) / 100 OR d.rn = (95 * d.m + 99) / 100)
+UNION ALL
+SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM w GROUP BY w.source`
+	return sql, args
 }
 
 // firstActivityStatements give, per session in scope, the first activity

@@ -180,7 +180,7 @@ func testSessions(t *testing.T, s *suite) {
 	// The database is shared with the suite's other tests (one of which
 	// writes in the year 9999): this test's sessions are read out of the
 	// whole list.
-	all, err := r.Sessions(context.Background(), 0)
+	all, err := r.Sessions(context.Background(), core.SessionQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,9 +218,9 @@ func testSessions(t *testing.T, s *suite) {
 	// A limit keeps the first sessions of the whole list (read around it:
 	// a concurrent test's write between the reads is retried).
 	for attempt := 0; ; attempt++ {
-		before, err1 := r.Sessions(context.Background(), 0)
-		some, err2 := r.Sessions(context.Background(), last)
-		after, err3 := r.Sessions(context.Background(), 0)
+		before, err1 := r.Sessions(context.Background(), core.SessionQuery{})
+		some, err2 := r.Sessions(context.Background(), core.SessionQuery{Limit: last})
+		after, err3 := r.Sessions(context.Background(), core.SessionQuery{})
 		if err := errors.Join(err1, err2, err3); err != nil {
 			t.Fatal(err)
 		}
@@ -232,6 +232,6 @@ func testSessions(t *testing.T, s *suite) {
 		}
 		break
 	}
-	_, err = r.Sessions(context.Background(), -1)
+	_, err = r.Sessions(context.Background(), core.SessionQuery{Limit: -1})
 	WantError(t, "a negative limit", err, nil)
 }

@@ -93,6 +93,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Seam_AC31_LiveRowsNeverAdopted", testSeamLiveRowsApart},
 		{"AC26_RecorderAnswersAlike", testRecorderAlike},
 		{"ExportInByteOrderResumable", testExport},
+		{"OverviewAgreesWithTheReference", testOverview},
+		{"SessionsWindowPrefixAndKeysetPaging", testSessionsWindow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,80 @@
+WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
+		total_tokens, tool_use_count, CASE WHEN tool_status IN ('error', 'failed', 'cancelled') THEN 1 ELSE 0 END AS failed
+	FROM task_session_subagents WHERE observed_at >= ? AND (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? AND observed_at < ? AND (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) < ?),
+c AS MATERIALIZED (SELECT 'tool_status' AS dim,
+		tool_status AS k,
+		source,
+		count(*) AS n,
+		SUM(failed) AS failed,
+		count(duration_ms) AS duration_n,
+		count(total_tokens) AS total_tokens_n,
+		SUM(total_tokens / 4294967296) AS total_tokens_hi,
+		SUM(total_tokens % 4294967296) AS total_tokens_lo,
+		count(tool_use_count) AS tool_use_count_n,
+		SUM(tool_use_count / 4294967296) AS tool_use_count_hi,
+		SUM(tool_use_count % 4294967296) AS tool_use_count_lo
+	FROM w GROUP BY tool_status, source
+	UNION ALL SELECT 'agent_status' AS dim,
+		agent_status AS k,
+		source,
+		count(*) AS n,
+		SUM(failed) AS failed,
+		count(duration_ms) AS duration_n,
+		count(total_tokens) AS total_tokens_n,
+		SUM(total_tokens / 4294967296) AS total_tokens_hi,
+		SUM(total_tokens % 4294967296) AS total_tokens_lo,
+		count(tool_use_count) AS tool_use_count_n,
+		SUM(tool_use_count / 4294967296) AS tool_use_count_hi,
+		SUM(tool_use_count % 4294967296) AS tool_use_count_lo
+	FROM w GROUP BY agent_status, source
+	UNION ALL SELECT 'subagent_type' AS dim,
+		subagent_type AS k,
+		source,
+		count(*) AS n,
+		SUM(failed) AS failed,
+		count(duration_ms) AS duration_n,
+		count(total_tokens) AS total_tokens_n,
+		SUM(total_tokens / 4294967296) AS total_tokens_hi,
+		SUM(total_tokens % 4294967296) AS total_tokens_lo,
+		count(tool_use_count) AS tool_use_count_n,
+		SUM(tool_use_count / 4294967296) AS tool_use_count_hi,
+		SUM(tool_use_count % 4294967296) AS tool_use_count_lo
+	FROM w GROUP BY subagent_type, source
+	UNION ALL SELECT 'model' AS dim,
+		model AS k,
+		source,
+		count(*) AS n,
+		SUM(failed) AS failed,
+		count(duration_ms) AS duration_n,
+		count(total_tokens) AS total_tokens_n,
+		SUM(total_tokens / 4294967296) AS total_tokens_hi,
+		SUM(total_tokens % 4294967296) AS total_tokens_lo,
+		count(tool_use_count) AS tool_use_count_n,
+		SUM(tool_use_count / 4294967296) AS tool_use_count_hi,
+		SUM(tool_use_count % 4294967296) AS tool_use_count_lo
+	FROM w GROUP BY model, source),
+r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
+		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, k) AS place
+	FROM c GROUP BY dim, k),
+d AS (SELECT x.dim, x.k, x.source, x.duration_ms,
+		ROW_NUMBER() OVER (PARTITION BY x.dim, x.k, x.source ORDER BY x.duration_ms) AS rn,
+		count(*) OVER (PARTITION BY x.dim, x.k, x.source) AS m
+	FROM (SELECT 'subagent_type' AS dim, subagent_type AS k, source AS source, duration_ms FROM w WHERE duration_ms IS NOT NULL
+		UNION ALL SELECT 'subagent_type' AS dim, subagent_type AS k, 'all' AS source, duration_ms FROM w WHERE duration_ms IS NOT NULL
+		UNION ALL SELECT 'model' AS dim, model AS k, source AS source, duration_ms FROM w WHERE duration_ms IS NOT NULL
+		UNION ALL SELECT 'model' AS dim, model AS k, 'all' AS source, duration_ms FROM w WHERE duration_ms IS NOT NULL) x)
+SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.duration_n, c.total_tokens_n, c.total_tokens_hi,
+	c.total_tokens_lo, c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo,
+	CAST(NULL AS BIGINT) AS rn, CAST(NULL AS BIGINT) AS value
+FROM c JOIN r ON r.dim = c.dim AND (r.k = c.k OR (r.k IS NULL AND c.k IS NULL)) WHERE r.place <= 20
+UNION ALL
+SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM r WHERE r.place > 20 GROUP BY r.dim
+UNION ALL
+SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.duration_ms
+FROM d JOIN r ON r.dim = d.dim AND (r.k = d.k OR (r.k IS NULL AND d.k IS NULL))
+WHERE r.place <= 20 AND (d.rn = (50 * d.m + 99) / 100 OR d.rn = (95 * d.m + 99) / 100)
+UNION ALL
+SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM w GROUP BY w.source;
+-- arguments: 2026-08-12 23:09:59.500001001 +0000 UTC 1786576200500002 2026-08-13 00:10:01.500001001 +0000 UTC 1786579800500002

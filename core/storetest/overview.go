@@ -1,0 +1,189 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// window is an hour of its own for one test, so that a test reading a
+// window of a shared database reads only its own rows: a year between
+// 2100 and 2899 drawn from the test's namespace, and an hour in it.
+func (s *suite) window() time.Time {
+	h := fnv.New64a()
+	h.Write([]byte(s.ns))
+	n := h.Sum64()
+	return time.Date(2100+int(n%800), 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n/800%8000) * time.Hour)
+}
+
+// seedWindow writes n random rows observed in the test's window (three
+// sessions; live and backfilled; statuses, types and models from small
+// pools with byte-order traps and unreported values; metrics unreported,
+// small, or large enough that their sum passes 64 bits) and returns them
+// as stored.
+func (s *suite) seedWindow(t *testing.T, n int) (start time.Time, rows []core.Subagent) {
+	t.Helper()
+	start = s.window()
+	rng := rand.New(rand.NewPCG(uint64(start.Unix()), 7))
+	pick := func(pool ...string) string { return pool[rng.IntN(len(pool))] }
+	metric := func() int64 {
+		switch rng.IntN(4) {
+		case 0:
+			return 0 // unreported (AC-7)
+		case 1:
+			return 1 << 62
+		}
+		return rng.Int64N(5000) + 1
+	}
+	sessions := []string{s.session(t, "ov-a"), s.session(t, "ov-B"), s.session(t, "ov-é")}
+	for i := range n {
+		sess := sessions[rng.IntN(len(sessions))]
+		f := core.Frame{
+			TaskSessionID:    sess,
+			TaskID:           s.id("task", "t"),
+			TurnID:           s.id("turn", fmt.Sprint(rng.IntN(5))),
+			ExecutionID:      "exec-1",
+			ToolCallID:       s.id("tool", fmt.Sprint(i)),
+			ToolStatus:       pick("completed", "failed", "error", "cancelled", "in_progress", "", "Failed"),
+			ObservedAt:       start.Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond),
+			Payload: &core.Payload{
+				SubagentType: pick("explorer", "Explorer", "reviewer", "", "b", "é"),
+				Model:        pick("opus", "sonnet", "", "haiku"),
+				Status:       pick("completed", "running", "", "errored ✗"),
+				TotalTokens:  metric(),
+				DurationMs:   metric(),
+			},
+		}
+		if rng.IntN(3) > 0 {
+			uses := rng.Int64N(40)
+			f.Payload.ToolUseCount = &uses
+		}
+		row, _ := core.Normalize(f)
+		if rng.IntN(4) == 0 {
+			row.AgentExecutionID, row.Source, row.ID = core.UnknownExecution, core.SourceBackfill, s.id("message", fmt.Sprint(i))
+		}
+		if err := s.Store.Upsert(context.Background(), row); err != nil {
+			t.Fatalf("upsert %+v: %v", row.Key(), err)
+		}
+	}
+	for _, sess := range sessions {
+		rows = append(rows, s.rows(t, sess)...)
+	}
+	if len(rows) != n {
+		t.Fatalf("%d rows stored, want %d", len(rows), n)
+	}
+	return start, rows
+}
+
+// testOverview: the overview of a window equals the reference
+// (core.OverviewOf) over the same rows — breakdowns by tool status, agent
+// status, subagent type and model in their order (most invoked, then byte
+// order, not reported last), invocations and failures, live and
+// backfilled apart, exact metric sums over reported values with the
+// unreported counted, the durations' nearest-rank median and 95th
+// percentile — for the whole window, a part of it, and a bound on the
+// groups listed.
+func testOverview(t *testing.T, s *suite) {
+	o, ok := s.Store.(core.Overviewer)
+	if !ok {
+		t.Fatal("the store does not implement core.Overviewer")
+	}
+	start, rows := s.seedWindow(t, 240)
+	for _, q := range []core.OverviewQuery{
+		{Since: start, Until: start.Add(time.Hour)},
+		{Since: start.Add(10*time.Minute + time.Nanosecond), Until: start.Add(40 * time.Minute)},
+		{Since: start, Until: start.Add(time.Hour), Groups: 2},
+		{Since: start.Add(59 * time.Minute), Until: start.Add(time.Hour), Groups: 1},
+		{Since: start.Add(-time.Hour), Until: start},
+	} {
+		got, err := o.Overview(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := core.OverviewOf(rows, q)
+		if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
+			t.Errorf("overview of [%s, %s) groups %d:\n got  %s\n want %s", q.Since, q.Until, q.Groups, g, w)
+		}
+	}
+	if got, _ := o.Overview(context.Background(), core.OverviewQuery{Since: start, Until: start.Add(time.Hour)}); got.Rows != 240 {
+		t.Errorf("the window holds %d rows, want 240", got.Rows)
+	}
+	_, err := o.Overview(context.Background(), core.OverviewQuery{Groups: core.MaxOverviewGroups + 1})
+	WantError(t, "too many groups", err, nil)
+	_, err = o.Overview(context.Background(), core.OverviewQuery{Since: start, Until: start})
+	WantError(t, "an empty window", err, nil)
+}
+
+// testSessionsWindow: sessions listed for a window and an id prefix equal
+// the reference (core.SessionsOf) over the same rows, and paging by key
+// (SessionQuery.After) walks the same list, none skipped or repeated.
+func testSessionsWindow(t *testing.T, s *suite) {
+	r, ok := s.Store.(core.Reader)
+	if !ok {
+		t.Skip("store does not implement core.Reader")
+	}
+	start, rows := s.seedWindow(t, 60)
+	for _, q := range []core.SessionQuery{
+		{Since: start, Until: start.Add(time.Hour), Prefix: s.ns},
+		{Since: start.Add(20 * time.Minute), Until: start.Add(30 * time.Minute), Prefix: s.ns},
+		{Since: start, Prefix: s.id("sess", "ov-")},
+		{Since: start, Until: start.Add(time.Hour), Prefix: s.id("sess", "ov-é")},
+	} {
+		all, err := r.Sessions(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := core.SessionsOf(rows, core.Activation{}, q)
+		if g, w := summaries(all), summaries(want); g != w {
+			t.Errorf("sessions of %+v:\n got  %s\n want %s", q, g, w)
+		}
+		var paged []core.SessionSummary
+		for page := q; ; {
+			page.Limit = 1
+			got, err := r.Sessions(context.Background(), page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 || len(paged) > len(all) {
+				break
+			}
+			paged = append(paged, got...)
+			k := got[0].Key()
+			page.After = &k
+		}
+		if g, w := summaries(paged), summaries(all); g != w {
+			t.Errorf("paged one by one:\n got  %s\n want %s", g, w)
+		}
+	}
+	_, err := r.Sessions(context.Background(), core.SessionQuery{Prefix: "\xff"})
+	WantError(t, "a prefix that is not UTF-8", err, nil)
+	_, err = r.Sessions(context.Background(), core.SessionQuery{Limit: -1})
+	WantError(t, "a negative limit", err, nil)
+}
+
+// summaries shows session summaries without their coverage (which comes
+// from each session's whole activity; testSessions checks it).
+func summaries(ss []core.SessionSummary) string {
+	var out []string
+	for _, g := range ss {
+		out = append(out, fmt.Sprintf("%s task=%s n=%d turns=%d max=%d open=%d %s..%s",
+			g.TaskSessionID, g.TaskID, g.Subagents, g.Turns, g.MaxFanOut, g.Open,
+			g.FirstObservedAt.Format(time.RFC3339Nano), g.LastObservedAt.Format(time.RFC3339Nano)))
+	}
+	return fmt.Sprintf("%q", out)
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
