@@ -304,7 +304,9 @@ func (q SessionQuery) Validate() error {
 }
 
 // Contains reports whether the window holds an observation instant.
-func (q SessionQuery) Contains(observedAt time.Time) bool { return inWindow(observedAt, q.Since, q.Until) }
+func (q SessionQuery) Contains(observedAt time.Time) bool {
+	return inWindow(observedAt, q.Since, q.Until)
+}
 
 // Precedes reports whether a session with key k comes before the one with
 // key after in the listing's order.
@@ -378,4 +380,3 @@ func SessionsOf(rows []Subagent, a Activation, q SessionQuery) []SessionSummary 
 	}
 	return out
 }
-

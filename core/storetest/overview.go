@@ -45,13 +45,13 @@ func (s *suite) seedWindow(t *testing.T, n int) (start time.Time, rows []core.Su
 	for i := range n {
 		sess := sessions[rng.IntN(len(sessions))]
 		f := core.Frame{
-			TaskSessionID:    sess,
-			TaskID:           s.id("task", "t"),
-			TurnID:           s.id("turn", fmt.Sprint(rng.IntN(5))),
-			ExecutionID:      "exec-1",
-			ToolCallID:       s.id("tool", fmt.Sprint(i)),
-			ToolStatus:       pick("completed", "failed", "error", "cancelled", "in_progress", "", "Failed"),
-			ObservedAt:       start.Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond),
+			TaskSessionID: sess,
+			TaskID:        s.id("task", "t"),
+			TurnID:        s.id("turn", fmt.Sprint(rng.IntN(5))),
+			ExecutionID:   "exec-1",
+			ToolCallID:    s.id("tool", fmt.Sprint(i)),
+			ToolStatus:    pick("completed", "failed", "error", "cancelled", "in_progress", "", "Failed"),
+			ObservedAt:    start.Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond),
 			Payload: &core.Payload{
 				SubagentType: pick("explorer", "Explorer", "reviewer", "", "b", "é"),
 				Model:        pick("opus", "sonnet", "", "haiku"),
