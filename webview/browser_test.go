@@ -74,7 +74,7 @@ func TestInBrowser(t *testing.T) {
 	// Mounted as a host mounts it: below a prefix of its own server.
 	const prefix = "/admin/subagents"
 	mux := http.NewServeMux()
-	mux.Handle(prefix+"/", webview.New(s, webview.WithPrefix(prefix)))
+	mux.Handle(prefix+"/", webview.New(s, webview.WithPrefix(prefix), webview.WithClock(clock)))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	page := func(id string) string { return srv.URL + prefix + "/session?id=" + url.QueryEscape(id) }

@@ -3,6 +3,7 @@ package webview
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,6 +34,16 @@ type turnView struct {
 	Width, Height int
 	Ticks         []tick
 	Bars          []bar
+	Totals        totals
+}
+
+// totals are a turn's spend: summed over its top-level subagents only,
+// and its nested subagents' apart, never added in — a provider's figure
+// for a parent may already include its children's, so a sum over the
+// tree could count a token twice.
+type totals struct {
+	Subagents, Failed, Nested      int
+	Tokens, ToolUses, NestedTokens spend
 }
 
 type tick struct {
@@ -53,6 +64,9 @@ type bar struct {
 	Class    string // by tool status: ok, failed, cancelled, running
 	Open     bool
 	Title    string
+	// Below is the tokens the subagents nested under this one report,
+	// shown beside its own and never added to it (totals).
+	Below spend
 }
 
 // layout places a turn's subagents: depth first, each under its parent,
@@ -68,6 +82,21 @@ func layout(t fanout.Turn, index int) turnView {
 		}
 	}
 	walk(t.Roots)
+	below := spendBelow(t.Roots)
+	for _, n := range order {
+		r := n.Row
+		v.Totals.Subagents++
+		if r.ToolStatus != nil && core.IsFailedToolStatus(*r.ToolStatus) {
+			v.Totals.Failed++
+		}
+		if n.Depth == 0 {
+			v.Totals.Tokens.add(r.TotalTokens)
+			v.Totals.ToolUses.add(r.ToolUseCount)
+		} else {
+			v.Totals.Nested++
+			v.Totals.NestedTokens.add(r.TotalTokens)
+		}
+	}
 	for i, n := range order {
 		r := n.Row
 		if i == 0 || r.ObservedAt.Before(v.Start) {
@@ -104,6 +133,7 @@ func layout(t fanout.Turn, index int) turnView {
 		} else {
 			b.W = tenth(max(x(*r.SettledAt)-b.X, minBar))
 		}
+		b.Below = below[n]
 		b.Label = label(r, n.Depth)
 		b.Title = title(r)
 		v.Bars = append(v.Bars, b)
@@ -111,6 +141,57 @@ func layout(t fanout.Turn, index int) turnView {
 	v.Width = labelWidth + plotWidth + openTail + 8
 	v.Height = axisHeight + len(order)*rowHeight + 4
 	return v
+}
+
+// spend is a sum of one metric over some rows: the reported values'
+// exact sum and how many rows did not report it.
+type spend struct {
+	Sum                  *big.Int
+	Reported, Unreported int64
+}
+
+func (s *spend) add(v *int64) {
+	if v == nil {
+		s.Unreported++
+		return
+	}
+	if s.Sum == nil {
+		s.Sum = new(big.Int)
+	}
+	s.Sum.Add(s.Sum, big.NewInt(*v))
+	s.Reported++
+}
+
+func (s *spend) merge(o spend) {
+	if o.Sum != nil {
+		if s.Sum == nil {
+			s.Sum = new(big.Int)
+		}
+		s.Sum.Add(s.Sum, o.Sum)
+	}
+	s.Reported += o.Reported
+	s.Unreported += o.Unreported
+}
+
+// spendBelow is, per node, the tokens its descendants report: each
+// node's is its children's own and theirs, summed bottom-up, so it is
+// linear in the rows however deep the nesting.
+func spendBelow(roots []*fanout.Node) map[*fanout.Node]spend {
+	out := map[*fanout.Node]spend{}
+	var visit func(n *fanout.Node) spend
+	visit = func(n *fanout.Node) spend {
+		var below spend
+		for _, c := range n.Children {
+			below.merge(visit(c))
+			below.add(c.Row.TotalTokens)
+		}
+		out[n] = below
+		return below
+	}
+	for _, r := range roots {
+		visit(r)
+	}
+	return out
 }
 
 // statusClass colours a bar by its tool status.

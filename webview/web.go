@@ -36,6 +36,7 @@ import (
 type Source interface {
 	core.Store
 	core.Reader
+	core.Overviewer
 }
 
 //go:embed assets
@@ -48,15 +49,23 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"when":       when,
 	"num":        num,
 	"human":      human,
+	"ms":         ms,
 	"text":       text,
+	"average":    average,
+	"figures":    func(v *string, part string, f core.Figures) figuresRow { return figuresRow{v, part, f} },
+	"pageURL":    func(window, *core.SessionKey) string { return "" },
 }).ParseFS(assets, "assets/*.html"))
 
 // Option configures the view.
 type Option func(*server)
 
-// WithSessions sets how many sessions the overview lists, the most
-// recently active first (default 200).
+// WithSessions sets how many sessions a page of the overview lists, the
+// most recently active first (default 50; the next page follows by key).
 func WithSessions(n int) Option { return func(s *server) { s.sessions = n } }
+
+// WithClock sets the clock the overview's ranges end at (default
+// time.Now): a host's test pins it.
+func WithClock(now func() time.Time) Option { return func(s *server) { s.now = now } }
 
 // WithLogger receives the errors a page could not be rendered for.
 func WithLogger(l *slog.Logger) Option { return func(s *server) { s.log = l } }
@@ -87,6 +96,7 @@ type server struct {
 	prefix         string
 	frameAncestors []string
 	pages          *template.Template
+	now            func() time.Time
 }
 
 // New returns the view over src. It only reads: GET (and HEAD) of the
@@ -94,13 +104,14 @@ type server struct {
 // ".." and "/" included, opens) and the stylesheet (prefix/style.css);
 // any other method is refused (405) and any other path is 404.
 func New(src Source, opts ...Option) http.Handler {
-	s := &server{src: src, sessions: 200, log: slog.New(slog.DiscardHandler)}
+	s := &server{src: src, sessions: 50, log: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
 	s.pages = template.Must(pages.Clone()).Funcs(template.FuncMap{
 		"url":        func(path string) string { return s.prefix + path },
 		"sessionURL": func(id string) string { return s.prefix + "/session?id=" + url.QueryEscape(id) },
+		"pageURL":    func(w window, after *core.SessionKey) string { return s.prefix + "/?" + w.query(after).Encode() },
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+s.prefix+"/{$}", s.overview)
@@ -141,23 +152,146 @@ func (s *server) secure(h http.Handler) http.Handler {
 }
 
 type overviewPage struct {
+	Window     window
+	Ranges     []string
 	Activation core.Activation
 	Health     core.Health
-	Stats      core.Stats
+	Overview   core.Overview
 	Sessions   []core.SessionSummary
-	Limit      int
+	Next       *core.SessionKey
 	Generated  time.Time
 }
 
+// figuresRow is one line of a breakdown's table: a group's figures over
+// all its rows, or over its live or backfilled ones.
+type figuresRow struct {
+	Value *string
+	Part  string
+	F     core.Figures
+}
+
+// window is the overview's scope, from the query string: a range ending
+// now (range=1h|24h|7d|30d|all, default 24h) or explicit since and until
+// (RFC 3339), an id prefix (q) and the page's key (after, after_id).
+type window struct {
+	Range        string
+	Since, Until time.Time
+	Prefix       string
+	After        *core.SessionKey
+}
+
+// ranges are the overview's ready-made windows, ending now.
+var ranges = []struct {
+	name string
+	d    time.Duration
+}{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}, {"all", 0}}
+
+// parseWindow reads the overview's query string, naming what is wrong.
+func parseWindow(v url.Values, now time.Time) (window, error) {
+	w := window{Range: v.Get("range"), Prefix: v.Get("q")}
+	instant := func(name string) (time.Time, error) {
+		if v.Get(name) == "" {
+			return time.Time{}, nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, v.Get(name))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s=%q is not an RFC 3339 instant", name, v.Get(name))
+		}
+		return t.UTC(), nil
+	}
+	var err error
+	if w.Since, err = instant("since"); err != nil {
+		return w, err
+	}
+	if w.Until, err = instant("until"); err != nil {
+		return w, err
+	}
+	if w.Since.IsZero() && w.Until.IsZero() {
+		if w.Range == "" {
+			w.Range = "24h"
+		}
+		known := false
+		for _, r := range ranges {
+			if r.name == w.Range {
+				known = true
+				if r.d > 0 {
+					w.Since = now.Add(-r.d).UTC()
+				}
+			}
+		}
+		if !known {
+			return w, fmt.Errorf("range=%q: want 1h, 24h, 7d, 30d or all", w.Range)
+		}
+	} else {
+		w.Range = ""
+	}
+	if !w.Since.IsZero() && !w.Until.IsZero() && !w.Since.Before(w.Until) {
+		return w, fmt.Errorf("since %s is not before until %s", v.Get("since"), v.Get("until"))
+	}
+	if v.Has("after") {
+		t, err := instant("after")
+		if err != nil {
+			return w, err
+		}
+		w.After = &core.SessionKey{LastObservedAt: t, TaskSessionID: v.Get("after_id")}
+	}
+	return w, nil
+}
+
+// query is the window as a query string, on the page after the key after
+// (nil: the first page). A range ending now stays a range, so that the
+// next page moves with it only by the time it takes to read.
+func (w window) query(after *core.SessionKey) url.Values {
+	v := url.Values{}
+	if w.Range != "" {
+		v.Set("range", w.Range)
+	} else {
+		if !w.Since.IsZero() {
+			v.Set("since", w.Since.Format(time.RFC3339Nano))
+		}
+		if !w.Until.IsZero() {
+			v.Set("until", w.Until.Format(time.RFC3339Nano))
+		}
+	}
+	if w.Prefix != "" {
+		v.Set("q", w.Prefix)
+	}
+	if after != nil {
+		v.Set("after", after.LastObservedAt.UTC().Format(time.RFC3339Nano))
+		v.Set("after_id", after.TaskSessionID)
+	}
+	return v
+}
+
+// WithRange returns the window over another ready-made range (the same
+// prefix, the first page).
+func (w window) WithRange(r string) window { return window{Range: r, Prefix: w.Prefix} }
+
 func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	p := overviewPage{Limit: s.sessions, Generated: time.Now().UTC()}
-	var err error
-	if p.Health, err = s.src.Health(ctx, core.HealthQuery{}); err == nil {
-		if p.Stats, err = s.src.Stats(ctx, core.StatsQuery{}); err == nil {
-			p.Activation = p.Stats.Activation
-			p.Sessions, err = s.src.Sessions(ctx, s.sessions)
+	now := s.now().UTC()
+	win, err := parseWindow(r.URL.Query(), now)
+	if err != nil {
+		http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	p := overviewPage{Window: win, Generated: now}
+	for _, r := range ranges {
+		p.Ranges = append(p.Ranges, r.name)
+	}
+	if p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: win.Since}); err == nil {
+		if p.Activation, err = s.src.Activation(ctx); err == nil {
+			q := core.OverviewQuery{Since: win.Since, Until: win.Until}
+			if p.Overview, err = s.src.Overview(ctx, q); err == nil {
+				p.Sessions, err = s.src.Sessions(ctx, core.SessionQuery{Since: win.Since, Until: win.Until,
+					Prefix: win.Prefix, After: win.After, Limit: s.sessions + 1})
+			}
 		}
+	}
+	if len(p.Sessions) > s.sessions {
+		p.Sessions = p.Sessions[:s.sessions]
+		k := p.Sessions[len(p.Sessions)-1].Key()
+		p.Next = &k
 	}
 	s.render(w, r, "overview.html", p, err)
 }
@@ -275,6 +409,40 @@ func human(p any) string {
 		}
 	}
 	return v.String()
+}
+
+// ms is a duration in milliseconds in the unit that fits (320 ms, 48.2 s,
+// 3.5 h), or "not reported".
+func ms(p *int64) string {
+	if p == nil {
+		return "not reported"
+	}
+	v := float64(*p)
+	for _, u := range []struct {
+		size float64
+		name string
+	}{{365.25 * 86400e3, "y"}, {86400e3, "d"}, {3600e3, "h"}, {60e3, "min"}, {1e3, "s"}} {
+		if v >= u.size {
+			return sig3(v/u.size) + " " + u.name
+		}
+	}
+	return fmt.Sprintf("%d ms", *p)
+}
+
+// average is a metric's average, three significant digits in human units,
+// or "—" when nothing was reported.
+func average(m core.Metric) string {
+	if m.Average == nil {
+		return "—"
+	}
+	if *m.Average < 1 {
+		return strconv.FormatFloat(*m.Average, 'f', 2, 64)
+	}
+	f, _ := new(big.Float).SetFloat64(*m.Average).Int(nil)
+	if f.Cmp(big.NewInt(1000)) < 0 {
+		return sig3(*m.Average)
+	}
+	return human(f)
 }
 
 // text is a nullable text: its value, or "—".

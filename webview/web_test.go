@@ -32,6 +32,9 @@ var hostile = []string{
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
+// clock is the pages' now: an hour after the test's frames.
+func clock() time.Time { return t0.Add(time.Hour) }
+
 // hostileFrames is a session whose every text field is hostile, and a
 // nested subagent under one of them.
 func hostileFrames(sess string) []core.Frame {
@@ -117,7 +120,7 @@ func exercisePages(t *testing.T, s webview.Source, prefix string, session func(i
 	session(bad)
 	testenv.Record(t, s, frames)
 	testenv.Record(t, s, hostileFrames(bad))
-	h := webview.New(s, webview.WithPrefix(prefix))
+	h := webview.New(s, webview.WithPrefix(prefix), webview.WithClock(clock))
 	page := func(id string) string { return prefix + "/session?id=" + url.QueryEscape(id) }
 
 	res, body := get(t, h, "GET", prefix+"/")
@@ -161,7 +164,8 @@ func exercisePages(t *testing.T, s webview.Source, prefix string, session func(i
 			}
 		}
 	}
-	if n := strings.Count(body, `<td class="n">not reported</td>`); unreported == 0 || n != unreported {
+	if n := len(regexp.MustCompile(`<td class="n">not reported(</td>|<br>)`).FindAllString(body, -1)); unreported == 0 ||
+		n != unreported {
 		t.Errorf("session page: %d cells say not reported; %d metrics are unreported", n, unreported)
 	}
 	for _, want := range []string{"⟳", " open", "Turn <span class=\"id\">demo-turn-"} {
@@ -311,5 +315,99 @@ func TestLargeSession(t *testing.T) {
 	}
 	if !strings.Contains(body, `height="13232"`) { // 28 + 600×22 + 4
 		t.Error("the timeline is not as tall as its 600 rows")
+	}
+}
+
+// TestOverviewAnswers: the overview says what failed, what it cost and
+// where, in human units with the exact value in the title; a nested
+// subagent's tokens show under its parent on the session page and are
+// never added into the turn's total; sessions page by key, filter by id
+// prefix and by window; a bad query string is a 400 naming it.
+func TestOverviewAnswers(t *testing.T) {
+	s := memory.New()
+	n := func(v int64) *int64 { return &v }
+	row := func(sess, tool, parent, typ, model, status string, tokens, ms *int64, at time.Time) core.Frame {
+		f := core.Frame{TaskSessionID: sess, TaskID: "task", TurnID: "turn", ExecutionID: "e", ToolCallID: tool,
+			ParentToolCallID: parent, ToolStatus: status, ObservedAt: at,
+			Payload: &core.Payload{SubagentType: typ, Model: model}}
+		if tokens != nil {
+			f.Payload.TotalTokens = *tokens
+		}
+		if ms != nil {
+			f.Payload.DurationMs = *ms
+		}
+		return f
+	}
+	testenv.Record(t, s, []core.Frame{
+		row("s1", "a", "", "explorer", "opus", "completed", n(1000), n(1000), t0),
+		row("s1", "b", "a", "explorer", "opus", "failed", n(400), n(3000), t0.Add(time.Second)),
+		row("s1", "c", "", "reviewer", "", "error", nil, nil, t0.Add(2*time.Second)),
+		row("s1", "d", "", "", "opus", "cancelled", n(2_000_000), n(61_000), t0.Add(3*time.Second)),
+		row("s2", "a", "", "explorer", "opus", "completed", nil, nil, t0.Add(-2*time.Hour)),
+		row("s3", "a", "", "explorer", "opus", "completed", nil, nil, t0.Add(-3*time.Hour)),
+	})
+	h := webview.New(s, webview.WithClock(clock), webview.WithSessions(2))
+	_, day := get(t, h, "GET", "/")
+	_, hour := get(t, h, "GET", "/?range=1h")
+	_, all := get(t, h, "GET", "/?range=all")
+	cell := func(body, text string) bool { return strings.Contains(body, ">"+text+"<") }
+	for _, want := range []string{
+		`title="2001400">2 M`, // opus' tokens, exact in the title
+		"1.02 min",            // opus' p95 duration: 61 s, rank 3 of 3
+		"3 s",                 // opus' median: rank 2 of 3; explorer's p95
+		"1 s",                 // explorer's median: rank 1 of 2
+		"not reported",        // the model of the reviewer
+	} {
+		if !strings.Contains(hour, want) {
+			t.Errorf("the last hour's overview lacks %q", want)
+		}
+	}
+	for _, status := range []string{"completed", "failed", "error", "cancelled"} {
+		if !cell(hour, status) {
+			t.Errorf("the tool status %q is not counted", status)
+		}
+	}
+	if strings.Count(hour, `href="/session?id=`) != 1 || strings.Count(day, `href="/session?id=`) != 2 {
+		t.Errorf("windows: the last hour lists %d sessions (want 1), the last day %d (want 2)",
+			strings.Count(hour, `href="/session?id=`), strings.Count(day, `href="/session?id=`))
+	}
+	// Paging by key: two sessions, then the third, never one twice.
+	next := regexp.MustCompile(`<a href="([^"]+)">next sessions`).FindStringSubmatch(all)
+	if next == nil {
+		t.Fatal("all time: no next page for three sessions two to a page")
+	}
+	_, second := get(t, h, "GET", html.UnescapeString(next[1]))
+	for body, want := range map[string][]string{all: {"s1", "s2"}, second: {"s3"}} {
+		got := regexp.MustCompile(`href="/session\?id=([^"]+)"`).FindAllStringSubmatch(body, -1)
+		var ids []string
+		for _, g := range got {
+			ids = append(ids, g[1])
+		}
+		if strings.Join(ids, ",") != strings.Join(want, ",") {
+			t.Errorf("a page lists %v, want %v", ids, want)
+		}
+	}
+	if _, body := get(t, h, "GET", "/?range=all&q=s3"); strings.Count(body, `href="/session?id=`) != 1 ||
+		!strings.Contains(body, `href="/session?id=s3"`) {
+		t.Error("the id prefix s3 does not list s3 alone")
+	}
+	for _, bad := range []string{"/?range=5y", "/?since=yesterday", "/?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z"} {
+		res, body := get(t, h, "GET", bad)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, strings.Split(strings.TrimPrefix(bad, "/?"), "=")[0]) {
+			t.Errorf("%s: %d %q, want 400 naming the parameter", bad, res.StatusCode, body)
+		}
+	}
+	// The session page: the turn's total over its top-level subagents
+	// (1000 + 2,000,000, one not reporting), the nested one apart.
+	_, page := get(t, h, "GET", "/session?id=s1")
+	for _, want := range []string{
+		`<span title="2001000">2 M</span> (1 not reported)`,
+		`nested subagent(s) report <span title="400">400</span> tokens more`,
+		`title="400">nested 400, not added`,
+		"3 failed",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the session page lacks %q", want)
+		}
 	}
 }
