@@ -391,9 +391,12 @@ func TestOverviewAnswers(t *testing.T) {
 		!strings.Contains(body, `href="/session?id=s3"`) {
 		t.Error("the id prefix s3 does not list s3 alone")
 	}
-	for _, bad := range []string{"/?range=5y", "/?since=yesterday", "/?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z"} {
+	for _, bad := range []string{
+		"/?range=5y", "/?since=yesterday", "/?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z",
+	} {
 		res, body := get(t, h, "GET", bad)
-		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, strings.Split(strings.TrimPrefix(bad, "/?"), "=")[0]) {
+		param := strings.Split(strings.TrimPrefix(bad, "/?"), "=")[0]
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, param) {
 			t.Errorf("%s: %d %q, want 400 naming the parameter", bad, res.StatusCode, body)
 		}
 	}

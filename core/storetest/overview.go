@@ -111,7 +111,8 @@ func testOverview(t *testing.T, s *suite) {
 			t.Errorf("overview of [%s, %s) groups %d:\n got  %s\n want %s", q.Since, q.Until, q.Groups, g, w)
 		}
 	}
-	if got, _ := o.Overview(context.Background(), core.OverviewQuery{Since: start, Until: start.Add(time.Hour)}); got.Rows != 240 {
+	whole := core.OverviewQuery{Since: start, Until: start.Add(time.Hour)}
+	if got, _ := o.Overview(context.Background(), whole); got.Rows != 240 {
 		t.Errorf("the window holds %d rows, want 240", got.Rows)
 	}
 	_, err := o.Overview(context.Background(), core.OverviewQuery{Groups: core.MaxOverviewGroups + 1})
