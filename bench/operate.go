@@ -81,6 +81,11 @@ func benchOperate(ctx context.Context, c config, dialect string) ([]result, erro
 		baseline: "-", target: "Go heap flat (≤ 16 MiB rise)", pass: rise <= 16<<20,
 		note: fmt.Sprintf("Go heap +%.1f MiB at peak", float64(rise)/(1<<20)),
 	})
+	pages, err := benchPages(ctx, c, s, dialect, n)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, pages...)
 	sizes, err := tableSizes(ctx, s, dialect)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,10 @@ func benchView() result {
 	page := testing.Benchmark(func(b *testing.B) {
 		for b.Loop() {
 			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest("GET", "/sessions/big", nil))
+			h.ServeHTTP(w, httptest.NewRequest("GET", "/session?id=big", nil))
+			if w.Code != 200 {
+				b.Fatalf("the session page: %d", w.Code)
+			}
 			io.Copy(io.Discard, w.Body)
 		}
 	})

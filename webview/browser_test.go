@@ -21,10 +21,10 @@ import (
 	"github.com/subagentctx/subagentctx/webview"
 )
 
-// The README's screenshot is written with
+// The README's screenshots are written with
 //
-//	go test ./internal/web -run TestInBrowser -screenshot ../../docs/session.png
-var screenshot = flag.String("screenshot", "", "write a PNG of the demo session page to this path")
+//	go test ./webview -run TestInBrowser -screenshots ../docs
+var screenshots = flag.String("screenshots", "", "write overview.png and session.png of the demo data to this directory")
 
 // chromium finds a headless-capable Chromium: $SUBAGENTCTX_TEST_CHROMIUM
 // (scripts/test installs Debian's and sets it), else chromium on the PATH.
@@ -109,23 +109,47 @@ func TestInBrowser(t *testing.T) {
 			}
 		}
 	}
-	dom = string(headless(t, bin, srv.URL+prefix+"/", "--dump-dom", "--virtual-time-budget=2000"))
+	// The overview shows every stored text too (the hostile types, models
+	// and statuses above): a handler that ran would have set its title.
+	dom = string(headless(t, bin, srv.URL+prefix+"/?range=all", "--dump-dom", "--virtual-time-budget=2000"))
 	if !strings.Contains(dom, `href="`+prefix+`/session?id=demo-sess"`) ||
 		!strings.Contains(dom, "<title>overview · subagentctx</title>") {
 		t.Error("the overview in the browser lacks its title or the session's link")
 	}
+	if !strings.Contains(dom, "By subagent type") || !strings.Contains(dom, "&lt;script&gt;") {
+		t.Error("the overview in the browser lacks its breakdowns or the hostile texts as text")
+	}
+	for _, tag := range tags.FindAllString(dom, -1) {
+		if l := strings.ToLower(tag); strings.HasPrefix(l, "<img") || strings.HasPrefix(l, "<script") ||
+			handlerAttr.MatchString(tag) {
+			t.Errorf("a stored text became markup in the overview: %s", tag)
+		}
+	}
 
-	if *screenshot != "" {
-		path, err := filepath.Abs(*screenshot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		headless(t, bin, page("demo-sess"), "--screenshot="+path, "--window-size=1280,1000")
-		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
-			t.Fatalf("no screenshot at %s: %v", path, err)
+	if *screenshots != "" {
+		shoot(t, bin, *screenshots)
+	}
+}
+
+// shoot writes the README's screenshots of the demo data alone: the
+// overview and the demo session's page.
+func shoot(t *testing.T, bin, dir string) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := memory.New()
+	testenv.Record(t, s, kandevtest.Stream("demo-", t0))
+	srv := httptest.NewServer(webview.New(s, webview.WithClock(clock)))
+	defer srv.Close()
+	for name, path := range map[string]string{"overview.png": "/", "session.png": "/session?id=demo-sess"} {
+		out := filepath.Join(dir, name)
+		headless(t, bin, srv.URL+path, "--screenshot="+out, "--window-size=1280,1100")
+		if st, err := os.Stat(out); err != nil || st.Size() == 0 {
+			t.Fatalf("no screenshot at %s: %v", out, err)
 		}
 	}
 }

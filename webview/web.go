@@ -180,6 +180,9 @@ type window struct {
 	After        *core.SessionKey
 }
 
+// healthWindow is how far back the overview's health check reaches.
+const healthWindow = time.Hour
+
 // ranges are the overview's ready-made windows, ending now.
 var ranges = []struct {
 	name string
@@ -279,7 +282,10 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	for _, r := range ranges {
 		p.Ranges = append(p.Ranges, r.name)
 	}
-	if p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: win.Since}); err == nil {
+	// Health over the last hour, whatever the window: whether capture
+	// works now, at a cost that does not grow with the window (subagentctl
+	// health --since answers for any other).
+	if p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: now.Add(-healthWindow)}); err == nil {
 		if p.Activation, err = s.src.Activation(ctx); err == nil {
 			q := core.OverviewQuery{Since: win.Since, Until: win.Until}
 			if p.Overview, err = s.src.Overview(ctx, q); err == nil {

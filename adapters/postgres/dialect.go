@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,6 +55,27 @@ func (Dialect) ColumnType(t core.Type) string {
 // Instant implements sqlstore.Fragments. EXTRACT(EPOCH …) is exact
 // (numeric) and independent of the session time zone for TIMESTAMPTZ.
 func (Dialect) Instant(x string) string { return "(EXTRACT(EPOCH FROM " + x + ") * 1000000)::bigint" }
+
+// Within implements sqlstore.Fragments: timestamptz compares as the
+// instant, at the microsecond, whatever the session's time zone.
+func (Dialect) Within(x string, since, until time.Time) (string, []any) {
+	var conds []string
+	var args []any
+	if !since.IsZero() {
+		conds, args = append(conds, x+" >= ?"), append(args, core.CeilMicro(since))
+	}
+	if !until.IsZero() {
+		conds, args = append(conds, x+" < ?"), append(args, core.CeilMicro(until))
+	}
+	if len(conds) == 0 {
+		return "TRUE", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// Extreme implements sqlstore.Fragments: timestamptz orders as the
+// instant.
+func (d Dialect) Extreme(fn, x string) string { return d.Instant(fn + "(" + x + ")") }
 
 // Bytewise implements sqlstore.Fragments: the C collation compares bytes,
 // whatever the database's own (an ICU locale orders linguistically).

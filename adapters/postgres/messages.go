@@ -65,6 +65,11 @@ func (Dialect) HostInstant(x string) string {
 // reads one.
 func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC() }
 
+// HostTimeCeiling implements sqlstore.MessageView: t itself, as for
+// HostTimeFloor (a timestamp's UTC wall time before t is a value before
+// t).
+func (Dialect) HostTimeCeiling(t time.Time) any { return core.CeilMicro(t).UTC() }
+
 // HostInstantArg implements sqlstore.MessageView: host instants are
 // microseconds, so the bound is t rounded up to the next one.
 func (Dialect) HostInstantArg(t time.Time) any { return core.CeilMicro(t).UnixMicro() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -50,6 +51,50 @@ func (Dialect) Instant(x string) string {
 		" THEN ltrim(" + frac + ", '0123456789') ELSE substr(" + x + ", 20) END"
 	return "(unixepoch(" + whole + ") * 1000000 + CASE WHEN " + dot +
 		" THEN CAST(substr(" + digits + " || '000000', 1, 6) AS INTEGER) ELSE 0 END)"
+}
+
+// Within implements sqlstore.Fragments. The raw text bounds the range an
+// index serves: at or above HostTimeFloor(since) and below
+// HostTimeCeiling(until), a superset for every text form Instant reads (a T sorts above the space;
+// no offset moves a local time by more than fourteen hours). Within it, a
+// canonical value ("YYYY-MM-DD HH:MM:SS[.ffffff]+00:00", as this library
+// and the driver write UTC) compares as text with the bound in the same
+// form, exactly — its text order is its instants' — and any other form
+// through Instant, at a microsecond's cost per row that the canonical
+// ones are spared.
+func (d Dialect) Within(x string, since, until time.Time) (string, []any) {
+	canonical := canonical(x)
+	text := func(t time.Time) string { return core.CeilMicro(t).UTC().Format("2006-01-02 15:04:05.999999-07:00") }
+	var conds []string
+	var args []any
+	if !since.IsZero() {
+		conds = append(conds, x+" >= ?", "CASE WHEN "+canonical+" THEN "+x+" >= ? ELSE "+d.Instant(x)+" >= ? END")
+		args = append(args, d.HostTimeFloor(since), text(since), core.CeilMicro(since).UnixMicro())
+	}
+	if !until.IsZero() {
+		conds = append(conds, x+" < ?", "CASE WHEN "+canonical+" THEN "+x+" < ? ELSE "+d.Instant(x)+" < ? END")
+		args = append(args, d.HostTimeCeiling(until), text(until),
+			core.CeilMicro(until).UnixMicro())
+	}
+	if len(conds) == 0 {
+		return "1 = 1", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// canonical is the condition that the text x is in the form this library
+// writes UTC in: "YYYY-MM-DD HH:MM:SS[.ffffff]+00:00", whose text order is
+// its instants' (the driver trims the fraction's trailing zeros, and a
+// '+' sorts below the '.' and the digits).
+func canonical(x string) string { return "substr(" + x + ", 11, 1) = ' ' AND substr(" + x + ", -6) = '+00:00'" }
+
+// Extreme implements sqlstore.Fragments: the canonical values' extreme by
+// their text, read as an instant once per group, and the others' through
+// Instant row by row (Within says why).
+func (d Dialect) Extreme(fn, x string) string {
+	text := d.Instant(fn + "(CASE WHEN " + canonical(x) + " THEN " + x + " END)")
+	other := fn + "(CASE WHEN " + canonical(x) + " THEN NULL ELSE " + d.Instant(x) + " END)"
+	return "COALESCE(" + strings.ToLower(fn) + "(" + text + ", " + other + "), " + text + ", " + other + ")"
 }
 
 // Bytewise implements sqlstore.Fragments: SQLite's default collation,

@@ -35,6 +35,14 @@ func (Dialect) HostTimeFloor(t time.Time) any {
 	return t.UTC().Add(-14 * time.Hour).Format("2006-01-02 15")
 }
 
+// HostTimeCeiling implements sqlstore.MessageView: the day after t plus
+// fourteen hours, as "YYYY-MM-DD" text, which every form of a time before
+// t (a local time at most 14 hours after its instant, a T or a space
+// after the date) compares below.
+func (Dialect) HostTimeCeiling(t time.Time) any {
+	return t.UTC().Add(14*time.Hour).AddDate(0, 0, 1).Format("2006-01-02")
+}
+
 // HostInstantArg implements sqlstore.MessageView.
 func (Dialect) HostInstantArg(t time.Time) any { return t.UTC().Format(instantLayout) }
 

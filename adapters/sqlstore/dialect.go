@@ -40,6 +40,14 @@ type Fragments interface {
 	// comparison and ordering of those columns goes through it, so each is
 	// exact and independent of the session's time zone (AC-24e).
 	Instant(expr string) string
+	// Within is the condition that the timestamp column x (of this
+	// table) holds an instant in [since, until) — a zero bound open —
+	// exact at the microsecond like Instant, with its arguments in order,
+	// written so that an index on x serves the range.
+	Within(x string, since, until time.Time) (string, []any)
+	// Extreme is the aggregate fn ("MIN" or "MAX") of the timestamp
+	// column x over a group, as Instant gives it.
+	Extreme(fn, x string) string
 	// Bytewise makes a text expression compare byte by byte, whatever the
 	// database's collation (docs/CONTRACT.md §8.4).
 	Bytewise(expr string) string
@@ -111,6 +119,10 @@ type MessageView interface {
 	// exact test is on HostInstant), so that an index on it serves a
 	// window.
 	HostTimeFloor(t time.Time) any
+	// HostTimeCeiling is a bound value that the raw created_at column of
+	// every message created before t compares below (a superset, as for
+	// HostTimeFloor).
+	HostTimeCeiling(t time.Time) any
 	// HostInstantArg is t as a bound value comparable with HostInstant:
 	// HostInstant(x) >= HostInstantArg(t) exactly when x is at or after t.
 	HostInstantArg(t time.Time) any

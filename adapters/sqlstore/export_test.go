@@ -38,8 +38,9 @@ func (s *Store) SessionsSQL(q core.SessionQuery) (string, []any) {
 	return s.sessionsStatement(q)
 }
 func (s *Store) OverviewSQL(q core.OverviewQuery) (string, []any) { return s.overviewStatement(q) }
-func (s *Store) FirstActivitySQL(where string) (string, string) {
-	return s.firstActivityStatements(where)
+func (s *Store) FirstActivitySQL(where string, before time.Time) (string, string) {
+	rows, messages, _, _ := s.firstActivityStatements(where, before)
+	return rows, messages
 }
 func (s *Store) RepairSQL() (string, string)        { return s.repairStatements(nil) }
 func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables, "") }

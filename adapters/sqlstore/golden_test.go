@@ -51,7 +51,8 @@ func TestGoldenStatements(t *testing.T) {
 				},
 			)
 			where := " WHERE task_session_id = ?"
-			rows, messages := s.FirstActivitySQL(where)
+			rows, messages := s.FirstActivitySQL(where, time.Time{})
+			rowsBefore, messagesBefore := s.FirstActivitySQL(" WHERE task_session_id IN (?, ?)", capture)
 			sessions, sessionsArgs := s.SessionsSQL(core.SessionQuery{Since: capture, Until: capture.Add(time.Hour),
 				Prefix: "sess-", After: &core.SessionKey{LastObservedAt: capture, TaskSessionID: "sess-9"}, Limit: 50})
 			overview, overviewArgs := s.OverviewSQL(core.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)})
@@ -66,7 +67,9 @@ func TestGoldenStatements(t *testing.T) {
 				"stats.sql": "-- the aggregates\n" + s.StatsSQL(where) + ";\n\n" +
 					"-- fan-out per turn\n" + s.FanOutSQL(where) + ";\n\n" +
 					"-- first activity: rows\n" + rows + ";\n\n" +
-					"-- first activity: messages\n" + messages + ";\n",
+					"-- first activity: messages\n" + messages + ";\n\n" +
+					"-- the sessions listed: activity before the coverage bound, rows\n" + rowsBefore + ";\n\n" +
+					"-- and messages\n" + messagesBefore + ";\n",
 				"upgrade.sql":  upgradeStatements(t, d),
 				"sessions.sql": withArgs(sessions, sessionsArgs),
 				"overview.sql": withArgs(overview, overviewArgs),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -301,15 +302,25 @@ func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.Sessi
 		}
 		where = " WHERE task_session_id IN (" + strings.Join(marks, ", ") + ")"
 	}
-	first, err := s.firstActivity(ctx, where, ids)
-	if err != nil {
-		return nil, err
+	// A verdict turns on activity before the coverage bound only, so only
+	// that is read (through the time indexes); a session with none is
+	// known from the bound.
+	bound, bounded := a.Bound()
+	first := map[string]*time.Time{}
+	if bounded {
+		if first, err = s.firstActivity(ctx, where, ids, bound); err != nil {
+			return nil, err
+		}
 	}
 	for i, o := range out {
+		f, ok := first[o.TaskSessionID]
+		if !ok {
+			f = &bound
+		}
 		sums[i] = core.SessionSummary{TaskSessionID: o.TaskSessionID, TaskID: o.TaskID, Subagents: o.Subagents,
 			Turns: o.Turns, MaxFanOut: o.MaxFanOut, Open: o.Open,
 			FirstObservedAt: time.UnixMicro(o.FirstUs).UTC(), LastObservedAt: time.UnixMicro(o.LastUs).UTC(),
-			Coverage: core.CoverageOf(a, o.TaskSessionID, first[o.TaskSessionID])}
+			Coverage: core.CoverageOf(a, o.TaskSessionID, f)}
 	}
 	return sums, nil
 }
@@ -317,7 +328,7 @@ func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.Sessi
 // coverage gives each session in scope a verdict from its first activity.
 func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats) error {
 	where, args := scope(q)
-	first, err := s.firstActivity(ctx, where, args)
+	first, err := s.firstActivity(ctx, where, args, time.Time{})
 	if err != nil {
 		return err
 	}
@@ -326,10 +337,12 @@ func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats)
 }
 
 // firstActivity is, per session in scope (where, with its args), the
-// earliest of its rows' observed_at and its messages' created_at, at the
-// host's precision (nil when neither is an instant).
-func (s *Store) firstActivity(ctx context.Context, where string, args []any) (map[string]*time.Time, error) {
-	rowsQ, msgsQ := s.firstActivityStatements(where)
+// earliest of its rows' observed_at and its messages' created_at before
+// the instant before (zero: at any time), at the host's precision (nil
+// when neither is an instant); a session without activity before it is
+// absent.
+func (s *Store) firstActivity(ctx context.Context, where string, args []any, before time.Time) (map[string]*time.Time, error) {
+	rowsQ, msgsQ, rowArgs, msgArgs := s.firstActivityStatements(where, before)
 	first := map[string]*time.Time{}
 	earliest := func(session string, t *time.Time) {
 		if cur, ok := first[session]; !ok || (t != nil && (cur == nil || t.Before(*cur))) {
@@ -340,7 +353,7 @@ func (s *Store) firstActivity(ctx context.Context, where string, args []any) (ma
 		TaskSessionID string
 		First         sql.NullInt64
 	}
-	if err := s.db.WithContext(ctx).Raw(rowsQ, args...).Scan(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw(rowsQ, append(slices.Clone(args), rowArgs...)...).Scan(&rows).Error; err != nil {
 		return nil, s.opError("first activity", err)
 	}
 	for _, r := range rows {
@@ -351,7 +364,7 @@ func (s *Store) firstActivity(ctx context.Context, where string, args []any) (ma
 	} else if ok {
 		var msgs []map[string]any
 		err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) {
-			msgs, err = rowmaps.Query(db, msgsQ, args...)
+			msgs, err = rowmaps.Query(db, msgsQ, append(slices.Clone(args), msgArgs...)...)
 			return err
 		})
 		if err != nil {

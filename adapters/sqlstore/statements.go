@@ -39,16 +39,15 @@ func (s *Store) healthStatements(since time.Time, pairs int, distributed bool) [
 	// The raw columns find the candidates through their indexes (a
 	// superset: the floors); the instants then decide, so that only the
 	// sessions truly active in the window are read whole.
-	floor, rowFloor := s.d.HostTimeFloor(since), since.Add(-time.Second)
-	host, us := s.d.HostInstantArg(since), core.CeilMicro(since).UnixMicro()
-	activeArgs := []any{floor, host, rowFloor, us}
+	rowsIn, rowArgs := s.d.Within("y.observed_at", since, time.Time{})
+	activeArgs := append([]any{s.d.HostTimeFloor(since), s.d.HostInstantArg(since)}, rowArgs...)
 	// UNION ALL, not UNION: a merge that removes duplicates wants both
 	// sides in session order, and SQLite then scans the session indexes
 	// whole instead of ranging over the time indexes.
 	activeSessions := `SELECT x.task_session_id FROM ` + quote(s.tables.Messages) + ` x
 		WHERE x.created_at >= ? AND ` + s.d.HostInstant("x.created_at") + ` >= ?
 	UNION ALL
-	SELECT y.task_session_id FROM ` + Table + ` y WHERE y.observed_at >= ? AND ` + s.d.Instant("y.observed_at") + ` >= ?`
+	SELECT y.task_session_id FROM ` + Table + ` y WHERE ` + rowsIn
 	counts := `SELECT 0 AS part,
 	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
 	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
@@ -199,28 +198,6 @@ func (s *Store) fanOutStatement(where string) string {
 	GROUP BY n ORDER BY n`
 }
 
-// observedIn is the condition that a row (alias.) was observed in [since,
-// until), a zero bound open, with its arguments: the raw column bounds
-// the range its index serves (a superset, a second wider), the instant
-// decides.
-func (s *Store) observedIn(alias string, since, until time.Time) (string, []any) {
-	col := alias + "observed_at"
-	var conds []string
-	var args []any
-	if !since.IsZero() {
-		conds = append(conds, col+" >= ?", s.d.Instant(col)+" >= ?")
-		args = append(args, since.Add(-time.Second), core.CeilMicro(since).UnixMicro())
-	}
-	if !until.IsZero() {
-		conds = append(conds, col+" < ?", s.d.Instant(col)+" < ?")
-		args = append(args, until.Add(time.Second), core.CeilMicro(until).UnixMicro())
-	}
-	if len(conds) == 0 {
-		return "1 = 1", nil
-	}
-	return strings.Join(conds, " AND "), args
-}
-
 // textArg is a bound text parameter (typed, for PostgreSQL).
 const textArg = "CAST(? AS TEXT)"
 
@@ -232,7 +209,7 @@ const textArg = "CAST(? AS TEXT)"
 // its own.
 func (s *Store) sessionsStatement(q core.SessionQuery) (string, []any) {
 	d := s.d
-	where, args := s.observedIn("", q.Since, q.Until)
+	where, args := s.d.Within("observed_at", q.Since, q.Until)
 	if q.Prefix != "" {
 		where += " AND substr(task_session_id, 1, length(" + textArg + ")) = " + textArg
 		args = append(args, q.Prefix, q.Prefix)
@@ -242,7 +219,7 @@ func (s *Store) sessionsStatement(q core.SessionQuery) (string, []any) {
 	MIN(p.first_us) AS first_us, MAX(p.last_us) AS last_us
 FROM (SELECT task_session_id, turn_id, MIN(task_id) AS task_id, count(*) AS n,
 		SUM(CASE WHEN settled_at IS NULL THEN 1 ELSE 0 END) AS open,
-		MIN(` + d.Instant("observed_at") + `) AS first_us, MAX(` + d.Instant("observed_at") + `) AS last_us
+		` + d.Extreme("MIN", "observed_at") + ` AS first_us, ` + d.Extreme("MAX", "observed_at") + ` AS last_us
 	FROM ` + Table + ` WHERE ` + where + ` GROUP BY task_session_id, turn_id) p
 GROUP BY p.task_session_id`
 	if q.After != nil {
@@ -275,7 +252,7 @@ var overviewDimensions = []string{"tool_status", "agent_status", "subagent_type"
 // statsStatement.
 func (s *Store) overviewStatement(q core.OverviewQuery) (string, []any) {
 	d := s.d
-	where, args := s.observedIn("", q.Since, q.Until)
+	where, args := s.d.Within("observed_at", q.Since, q.Until)
 	failed := "'" + strings.Join(core.FailedToolStatuses(), "', '") + "'"
 	var groups, ranks []string
 	for _, dim := range overviewDimensions {
@@ -287,16 +264,22 @@ func (s *Store) overviewStatement(q core.OverviewQuery) (string, []any) {
 		}
 		groups = append(groups, "SELECT "+strings.Join(cols, ",\n\t\t")+"\n\tFROM w GROUP BY "+dim+", source")
 		if dim == "subagent_type" || dim == "model" {
-			for _, src := range []string{"source", "'all'"} {
-				ranks = append(ranks, "SELECT '"+dim+"' AS dim, "+dim+" AS k, "+src+
-					" AS source, duration_ms FROM w WHERE duration_ms IS NOT NULL")
-			}
+			ranks = append(ranks, `SELECT '`+dim+`' AS dim, `+dim+` AS k, source, duration_ms,
+				ROW_NUMBER() OVER win AS rn, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER win AS rl,
+				count(*) OVER part AS m, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER part AS ml
+			FROM w WHERE duration_ms IS NOT NULL
+			WINDOW part AS (PARTITION BY `+dim+`), win AS (part ORDER BY duration_ms ROWS UNBOUNDED PRECEDING)`)
 		}
 	}
 	same := func(a, b string) string {
 		return "(" + a + ".k = " + b + ".k OR (" + a + ".k IS NULL AND " + b + ".k IS NULL))"
 	}
 	limit := fmt.Sprint(q.GroupsOrDefault())
+	// ranked: the rank rn of m values is the median's or the 95th
+	// percentile's nearest rank (core.Rank).
+	ranked := func(rn, m string) string {
+		return rn + " IN ((50 * " + m + " + 99) / 100, (95 * " + m + " + 99) / 100)"
+	}
 	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
 		total_tokens, tool_use_count, CASE WHEN tool_status IN (` + failed + `) THEN 1 ELSE 0 END AS failed
 	FROM ` + Table + ` WHERE ` + where + `),
@@ -304,10 +287,11 @@ c AS MATERIALIZED (` + strings.Join(groups, "\n\tUNION ALL ") + `),
 r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, ` + d.Bytewise("k") + `) AS place
 	FROM c GROUP BY dim, k),
-d AS (SELECT x.dim, x.k, x.source, x.duration_ms,
-		ROW_NUMBER() OVER (PARTITION BY x.dim, x.k, x.source ORDER BY x.duration_ms) AS rn,
-		count(*) OVER (PARTITION BY x.dim, x.k, x.source) AS m
-	FROM (` + strings.Join(ranks, "\n\t\tUNION ALL ") + `) x)
+d AS MATERIALIZED (SELECT * FROM (SELECT x.dim, x.k, x.source, x.duration_ms, x.rn, x.m,
+			CASE WHEN x.source = 'live' THEN x.rl ELSE x.rn - x.rl END AS rs,
+			CASE WHEN x.source = 'live' THEN x.ml ELSE x.m - x.ml END AS ms
+		FROM (` + strings.Join(ranks, "\n\t\tUNION ALL ") + `) x) y
+	WHERE ` + ranked("y.rn", "y.m") + ` OR ` + ranked("y.rs", "y.ms") + `)
 SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.duration_n, c.total_tokens_n, c.total_tokens_hi,
 	c.total_tokens_lo, c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo,
 	CAST(NULL AS BIGINT) AS rn, CAST(NULL AS BIGINT) AS value
@@ -316,9 +300,11 @@ UNION ALL
 SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM r WHERE r.place > ` + limit + ` GROUP BY r.dim
 UNION ALL
-SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + `
-WHERE r.place <= ` + limit + ` AND (d.rn = (50 * d.m + 99) / 100 OR d.rn = (95 * d.m + 99) / 100)
+SELECT 3, d.dim, d.k, r.place, 'all', d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.duration_ms
+FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + ` WHERE r.place <= ` + limit + ` AND ` + ranked("d.rn", "d.m") + `
+UNION ALL
+SELECT 3, d.dim, d.k, r.place, d.source, d.ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rs, d.duration_ms
+FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + ` WHERE r.place <= ` + limit + ` AND ` + ranked("d.rs", "d.ms") + `
 UNION ALL
 SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM w GROUP BY w.source`
@@ -326,17 +312,28 @@ FROM w GROUP BY w.source`
 }
 
 // firstActivityStatements give, per session in scope, the first activity
-// on record: the earliest observed_at of its rows (microseconds) and the
-// earliest created_at of its messages (a HostInstant).
-func (s *Store) firstActivityStatements(where string) (rows, messages string) {
+// on record before the instant before (zero: at any time): the earliest
+// observed_at of its rows (microseconds) and the earliest created_at of
+// its messages (a HostInstant), and their arguments after the scope's.
+func (s *Store) firstActivityStatements(where string, before time.Time) (rows, messages string, rowArgs, msgArgs []any) {
 	d := s.d
-	rows = `SELECT task_session_id, MIN(` + d.Instant("observed_at") + `) AS first
-	FROM ` + Table + where + ` GROUP BY task_session_id`
-	mw := " WHERE task_session_id IS NOT NULL"
-	if where != "" {
-		mw = where + " AND task_session_id IS NOT NULL"
+	and := func(w, cond string) string {
+		if w == "" {
+			return " WHERE " + cond
+		}
+		return w + " AND " + cond
 	}
+	rowsWhere, msgsWhere := where, and(where, "task_session_id IS NOT NULL")
+	if !before.IsZero() {
+		var cond string
+		cond, rowArgs = d.Within("observed_at", time.Time{}, before)
+		rowsWhere = and(where, cond)
+		msgsWhere = and(msgsWhere, "created_at < ? AND "+d.HostInstant("created_at")+" < ?")
+		msgArgs = []any{d.HostTimeCeiling(before), d.HostInstantArg(before)}
+	}
+	rows = `SELECT task_session_id, ` + d.Extreme("MIN", "observed_at") + ` AS first
+	FROM ` + Table + rowsWhere + ` GROUP BY task_session_id`
 	messages = `SELECT task_session_id, MIN(` + d.HostInstant("created_at") + `) AS first
-	FROM ` + quote(s.tables.Messages) + mw + ` GROUP BY task_session_id`
-	return rows, messages
+	FROM ` + quote(s.tables.Messages) + msgsWhere + ` GROUP BY task_session_id`
+	return rows, messages, rowArgs, msgArgs
 }

@@ -350,4 +350,30 @@ func testStatsCoverage(t *testing.T, d *Driver) {
 	if err != nil || st.Subagents != 1 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
 		t.Errorf("by task: %+v %v", st, err)
 	}
+	// The listing gives each session Stats' verdict, from activity before
+	// the bound however narrow its window: s-mixed's message precedes
+	// capture_since, its rows do not.
+	message(t, e, "mixed", "s-mixed", "tc-mixed", capture.Add(-time.Minute))
+	record(t, e, "s-mixed", "tc-late", "e1", capture.Add(3*time.Second))
+	for _, q := range []core.SessionQuery{{}, {Since: capture.Add(time.Second)}} {
+		list, err := e.Store.Sessions(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]core.Coverage{"s-old": core.Unknown, "s-new": core.Known, "s-mixed": core.Unknown}
+		for _, g := range list {
+			st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: g.TaskSessionID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Coverage != st.Sessions[0] || g.Coverage.Coverage != want[g.TaskSessionID] {
+				t.Errorf("window from %s: %s listed %+v; Stats says %+v, want %s", q.Since, g.TaskSessionID,
+					g.Coverage, st.Sessions[0], want[g.TaskSessionID])
+			}
+			delete(want, g.TaskSessionID)
+		}
+		if q.Since.IsZero() && len(want) != 0 {
+			t.Errorf("not listed: %v", want)
+		}
+	}
 }

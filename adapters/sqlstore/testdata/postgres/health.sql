@@ -2,7 +2,7 @@ WITH a AS MATERIALIZED (SELECT DISTINCT z.task_session_id FROM (
 	SELECT x.task_session_id FROM "task_session_messages" x
 		WHERE x.created_at >= ? AND CASE WHEN isfinite(x.created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM x.created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM x.created_at) * 1000000)::bigint END END >= ?
 	UNION ALL
-	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= ? AND (EXTRACT(EPOCH FROM y.observed_at) * 1000000)::bigint >= ?) z),
+	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= ?) z),
 p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
 		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
 		MIN(u.due_at) AS due_first, MIN(u.observed_us) AS recent_first,
@@ -91,4 +91,4 @@ SELECT * FROM (SELECT 2 AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions,
 	ORDER BY p.recent_first, p.task_session_id COLLATE "C", p.tool_call_id COLLATE "C"
 	LIMIT 20) excess
 ORDER BY 1;
--- arguments: 2026-08-12 23:10:00.500001001 +0000 UTC 1786576200500002 2026-08-12 23:09:59.500001001 +0000 UTC 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002
+-- arguments: 2026-08-12 23:10:00.500001001 +0000 UTC 1786576200500002 2026-08-12 23:10:00.500002 +0000 UTC 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002

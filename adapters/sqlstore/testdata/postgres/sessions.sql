@@ -3,9 +3,9 @@ SELECT p.task_session_id, MIN(p.task_id) AS task_id, SUM(p.n) AS subagents, coun
 	MIN(p.first_us) AS first_us, MAX(p.last_us) AS last_us
 FROM (SELECT task_session_id, turn_id, MIN(task_id) AS task_id, count(*) AS n,
 		SUM(CASE WHEN settled_at IS NULL THEN 1 ELSE 0 END) AS open,
-		MIN((EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint) AS first_us, MAX((EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint) AS last_us
-	FROM task_session_subagents WHERE observed_at >= ? AND (EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint >= ? AND observed_at < ? AND (EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint < ? AND substr(task_session_id, 1, length(CAST(? AS TEXT))) = CAST(? AS TEXT) GROUP BY task_session_id, turn_id) p
+		(EXTRACT(EPOCH FROM MIN(observed_at)) * 1000000)::bigint AS first_us, (EXTRACT(EPOCH FROM MAX(observed_at)) * 1000000)::bigint AS last_us
+	FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? AND substr(task_session_id, 1, length(CAST(? AS TEXT))) = CAST(? AS TEXT) GROUP BY task_session_id, turn_id) p
 GROUP BY p.task_session_id
 HAVING MAX(p.last_us) < ? OR (MAX(p.last_us) = ? AND p.task_session_id COLLATE "C" > CAST(? AS TEXT) COLLATE "C")
 ORDER BY last_us DESC, p.task_session_id COLLATE "C" LIMIT 50;
--- arguments: 2026-08-12 23:09:59.500001001 +0000 UTC 1786576200500002 2026-08-13 00:10:01.500001001 +0000 UTC 1786579800500002 sess- sess- 1786576200500001 1786576200500001 sess-9
+-- arguments: 2026-08-12 23:10:00.500002 +0000 UTC 2026-08-13 00:10:00.500002 +0000 UTC sess- sess- 1786576200500001 1786576200500001 sess-9

@@ -31,9 +31,17 @@ SELECT n AS subagents, count(*) AS turns
 	GROUP BY n ORDER BY n;
 
 -- first activity: rows
-SELECT task_session_id, MIN((EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint) AS first
+SELECT task_session_id, (EXTRACT(EPOCH FROM MIN(observed_at)) * 1000000)::bigint AS first
 	FROM task_session_subagents WHERE task_session_id = ? GROUP BY task_session_id;
 
 -- first activity: messages
 SELECT task_session_id, MIN(CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END) AS first
 	FROM "task_session_messages" WHERE task_session_id = ? AND task_session_id IS NOT NULL GROUP BY task_session_id;
+
+-- the sessions listed: activity before the coverage bound, rows
+SELECT task_session_id, (EXTRACT(EPOCH FROM MIN(observed_at)) * 1000000)::bigint AS first
+	FROM task_session_subagents WHERE task_session_id IN (?, ?) AND observed_at < ? GROUP BY task_session_id;
+
+-- and messages
+SELECT task_session_id, MIN(CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END) AS first
+	FROM "task_session_messages" WHERE task_session_id IN (?, ?) AND task_session_id IS NOT NULL AND created_at < ? AND CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END < ? GROUP BY task_session_id;

@@ -2,7 +2,7 @@ WITH a AS MATERIALIZED (SELECT DISTINCT z.task_session_id FROM (
 	SELECT x.task_session_id FROM "task_session_messages" x
 		WHERE x.created_at >= ? AND subagentctx_instant(CAST(x.created_at AS TEXT)) >= ?
 	UNION ALL
-	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= ? AND (unixepoch(substr(y.observed_at, 1, 19) || CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN ltrim(substr(y.observed_at, 21), '0123456789') ELSE substr(y.observed_at, 20) END) * 1000000 + CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(y.observed_at, 21), 1, length(substr(y.observed_at, 21)) - length(ltrim(substr(y.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ?) z),
+	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= ? AND CASE WHEN substr(y.observed_at, 11, 1) = ' ' AND substr(y.observed_at, -6) = '+00:00' THEN y.observed_at >= ? ELSE (unixepoch(substr(y.observed_at, 1, 19) || CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN ltrim(substr(y.observed_at, 21), '0123456789') ELSE substr(y.observed_at, 20) END) * 1000000 + CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(y.observed_at, 21), 1, length(substr(y.observed_at, 21)) - length(ltrim(substr(y.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? END) z),
 p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
 		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
 		MIN(u.due_at) AS due_first, MIN(u.observed_us) AS recent_first,
@@ -73,4 +73,4 @@ SELECT * FROM (SELECT 2 AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions,
 	ORDER BY p.recent_first, p.task_session_id, p.tool_call_id
 	LIMIT 20) excess
 ORDER BY 1;
--- arguments: 2026-08-12 09 2026-08-12T23:10:00.500001001Z 2026-08-12 23:09:59.500001001 +0000 UTC 1786576200500002 2026-08-12T23:10:00.500001001Z 2026-08-12T23:10:00.500001001Z 1786576200500002 1786576200500002 1786576200500002 1786576200500002
+-- arguments: 2026-08-12 09 2026-08-12T23:10:00.500001001Z 2026-08-12 09 2026-08-12 23:10:00.500002+00:00 1786576200500002 2026-08-12T23:10:00.500001001Z 2026-08-12T23:10:00.500001001Z 1786576200500002 1786576200500002 1786576200500002 1786576200500002

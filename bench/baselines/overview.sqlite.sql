@@ -1,0 +1,24 @@
+SELECT tool_status, source, count(*) FROM task_session_subagents
+    WHERE observed_at >= ? AND observed_at < ? GROUP BY tool_status, source;
+SELECT agent_status, source, count(*) FROM task_session_subagents
+    WHERE observed_at >= ? AND observed_at < ? GROUP BY agent_status, source;
+SELECT subagent_type, source, count(*), count(*) FILTER (WHERE tool_status IN ('error', 'failed', 'cancelled')),
+        sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count)
+    FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? GROUP BY subagent_type, source;
+SELECT subagent_type, source, duration_ms FROM (SELECT subagent_type, source, duration_ms,
+        ROW_NUMBER() OVER (PARTITION BY subagent_type, source ORDER BY duration_ms) AS rn,
+        count(*) OVER (PARTITION BY subagent_type, source) AS n
+    FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? AND duration_ms IS NOT NULL)
+    WHERE rn = (n + 1) / 2 OR rn = (95 * n + 99) / 100;
+SELECT model, source, count(*), count(*) FILTER (WHERE tool_status IN ('error', 'failed', 'cancelled')),
+        sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count)
+    FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? GROUP BY model, source;
+SELECT model, source, duration_ms FROM (SELECT model, source, duration_ms,
+        ROW_NUMBER() OVER (PARTITION BY model, source ORDER BY duration_ms) AS rn,
+        count(*) OVER (PARTITION BY model, source) AS n
+    FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? AND duration_ms IS NOT NULL)
+    WHERE rn = (n + 1) / 2 OR rn = (95 * n + 99) / 100;
+SELECT task_session_id, min(task_id), count(*), count(DISTINCT turn_id), sum(settled_at IS NULL),
+        min(observed_at), max(observed_at)
+    FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? AND task_session_id LIKE ?
+    GROUP BY task_session_id ORDER BY max(observed_at) DESC, task_session_id LIMIT 51;

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/webview"
+)
+
+// benchPages measures the web view's pages on the operate store (n rows,
+// a session an hour, the newest ending now): the overview of the last 24
+// hours, a filtered page (a day a week ago, sessions by id prefix) and
+// the newest session's page, each beside the same answers written by
+// hand (baselines/overview.*.sql, baselines/session.*.sql: plain GROUP
+// BYs, the dialect's percentiles, one listing; no health check, no
+// coverage, no rendering).
+func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string, n int) ([]result, error) {
+	now := time.Now().UTC()
+	h := webview.New(s, webview.WithClock(func() time.Time { return now }))
+	newest := fmt.Sprintf("op%06d", (n+999)/1000-1)
+	typical, err := seedTypicalSession(ctx, s, now)
+	if err != nil {
+		return nil, err
+	}
+	weekAgo := now.Add(-7 * 24 * time.Hour)
+	pages := []struct {
+		what, path   string
+		since, until time.Time
+		prefix       string // the id prefix, or the session
+		statements   string
+		sessionArg   bool
+	}{
+		{"web view: overview, last 24 h", "/", now.Add(-24 * time.Hour), now.Add(time.Minute), "", "overview", false},
+		{
+			"web view: filtered page (a day, an id prefix)",
+			"/?" + url.Values{"since": {weekAgo.Format(time.RFC3339Nano)},
+				"until": {weekAgo.Add(24 * time.Hour).Format(time.RFC3339Nano)}, "q": {"op0"}}.Encode(),
+			weekAgo, weekAgo.Add(24 * time.Hour), "op0", "overview", false,
+		},
+		{"web view: session page, 100 subagents", "/session?id=" + typical, time.Time{}, time.Time{}, typical,
+			"session", true},
+		{"web view: session page, 1000 subagents", "/session?id=" + newest, time.Time{}, time.Time{}, newest,
+			"session", true},
+	}
+	size := fmt.Sprintf("%d rows", n)
+	var out []result
+	for _, p := range pages {
+		var lib, hand []time.Duration
+		for range c.runs {
+			start := time.Now()
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", p.path, nil))
+			if w.Code != 200 {
+				return nil, fmt.Errorf("%s: %d %s", p.path, w.Code, w.Body.String())
+			}
+			io.Copy(io.Discard, w.Body)
+			lib = append(lib, time.Since(start))
+			args := []any{p.since, p.until, p.prefix + "%"}
+			if p.sessionArg {
+				args = []any{p.prefix}
+			}
+			var took time.Duration
+			for _, q := range statements(p.statements, dialect) {
+				d, err := timed(ctx, s, q, args[:placeholders(q)]...)
+				if err != nil {
+					return nil, fmt.Errorf("%s by hand: %w\n%s", p.what, err, q)
+				}
+				took += d
+			}
+			hand = append(hand, took)
+		}
+		l, b := median(lib), median(hand)
+		limit := 300 * time.Millisecond
+		if p.sessionArg {
+			limit = 50 * time.Millisecond
+		}
+		out = append(out, result{
+			what: p.what, dialect: dialect, size: size, library: l.Round(100 * time.Microsecond).String(),
+			baseline: b.Round(100*time.Microsecond).String() + " (the same answers by hand)",
+			ratio:    l.Seconds() / b.Seconds(), target: "< " + limit.String(), pass: l < limit,
+		})
+	}
+	return out, nil
+}
+
+// statements are a baseline file's statements, one per ';' at a line's
+// end.
+func statements(measure, dialect string) []string {
+	var out []string
+	for _, q := range strings.Split(baseline(measure, dialect), ";\n") {
+		if q = strings.TrimSpace(q); q != "" {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+var dollar = regexp.MustCompile(`\$(\d+)`)
+
+// placeholders is how many arguments a statement takes: its '?' marks,
+// or its highest $n.
+func placeholders(q string) int {
+	n := strings.Count(q, "?")
+	for _, m := range dollar.FindAllStringSubmatch(q, -1) {
+		k, _ := strconv.Atoi(m[1])
+		n = max(n, k)
+	}
+	return n
+}
+
+// seedTypicalSession adds a session of 100 subagents to the store: ten
+// turns of ten, each third nested under the one before, settled.
+func seedTypicalSession(ctx context.Context, s *sqlstore.Store, now time.Time) (string, error) {
+	const sess = "typical-session"
+	if err := kandevtest.InsertSession(ctx, s.DB(), sqlstore.Tables{}, sess, sess+"-task"); err != nil {
+		return "", err
+	}
+	var rows []core.Subagent
+	for i := range 100 {
+		f := core.Frame{TaskSessionID: sess, TaskID: sess + "-task", ExecutionID: "exec", ToolCallID: fmt.Sprint("t", i),
+			TurnID: fmt.Sprint("turn-", i/10), ToolStatus: "completed",
+			ObservedAt: now.Add(-time.Hour).Add(time.Duration(i) * time.Second), Payload: &kandevtest.ClaudeCompleted}
+		if i%3 != 0 {
+			f.ParentToolCallID = fmt.Sprint("t", i-1)
+		}
+		row, _ := core.Normalize(f)
+		rows = append(rows, row)
+	}
+	errs, err := s.UpsertBatch(ctx, rows)
+	if err != nil {
+		return "", err
+	}
+	return sess, errors.Join(errs...)
+}
