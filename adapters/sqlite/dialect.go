@@ -86,7 +86,9 @@ func (d Dialect) Within(x string, since, until time.Time) (string, []any) {
 // writes UTC in: "YYYY-MM-DD HH:MM:SS[.ffffff]+00:00", whose text order is
 // its instants' (the driver trims the fraction's trailing zeros, and a
 // '+' sorts below the '.' and the digits).
-func canonical(x string) string { return "substr(" + x + ", 11, 1) = ' ' AND substr(" + x + ", -6) = '+00:00'" }
+func canonical(x string) string {
+	return "substr(" + x + ", 11, 1) = ' ' AND substr(" + x + ", -6) = '+00:00'"
+}
 
 // Extreme implements sqlstore.Fragments: the canonical values' extreme by
 // their text, read as an instant once per group, and the others' through
