@@ -24,7 +24,8 @@ import (
 // The README's screenshots are written with
 //
 //	go test ./webview -run TestInBrowser -screenshots ../docs
-var screenshots = flag.String("screenshots", "", "write overview.png and session.png of the demo data to this directory")
+var screenshots = flag.String("screenshots", "",
+	"write overview.png and session.png of the demo data into this directory")
 
 // chromium finds a headless-capable Chromium: $SUBAGENTCTX_TEST_CHROMIUM
 // (scripts/test installs Debian's and sets it), else chromium on the PATH.

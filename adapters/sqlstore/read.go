@@ -341,7 +341,9 @@ func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats)
 // the instant before (zero: at any time), at the host's precision (nil
 // when neither is an instant); a session without activity before it is
 // absent.
-func (s *Store) firstActivity(ctx context.Context, where string, args []any, before time.Time) (map[string]*time.Time, error) {
+func (s *Store) firstActivity(
+	ctx context.Context, where string, args []any, before time.Time,
+) (map[string]*time.Time, error) {
 	rowsQ, msgsQ, rowArgs, msgArgs := s.firstActivityStatements(where, before)
 	first := map[string]*time.Time{}
 	earliest := func(session string, t *time.Time) {

@@ -301,10 +301,12 @@ SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, N
 FROM r WHERE r.place > ` + limit + ` GROUP BY r.dim
 UNION ALL
 SELECT 3, d.dim, d.k, r.place, 'all', d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + ` WHERE r.place <= ` + limit + ` AND ` + ranked("d.rn", "d.m") + `
+FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + `
+WHERE r.place <= ` + limit + ` AND ` + ranked("d.rn", "d.m") + `
 UNION ALL
 SELECT 3, d.dim, d.k, r.place, d.source, d.ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rs, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + ` WHERE r.place <= ` + limit + ` AND ` + ranked("d.rs", "d.ms") + `
+FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + `
+WHERE r.place <= ` + limit + ` AND ` + ranked("d.rs", "d.ms") + `
 UNION ALL
 SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM w GROUP BY w.source`
@@ -315,7 +317,9 @@ FROM w GROUP BY w.source`
 // on record before the instant before (zero: at any time): the earliest
 // observed_at of its rows (microseconds) and the earliest created_at of
 // its messages (a HostInstant), and their arguments after the scope's.
-func (s *Store) firstActivityStatements(where string, before time.Time) (rows, messages string, rowArgs, msgArgs []any) {
+func (s *Store) firstActivityStatements(
+	where string, before time.Time,
+) (rows, messages string, rowArgs, msgArgs []any) {
 	d := s.d
 	and := func(w, cond string) string {
 		if w == "" {

@@ -79,10 +79,12 @@ SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, N
 FROM r WHERE r.place > 20 GROUP BY r.dim
 UNION ALL
 SELECT 3, d.dim, d.k, r.place, 'all', d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND (r.k = d.k OR (r.k IS NULL AND d.k IS NULL)) WHERE r.place <= 20 AND d.rn IN ((50 * d.m + 99) / 100, (95 * d.m + 99) / 100)
+FROM d JOIN r ON r.dim = d.dim AND (r.k = d.k OR (r.k IS NULL AND d.k IS NULL))
+WHERE r.place <= 20 AND d.rn IN ((50 * d.m + 99) / 100, (95 * d.m + 99) / 100)
 UNION ALL
 SELECT 3, d.dim, d.k, r.place, d.source, d.ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rs, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND (r.k = d.k OR (r.k IS NULL AND d.k IS NULL)) WHERE r.place <= 20 AND d.rs IN ((50 * d.ms + 99) / 100, (95 * d.ms + 99) / 100)
+FROM d JOIN r ON r.dim = d.dim AND (r.k = d.k OR (r.k IS NULL AND d.k IS NULL))
+WHERE r.place <= 20 AND d.rs IN ((50 * d.ms + 99) / 100, (95 * d.ms + 99) / 100)
 UNION ALL
 SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM w GROUP BY w.source;
