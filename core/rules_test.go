@@ -11,6 +11,25 @@ var t0 = time.Date(2026, 8, 12, 9, 0, 0, 123456789, time.FixedZone("CEST", 2*360
 
 func ptr[T any](v T) *T { return &v }
 
+// The overview's failed set (docs/CONTRACT.md §5.4) is exactly the
+// terminal statuses that are not a success.
+func TestFailedToolStatusesPinned(t *testing.T) {
+	want := []string{"error", "failed", "cancelled"}
+	if got := FailedToolStatuses(); !slices.Equal(got, want) {
+		t.Fatalf("FailedToolStatuses() = %v, want %v", got, want)
+	}
+	for _, s := range TerminalToolStatuses() {
+		if IsFailedToolStatus(s) != slices.Contains(want, s) {
+			t.Errorf("%q: failed %v", s, IsFailedToolStatus(s))
+		}
+	}
+	for _, s := range []string{"Failed", "in_progress", "", "errored"} {
+		if IsFailedToolStatus(s) {
+			t.Errorf("%q counted as failed", s)
+		}
+	}
+}
+
 // AC-11: the terminal set is exactly these six values; a change here must be
 // deliberate.
 func TestAC11_TerminalToolStatusesPinned(t *testing.T) {
