@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"time"
 )
@@ -24,13 +23,7 @@ type ExportKey struct {
 }
 
 // Validate checks the query, naming what is wrong.
-func (q ExportQuery) Validate() error {
-	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
-		return fmt.Errorf("export: since %s is not before until %s",
-			q.Since.UTC().Format(time.RFC3339Nano), q.Until.UTC().Format(time.RFC3339Nano))
-	}
-	return nil
-}
+func (q ExportQuery) Validate() error { return validWindow("export", q.Since, q.Until) }
 
 // Exporter streams every row in scope in a stable order, in constant
 // memory (docs/CONTRACT.md §3.3): the SQL stores and the memory store
