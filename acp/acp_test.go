@@ -112,6 +112,13 @@ var providers = []struct {
 		`aug_2 type=explorer desc="Map the auth module" tool=completed settled agent=- async=false tokens=- uses=- ms=- ` +
 			`parent=- child=- model=- id=-`,
 	}},
+	// A resume: the agent replays the session's history between the
+	// session/load request and its response; only the live call after it
+	// is recorded.
+	{"resume", "", []string{
+		`toolu_new1 type=general-purpose desc="Fix the flaky test" tool=completed settled agent=- async=false ` +
+			`tokens=- uses=- ms=- parent=- child=- model=- id=-`,
+	}},
 	{"codex", acp.AgentCodex, []string{
 		`spawn_1 type=worker desc="Port the CLI flags" tool=completed settled agent=running async=false tokens=- uses=- ` +
 			`ms=- parent=- child=thr-a model=gpt-5-codex id=-`,

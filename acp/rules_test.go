@@ -252,3 +252,59 @@ func FuzzTracker(f *testing.F) {
 		tr.EndTurn("a")
 	})
 }
+
+// TestReplayGate: while a session's traffic is a replay — between
+// Replay(s, true) and Replay(s, false), or between a session/load request
+// and its response (a result or an error) — nothing of it is recorded,
+// on the typed path as on the raw one; other sessions are not affected;
+// an unanswered load past the tracker's session bound ends its replay.
+func TestReplayGate(t *testing.T) {
+	task := `,"title":"Task","rawInput":{"subagent_type":"explorer"},"_meta":{"claudeCode":{"toolName":"Agent"}}`
+	id := acp.Identity{TaskSessionID: "s", TaskID: "t", ExecutionID: "e"}
+	tr := acp.NewTracker(acp.WithMaxSessions(2))
+	send := func(l string) int {
+		frames, err := tr.Line(id, []byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(frames)
+	}
+	call := func(sess, tool string) int { return send(string(line(sess, "tool_call", tool, task))) }
+
+	tr.Replay("a", true)
+	var n sdk.SessionNotification
+	if err := json.Unmarshal(line("a", "tool_call", "typed", task), &n); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(tr.Update(id, n)) + call("a", "raw") + call("b", "other"); got != 1 {
+		t.Errorf("explicit replay of a: %d frames, want 1 (b's)", got)
+	}
+	tr.Replay("a", false)
+	if call("a", "after") != 1 {
+		t.Error("a is not recorded once its replay ended")
+	}
+
+	for _, end := range []string{`{"jsonrpc":"2.0","id":"L1","result":{}}`,
+		`{"jsonrpc":"2.0","id":"L1","error":{"code":-32603,"message":"no such session"}}`} {
+		send(`{"jsonrpc":"2.0","id":"L1","method":"session/load","params":{"sessionId":"c"}}`)
+		if call("c", "replayed") != 0 {
+			t.Error("a call between session/load and its response was recorded")
+		}
+		if send(`{"jsonrpc":"2.0","id":1,"result":{}}`); call("c", "still") != 0 {
+			t.Error("the response to another id ended the replay")
+		}
+		send(end)
+		if call("c", "live") != 1 {
+			t.Errorf("after %s: c is not recorded", end)
+		}
+	}
+
+	// Three unanswered loads with room for two: the first is taken as
+	// answered.
+	for _, s := range []string{"x", "y", "z"} {
+		send(`{"jsonrpc":"2.0","id":"` + s + `","method":"session/load","params":{"sessionId":"` + s + `"}}`)
+	}
+	if call("x", "x1") != 1 || call("y", "y1") != 0 || call("z", "z1") != 0 {
+		t.Error("the oldest unanswered load did not end its replay past the bound")
+	}
+}

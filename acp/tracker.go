@@ -106,7 +106,15 @@ type Tracker struct {
 	maxCalls    int
 	maxSessions int
 	now         func() time.Time
+	// replaying are the ACP sessions whose traffic is a replay (Replay);
+	// loads, the session/load requests Line has seen unanswered, by their
+	// JSON-RPC id, oldest first (at most maxSessions).
+	replaying map[string]bool
+	loads     []load
 }
+
+// load is a session/load request awaiting its response.
+type load struct{ rpcID, session string }
 
 // Option configures a Tracker.
 type Option func(*Tracker)
@@ -124,6 +132,7 @@ func WithClock(now func() time.Time) Option { return func(t *Tracker) { t.now = 
 func NewTracker(opts ...Option) *Tracker {
 	t := &Tracker{
 		sessions:    map[string]*session{},
+		replaying:   map[string]bool{},
 		maxCalls:    DefaultMaxCalls,
 		maxSessions: DefaultMaxSessions,
 		now:         time.Now,
@@ -251,6 +260,9 @@ func (t *Tracker) cursorParams(p jsonMap) []core.Frame {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.replaying[p.str("sessionId")] {
+		return nil
+	}
 	s := t.session(p.str("sessionId"))
 	c := s.calls[tool]
 	if c == nil {
@@ -306,6 +318,66 @@ func (t *Tracker) Calls() int {
 	return n
 }
 
+// Replay marks an ACP session's traffic as a replay (on) or as live again
+// (off). While it is on, the tracker records nothing from the session and
+// keeps nothing of it: an agent answering session/load replays the
+// session's history as session/update notifications, whose tool calls
+// recorded under the new execution would be second rows of invocations
+// already on record (the backfill recovers history; the record is the
+// live traffic). A host calls it around its session/load request; Line
+// does so itself when the traffic holds the request and its response.
+func (t *Tracker) Replay(acpSessionID string, on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.replay(acpSessionID, on)
+}
+
+// replay is Replay with t.mu held.
+func (t *Tracker) replay(acpSessionID string, on bool) {
+	if on {
+		t.replaying[acpSessionID] = true
+		delete(t.sessions, acpSessionID) // what the replay repeats is not live state
+		return
+	}
+	delete(t.replaying, acpSessionID)
+}
+
+// rpc follows the session/load requests of a line of JSON-RPC traffic: a
+// request starts its session's replay, and the response with its id (a
+// result or an error) ends it. Past maxSessions unanswered requests the
+// oldest is taken as answered (its session live again: a lost response
+// must not silence a session for ever).
+func (t *Tracker) rpc(m jsonMap) {
+	id, ok := m["id"]
+	if !ok || id == nil {
+		return
+	}
+	key := fmt.Sprintf("%T:%v", id, id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch method := m.str("method"); {
+	case method == "session/load":
+		sess := m.object("params").str("sessionId")
+		if sess == "" {
+			return
+		}
+		if len(t.loads) >= t.maxSessions {
+			t.replay(t.loads[0].session, false)
+			t.loads = t.loads[1:]
+		}
+		t.loads = append(t.loads, load{key, sess})
+		t.replay(sess, true)
+	case method == "" && (m["result"] != nil || m["error"] != nil):
+		for i, l := range t.loads {
+			if l.rpcID == key {
+				t.replay(l.session, false)
+				t.loads = append(t.loads[:i], t.loads[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
 // session returns an ACP session's state, creating it (and evicting the
 // least recently used one past the cap). t.mu is held.
 func (t *Tracker) session(id string) *session {
@@ -341,6 +413,9 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.replaying[acpSession] {
+		return nil
+	}
 	s := t.session(acpSession)
 	c := s.calls[u.toolCallID]
 	if c == nil {
@@ -512,15 +587,20 @@ func mergeMaps(a, b jsonMap) jsonMap {
 }
 
 // Line takes one line of ACP traffic as JSON: a JSON-RPC message (a
-// session/update notification, or Cursor's cursor/task request; any other
-// method is ignored) or the bare params of a session/update
+// session/update notification, or Cursor's cursor/task request; a
+// session/load request and its response bound a replay, as Replay; any
+// other message is ignored) or the bare params of a session/update
 // ({"sessionId":…,"update":{…}}). It returns the frames the line implies,
-// or ErrNotParams for a line that is not a JSON object.
+// or ErrNotParams for a line that is not a JSON object. JSON-RPC ids are
+// the sender's: traffic that interleaves the agent's own requests may end
+// a replay at the response to one with the same id, so a host that knows
+// when it loads a session calls Replay instead.
 func (t *Tracker) Line(id Identity, line []byte) ([]core.Frame, error) {
 	m, err := decodeObject(line)
 	if err != nil {
 		return nil, err
 	}
+	t.rpc(m)
 	params := m.object("params")
 	switch method := m.str("method"); {
 	case (method == "session/update" || method == "cursor/task") && params == nil:

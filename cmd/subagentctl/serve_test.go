@@ -110,7 +110,8 @@ func TestServe(t *testing.T) {
 }
 
 // TestRecordACP: record --acp reads ACP traffic (JSON-RPC messages and
-// bare params), records the subagent calls under the host's identity,
+// bare params), records the subagent calls under the host's identity
+// (none of a session/load's replay),
 // reports a line that is not JSON by its number (exit 1), and refuses a
 // command line without the identity ACP lacks.
 func TestRecordACP(t *testing.T) {
@@ -121,7 +122,11 @@ func TestRecordACP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		input := string(traffic) + "not json\n" +
+		resume, err := os.ReadFile("../../acp/testdata/resume.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		input := string(traffic) + string(resume) + "not json\n" +
 			`{"sessionId":"acp-claude","update":{"sessionUpdate":"tool_call","toolCallId":"aug",` +
 			`"title":"sub-agent-planner: Plan"}}` + "\n"
 		r := cli(
@@ -133,7 +138,7 @@ func TestRecordACP(t *testing.T) {
 			t.Fatalf("%v\n%s", err, r.stdout)
 		}
 		if counters["persisted"] == 0 || counters["failed"] != 0 || counters["bad_lines"] != 1 ||
-			!strings.Contains(r.stderr, "line 14:") {
+			!strings.Contains(r.stderr, "line 23:") {
 			t.Errorf("counters %v, stderr %q", counters, r.stderr)
 		}
 		rows, err := e.Store.ListBySession(ctx, "s-acp", core.Page{})
@@ -145,7 +150,7 @@ func TestRecordACP(t *testing.T) {
 			ids = append(ids, row.ToolCallID+"/"+row.AgentExecutionID+"/"+*row.TurnID)
 		}
 		slices.Sort(ids)
-		if fmt.Sprint(ids) != "[aug/x1/t1 toolu_01A/x1/t1 toolu_01C/x1/t1 toolu_02/x1/t1]" {
+		if fmt.Sprint(ids) != "[aug/x1/t1 toolu_01A/x1/t1 toolu_01C/x1/t1 toolu_02/x1/t1 toolu_new1/x1/t1]" {
 			t.Errorf("rows %v", ids)
 		}
 	})

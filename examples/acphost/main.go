@@ -46,6 +46,20 @@ func (c *RecordingClient) SessionUpdate(ctx context.Context, n sdk.SessionNotifi
 	return c.Client.SessionUpdate(ctx, n)
 }
 
+// LoadSession resumes an ACP session through the agent: the agent
+// replays the session's history as session/update notifications before
+// it answers, and the tracker records none of them (those invocations are
+// on record already, under the execution that ran them). The SDK hands
+// every notification sent before the response to SessionUpdate before
+// LoadSession returns, so the replay ends exactly there.
+func (c *RecordingClient) LoadSession(
+	ctx context.Context, agent *sdk.ClientSideConnection, req sdk.LoadSessionRequest,
+) (sdk.LoadSessionResponse, error) {
+	c.Tracker.Replay(string(req.SessionId), true)
+	defer c.Tracker.Replay(string(req.SessionId), false)
+	return agent.LoadSession(ctx, req)
+}
+
 // README: end
 
 // hostClient stands for the host's existing client; only its

@@ -3,8 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"strings"
 	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/subagentctx/subagentctx/acp"
+	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/core"
 )
 
 func TestACPHost(t *testing.T) {
@@ -22,5 +31,97 @@ func TestACPHost(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// replayAgent answers session/load as an agent does: it replays the
+// session's history (two subagent calls) as session/update notifications,
+// then answers.
+type replayAgent struct {
+	sdk.Agent // only LoadSession is called
+	conn      *sdk.AgentSideConnection
+}
+
+var history = []string{
+	`{"sessionId":"acp-resume","update":{"sessionUpdate":"tool_call","toolCallId":"toolu_old1","title":"Find flaky tests",` +
+		`"status":"completed","rawInput":{"description":"Find flaky tests","subagent_type":"general-purpose"},` +
+		`"_meta":{"claudeCode":{"toolName":"Agent"}}}}`,
+	`{"sessionId":"acp-resume","update":{"sessionUpdate":"tool_call","toolCallId":"toolu_old2","title":"Audit auth",` +
+		`"status":"completed","rawInput":{"description":"Audit auth","subagent_type":"security-reviewer"},` +
+		`"_meta":{"claudeCode":{"toolName":"Agent"}}}}`,
+}
+
+const live = `{"sessionId":"acp-resume","update":{"sessionUpdate":"tool_call","toolCallId":"toolu_new1",` +
+	`"title":"Fix it","status":"completed","rawInput":{"description":"Fix it","subagent_type":"general-purpose"},` +
+	`"_meta":{"claudeCode":{"toolName":"Agent"}}}}`
+
+func notification(t *testing.T, s string) sdk.SessionNotification {
+	t.Helper()
+	var n sdk.SessionNotification
+	if err := json.Unmarshal([]byte(s), &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (a *replayAgent) LoadSession(ctx context.Context, _ sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	for _, h := range history {
+		var n sdk.SessionNotification
+		if err := json.Unmarshal([]byte(h), &n); err != nil {
+			return sdk.LoadSessionResponse{}, err
+		}
+		if err := a.conn.SessionUpdate(ctx, n); err != nil {
+			return sdk.LoadSessionResponse{}, err
+		}
+	}
+	return sdk.LoadSessionResponse{}, nil
+}
+
+// TestLoadSessionRecordsNoReplay: through a real ACP connection, the
+// history an agent replays for session/load leaves no row; the live call
+// after it does.
+func TestLoadSessionRecordsNoReplay(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	rec, err := core.NewRecorder(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &RecordingClient{Client: &hostClient{}, Tracker: acp.NewTracker(), Recorder: rec,
+		Identity: func(sdk.SessionId) acp.Identity {
+			return acp.Identity{TaskSessionID: "session-2", TaskID: "task-2", TurnID: "turn-1", ExecutionID: "exec-2"}
+		}}
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	agent := &replayAgent{}
+	agent.conn = sdk.NewAgentSideConnection(agent, toClientW, toAgentR)
+	conn := sdk.NewClientSideConnection(client, toAgentW, toClientR)
+	defer toAgentW.Close()
+	defer toClientW.Close()
+
+	if _, err := client.LoadSession(ctx, conn, sdk.LoadSessionRequest{SessionId: "acp-resume", Cwd: "/work",
+		McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.conn.SessionUpdate(ctx, notification(t, live)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows, err := store.ListBySession(ctx, "session-2", core.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range rows {
+			ids = append(ids, r.ToolCallID)
+		}
+		if len(ids) > 0 || time.Now().After(deadline) {
+			if strings.Join(ids, ",") != "toolu_new1" {
+				t.Fatalf("rows %v, want the live call alone", ids)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
