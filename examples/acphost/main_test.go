@@ -44,7 +44,8 @@ type replayAgent struct {
 
 var history = []string{
 	`{"sessionId":"acp-resume","update":{"sessionUpdate":"tool_call","toolCallId":"toolu_old1",` +
-		`"title":"Find flaky tests","status":"completed","rawInput":{"description":"Find flaky tests","subagent_type":"general-purpose"},` +
+		`"title":"Find flaky tests","status":"completed",` +
+		`"rawInput":{"description":"Find flaky tests","subagent_type":"general-purpose"},` +
 		`"_meta":{"claudeCode":{"toolName":"Agent"}}}}`,
 	`{"sessionId":"acp-resume","update":{"sessionUpdate":"tool_call","toolCallId":"toolu_old2","title":"Audit auth",` +
 		`"status":"completed","rawInput":{"description":"Audit auth","subagent_type":"security-reviewer"},` +
