@@ -9,6 +9,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/subagentctx/subagentctx/acp"
+	"github.com/subagentctx/subagentctx/acp/acpsdk"
 	"github.com/subagentctx/subagentctx/core"
 )
 
@@ -16,6 +17,16 @@ func line(sess, kind, tool string, fields string) []byte {
 	return []byte(
 		fmt.Sprintf(`{"sessionId":%q,"update":{"sessionUpdate":%q,"toolCallId":%q%s}}`, sess, kind, tool, fields),
 	)
+}
+
+// typed hands a notification to the tracker on the SDK's path.
+func typed(t *testing.T, tr *acp.Tracker, id acp.Identity, n sdk.SessionNotification) []core.Frame {
+	t.Helper()
+	f, err := acpsdk.Update(tr, id, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func rowsOf(t *testing.T, frames []core.Frame) map[string]core.Subagent {
@@ -48,7 +59,7 @@ func TestUnknownKindIgnored(t *testing.T) {
 		t.Fatal("the SDK no longer decodes an unknown kind as a tool call: this test no longer tests the guard")
 	}
 	tr := acp.NewTracker()
-	if f := tr.Update(identity("s"), n); len(f) != 0 {
+	if f := typed(t, tr, identity("s"), n); len(f) != 0 {
 		t.Errorf("typed: %d frames from an unknown kind", len(f))
 	}
 	if f, err := tr.UpdateJSON(identity("s"), raw); err != nil || len(f) != 0 {
@@ -80,7 +91,7 @@ func TestTypedAndRawAgree(t *testing.T) {
 		if err := json.Unmarshal(l, &n); err != nil {
 			t.Fatal(err)
 		}
-		typedFrames = append(typedFrames, typedTracker.Update(id, n)...)
+		typedFrames = append(typedFrames, typed(t, typedTracker, id, n)...)
 	}
 	a, b := rowsOf(t, rawFrames), rowsOf(t, typedFrames)
 	if len(a) != 2 ||
@@ -276,7 +287,7 @@ func TestReplayGate(t *testing.T) {
 	if err := json.Unmarshal(line("a", "tool_call", "typed", task), &n); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(tr.Update(id, n)) + call("a", "raw") + call("b", "other"); got != 1 {
+	if got := len(typed(t, tr, id, n)) + call("a", "raw") + call("b", "other"); got != 1 {
 		t.Errorf("explicit replay of a: %d frames, want 1 (b's)", got)
 	}
 	tr.Replay("a", false)

@@ -1,16 +1,18 @@
 // Package acp turns Agent Client Protocol traffic into subagentctx frames,
 // for any host that speaks ACP (docs/CONTRACT.md §7). A Tracker takes the
-// agent's session/update notifications, typed (the SDK's
-// SessionNotification) or as raw JSON params, with the host's identity for
-// them (ACP carries no task session, task, turn or execution id), and
-// returns the frames of the subagent tool calls among them, recognised by
-// each provider's rules (providers.go). It is opt-in: nothing in core or
-// the adapters imports it.
+// agent's traffic as raw JSON — session/update notifications, Cursor's
+// cursor/task, session/load's bounds — with the host's identity for it
+// (ACP carries no task session, task, turn or execution id), and returns
+// the frames of the subagent tool calls among them, recognised by each
+// provider's rules (providers.go). Tap reads it off the agent's output
+// stream on its way to whatever reads it (an SDK's connection), exact to
+// the last digit of every integer. It links no ACP SDK: package
+// acp/acpsdk is the path from coder/acp-go-sdk's typed notifications. It
+// is opt-in: nothing in core or the adapters imports it.
 //
 // A replayed history (session/load sends a session's past notifications
-// again) is the host's to withhold: the tracker cannot tell a replay from
-// live traffic, and the live path would record old tool calls as new
-// observations.
+// again) is recorded as nothing while the tracker knows it is one
+// (Tracker.Replay, or Line seeing the session/load request).
 package acp
 
 import (
@@ -21,8 +23,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -111,6 +111,10 @@ type Tracker struct {
 	// JSON-RPC id, oldest first (at most maxSessions).
 	replaying map[string]bool
 	loads     []load
+	// cursor holds cursor/task params that name no ACP session (Cursor's
+	// do not) for tool calls not seen yet, by tool call id (at most
+	// maxCalls).
+	cursor map[string]jsonMap
 }
 
 // load is a session/load request awaiting its response.
@@ -133,6 +137,7 @@ func NewTracker(opts ...Option) *Tracker {
 	t := &Tracker{
 		sessions:    map[string]*session{},
 		replaying:   map[string]bool{},
+		cursor:      map[string]jsonMap{},
 		maxCalls:    DefaultMaxCalls,
 		maxSessions: DefaultMaxSessions,
 		now:         time.Now,
@@ -173,46 +178,6 @@ type update struct {
 	input      any
 	output     any
 	meta       jsonMap
-}
-
-// Update takes one typed session/update notification and returns the
-// frames it implies (none for anything but a subagent tool call). An
-// update whose raw sessionUpdate is neither tool_call nor tool_call_update
-// is ignored, whatever the SDK decoded it as.
-func (t *Tracker) Update(id Identity, n sdk.SessionNotification) []core.Frame {
-	var u update
-	switch {
-	case n.Update.ToolCall != nil && n.Update.ToolCall.SessionUpdate == "tool_call":
-		c := n.Update.ToolCall
-		status := string(c.Status)
-		u = update{
-			toolCallID: string(c.ToolCallId),
-			title:      &c.Title,
-			status:     &status,
-			input:      c.RawInput,
-			output:     c.RawOutput,
-			meta:       c.Meta,
-		}
-		if status == "" {
-			u.status = nil
-		}
-	case n.Update.ToolCallUpdate != nil && n.Update.ToolCallUpdate.SessionUpdate == "tool_call_update":
-		c := n.Update.ToolCallUpdate
-		u = update{
-			toolCallID: string(c.ToolCallId),
-			title:      c.Title,
-			input:      c.RawInput,
-			output:     c.RawOutput,
-			meta:       c.Meta,
-		}
-		if c.Status != nil {
-			s := string(*c.Status)
-			u.status = &s
-		}
-	default:
-		return nil
-	}
-	return t.apply(id, string(n.SessionId), u)
 }
 
 // ErrNotParams is returned for raw params that are not a JSON object.
@@ -260,10 +225,21 @@ func (t *Tracker) cursorParams(p jsonMap) []core.Frame {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.replaying[p.str("sessionId")] {
+	var s *session
+	if sess := p.str("sessionId"); sess != "" {
+		if t.replaying[sess] {
+			return nil
+		}
+		s = t.session(sess)
+	} else if s = t.sessionOfCall(tool); s == nil {
+		// Cursor's params name no session: they wait for their tool call
+		// in whichever session it comes.
+		if len(t.cursor) >= t.maxCalls {
+			clear(t.cursor) // metadata for calls that never came
+		}
+		t.cursor[tool] = mergeMaps(t.cursor[tool], p)
 		return nil
 	}
-	s := t.session(p.str("sessionId"))
 	c := s.calls[tool]
 	if c == nil {
 		if len(s.cursor) >= t.maxCalls {
@@ -274,6 +250,18 @@ func (t *Tracker) cursorParams(p jsonMap) []core.Frame {
 	}
 	c.cursor = mergeMaps(c.cursor, p)
 	return t.frames(s, tool, c)
+}
+
+// sessionOfCall is the session that holds the tool call, the most
+// recently used first; nil when none does. t.mu is held.
+func (t *Tracker) sessionOfCall(tool string) *session {
+	var found *session
+	for _, s := range t.sessions {
+		if s.calls[tool] != nil && (found == nil || s.used > found.used) {
+			found = s
+		}
+	}
+	return found
 }
 
 // EndTurn releases what a finished turn leaves behind in an ACP session:
@@ -429,6 +417,9 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 		if pending, ok := s.cursor[u.toolCallID]; ok {
 			c.cursor = pending
 			delete(s.cursor, u.toolCallID)
+		} else if pending, ok := t.cursor[u.toolCallID]; ok {
+			c.cursor = pending
+			delete(t.cursor, u.toolCallID)
 		}
 	}
 	if u.title != nil {

@@ -21,6 +21,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/subagentctx/subagentctx/acp"
+	"github.com/subagentctx/subagentctx/acp/acpsdk"
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -40,7 +41,11 @@ type RecordingClient struct {
 
 // SessionUpdate implements sdk.Client.
 func (c *RecordingClient) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
-	for _, f := range c.Tracker.Update(c.Identity(n.SessionId), n) {
+	frames, err := acpsdk.Update(c.Tracker, c.Identity(n.SessionId), n)
+	if err != nil {
+		return err
+	}
+	for _, f := range frames {
 		c.Recorder.Record(ctx, f)
 	}
 	return c.Client.SessionUpdate(ctx, n)

@@ -1,0 +1,69 @@
+package acp
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Tap returns a reader of r — the agent's output stream (its stdout), on
+// its way to the host's ACP connection — that hands every line to the
+// tracker first (Line, under the identity the host gives for the line's
+// ACP session, "" for a message that names none) and each frame it
+// implies to record, then passes the line on unchanged. It is how a host
+// receives what its connection does not route to it: the SDK's
+// ClientSideConnection answers Cursor's cursor/task request with "method
+// not found" and never hands it over; and it reads every integer to the
+// last digit, where a typed notification has them as float64. A line that
+// is not JSON passes on, unread.
+//
+//	conn := sdk.NewClientSideConnection(client, agentStdin, acp.Tap(agentStdout, tracker, identity, record))
+func Tap(r io.Reader, t *Tracker, identity func(acpSession string) Identity, record func(core.Frame)) io.Reader {
+	return &tap{r: bufio.NewReader(r), t: t, identity: identity, record: record}
+}
+
+type tap struct {
+	r        *bufio.Reader
+	t        *Tracker
+	identity func(string) Identity
+	record   func(core.Frame)
+	pending  []byte // the rest of the line being passed on
+	err      error  // the stream's error, after the last line
+}
+
+func (p *tap) Read(b []byte) (int, error) {
+	for len(p.pending) == 0 {
+		if p.err != nil {
+			return 0, p.err
+		}
+		line, err := p.r.ReadBytes('\n')
+		p.pending, p.err = line, err
+		if len(line) > 0 {
+			p.take(line)
+		}
+	}
+	n := copy(b, p.pending)
+	p.pending = p.pending[n:]
+	return n, nil
+}
+
+// take hands one line to the tracker.
+func (p *tap) take(line []byte) {
+	var m struct {
+		Params struct {
+			SessionID string `json:"sessionId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return
+	}
+	frames, err := p.t.Line(p.identity(m.Params.SessionID), line)
+	if err != nil {
+		return
+	}
+	for _, f := range frames {
+		p.record(f)
+	}
+}
