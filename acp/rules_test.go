@@ -3,6 +3,7 @@ package acp_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -317,5 +318,50 @@ func TestReplayGate(t *testing.T) {
 	}
 	if call("x", "x1") != 1 || call("y", "y1") != 0 || call("z", "z1") != 0 {
 		t.Error("the oldest unanswered load did not end its replay past the bound")
+	}
+}
+
+// TestBoundedInBytes: a turn of 256 finished non-subagent calls of 256
+// KiB each keeps none of their payload; open subagent calls with large
+// inputs are held within WithMaxBytes, the oldest forgotten first, and the
+// account returns to 0 when every session ends.
+func TestBoundedInBytes(t *testing.T) {
+	big := strings.Repeat("x", 256<<10)
+	tr := acp.NewTracker()
+	for i := range 256 {
+		tr.UpdateJSON(identity("s"), line("a", "tool_call", fmt.Sprint("read", i),
+			`,"title":"Read","status":"completed","rawInput":{"file_path":"f"},"rawOutput":{"content":"`+big+`"}`))
+	}
+	if n := tr.Bytes(); n != 0 {
+		t.Errorf("finished non-subagent calls hold %d bytes, want 0", n)
+	}
+	const limit = 4 << 20
+	tr = acp.NewTracker(acp.WithMaxBytes(limit))
+	var last []core.Frame
+	for i := range 64 {
+		f, err := tr.UpdateJSON(identity("s"), line("a", "tool_call", fmt.Sprint("task", i),
+			`,"title":"sub-agent-x: y","status":"in_progress","rawInput":{"prompt":"`+big+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = f
+		if n := tr.Bytes(); n > limit {
+			t.Fatalf("after %d open subagent calls the tracker holds %d bytes, over its bound %d", i+1, n, limit)
+		}
+	}
+	if len(last) != 1 {
+		t.Error("the newest call gave no frame")
+	}
+	if n := tr.Calls(); n == 64 || n == 0 {
+		t.Errorf("%d calls kept of 64 of 256 KiB under a 4 MiB bound", n)
+	}
+	// The newest call is still followed: its result reaches its row.
+	f, _ := tr.UpdateJSON(identity("s"), line("a", "tool_call_update", "task63", `,"status":"completed"`))
+	if len(f) != 1 || f[0].Payload.SubagentType != "x" || f[0].ToolStatus != "completed" {
+		t.Errorf("the newest call's result: %+v", f)
+	}
+	tr.EndSession("a")
+	if tr.Bytes() != 0 || tr.Calls() != 0 {
+		t.Errorf("after the session ended: %d bytes, %d calls", tr.Bytes(), tr.Calls())
 	}
 }

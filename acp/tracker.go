@@ -95,6 +95,8 @@ const (
 	// DefaultMaxSessions is how many ACP sessions are kept; past it the
 	// least recently used is forgotten.
 	DefaultMaxSessions = 1024
+	// DefaultMaxBytes bounds the JSON kept of the calls (WithMaxBytes).
+	DefaultMaxBytes = 64 << 20
 )
 
 // Tracker follows ACP sessions' tool calls across notifications. It is
@@ -105,6 +107,8 @@ type Tracker struct {
 	tick        uint64 // last-use clock for the sessions' eviction
 	maxCalls    int
 	maxSessions int
+	maxBytes    int
+	bytes       int // the JSON the kept calls hold, as Bytes reports it
 	now         func() time.Time
 	// replaying are the ACP sessions whose traffic is a replay (Replay);
 	// loads, the session/load requests Line has seen unanswered, by their
@@ -126,6 +130,12 @@ type Option func(*Tracker)
 // WithMaxCalls bounds the tool calls kept per ACP session (at least 1).
 func WithMaxCalls(n int) Option { return func(t *Tracker) { t.maxCalls = max(n, 1) } }
 
+// WithMaxBytes bounds the JSON the tracker keeps of tool calls' inputs,
+// outputs and metadata, over every session (default DefaultMaxBytes, at
+// least 1): past it, the oldest calls of the least recently used session
+// are forgotten. A call's size is the length of the JSON it arrived in.
+func WithMaxBytes(n int) Option { return func(t *Tracker) { t.maxBytes = max(n, 1) } }
+
 // WithMaxSessions bounds the ACP sessions kept (at least 1).
 func WithMaxSessions(n int) Option { return func(t *Tracker) { t.maxSessions = max(n, 1) } }
 
@@ -139,6 +149,7 @@ func NewTracker(opts ...Option) *Tracker {
 		replaying:   map[string]bool{},
 		cursor:      map[string]jsonMap{},
 		maxCalls:    DefaultMaxCalls,
+		maxBytes:    DefaultMaxBytes,
 		maxSessions: DefaultMaxSessions,
 		now:         time.Now,
 	}
@@ -168,6 +179,7 @@ type call struct {
 	output   any
 	meta     jsonMap
 	cursor   jsonMap // merged cursor/task params
+	size     int     // the JSON its updates arrived in, while it keeps them
 }
 
 // update is one tool_call or tool_call_update, decoded.
@@ -178,6 +190,7 @@ type update struct {
 	input      any
 	output     any
 	meta       jsonMap
+	size       int // the length of the JSON it arrived in
 }
 
 // ErrNotParams is returned for raw params that are not a JSON object.
@@ -190,18 +203,19 @@ func (t *Tracker) UpdateJSON(id Identity, params []byte) ([]core.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.updateParams(id, p), nil
+	return t.updateParams(id, p, len(params)), nil
 }
 
-// updateParams is UpdateJSON on decoded params.
-func (t *Tracker) updateParams(id Identity, p jsonMap) []core.Frame {
+// updateParams is UpdateJSON on decoded params, which arrived in size
+// bytes of JSON.
+func (t *Tracker) updateParams(id Identity, p jsonMap, size int) []core.Frame {
 	upd := p.object("update")
 	kind := upd.str("sessionUpdate")
 	if kind != "tool_call" && kind != "tool_call_update" {
 		return nil
 	}
 	u := update{toolCallID: upd.str("toolCallId"), title: upd.strPtr("title"), status: upd.strPtr("status"),
-		input: upd["rawInput"], output: upd["rawOutput"], meta: upd.object("_meta")}
+		input: upd["rawInput"], output: upd["rawOutput"], meta: upd.object("_meta"), size: size}
 	return t.apply(id, p.str("sessionId"), u)
 }
 
@@ -278,6 +292,7 @@ func (t *Tracker) EndTurn(acpSessionID string) {
 	for _, id := range s.order {
 		c := s.calls[id]
 		if c.provider == nil || core.IsTerminalToolStatus(c.status) {
+			t.bytes -= c.size
 			delete(s.calls, id)
 			continue
 		}
@@ -291,7 +306,24 @@ func (t *Tracker) EndTurn(acpSessionID string) {
 func (t *Tracker) EndSession(acpSessionID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.sessions, acpSessionID)
+	t.forget(acpSessionID)
+}
+
+// forget drops an ACP session's state. t.mu is held.
+func (t *Tracker) forget(acpSessionID string) {
+	if s := t.sessions[acpSessionID]; s != nil {
+		for _, c := range s.calls {
+			t.bytes -= c.size
+		}
+		delete(t.sessions, acpSessionID)
+	}
+}
+
+// Bytes reports the JSON the kept calls hold (WithMaxBytes bounds it).
+func (t *Tracker) Bytes() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bytes
 }
 
 // Calls reports how many tool calls are kept, over every session (to
@@ -324,7 +356,7 @@ func (t *Tracker) Replay(acpSessionID string, on bool) {
 func (t *Tracker) replay(acpSessionID string, on bool) {
 	if on {
 		t.replaying[acpSessionID] = true
-		delete(t.sessions, acpSessionID) // what the replay repeats is not live state
+		t.forget(acpSessionID) // what the replay repeats is not live state
 		return
 	}
 	delete(t.replaying, acpSessionID)
@@ -379,7 +411,7 @@ func (t *Tracker) session(id string) *session {
 					oldest = k
 				}
 			}
-			delete(t.sessions, oldest)
+			t.forget(oldest)
 		}
 		s = &session{
 			calls:    map[string]*call{},
@@ -408,6 +440,7 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	c := s.calls[u.toolCallID]
 	if c == nil {
 		if len(s.order) >= t.maxCalls {
+			t.bytes -= s.calls[s.order[0]].size
 			delete(s.calls, s.order[0])
 			s.order = s.order[1:]
 		}
@@ -446,7 +479,39 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 			c.meta[k] = v
 		}
 	}
-	return t.frames(s, u.toolCallID, c)
+	c.size += u.size
+	t.bytes += u.size
+	frames := t.frames(s, u.toolCallID, c)
+	if c.provider == nil && core.IsTerminalToolStatus(c.status) {
+		// A finished call that is no subagent keeps nothing of its
+		// payload: a turn of large file reads must not be held to its end.
+		t.bytes -= c.size
+		c.size, c.input, c.output, c.meta = 0, nil, nil, nil
+	}
+	t.shrink()
+	return frames
+}
+
+// shrink forgets the oldest calls of the least recently used sessions
+// until the kept JSON is within its bound. t.mu is held.
+func (t *Tracker) shrink() {
+	for t.bytes > t.maxBytes {
+		var lru string
+		var oldest *session
+		for id, s := range t.sessions {
+			if len(s.order) > 0 && (oldest == nil || s.used < oldest.used) {
+				lru, oldest = id, s
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		t.bytes -= oldest.calls[oldest.order[0]].size
+		delete(oldest.calls, oldest.order[0])
+		if oldest.order = oldest.order[1:]; len(oldest.order) == 0 {
+			t.forget(lru)
+		}
+	}
 }
 
 // frames recognises the call if it is not yet, and returns its frame: the
@@ -597,11 +662,11 @@ func (t *Tracker) Line(id Identity, line []byte) ([]core.Frame, error) {
 	case (method == "session/update" || method == "cursor/task") && params == nil:
 		return nil, ErrNotParams
 	case method == "session/update":
-		return t.updateParams(id, params), nil
+		return t.updateParams(id, params, len(line)), nil
 	case method == "cursor/task":
 		return t.cursorParams(params), nil
 	case method != "" || m["update"] == nil:
 		return nil, nil
 	}
-	return t.updateParams(id, m), nil
+	return t.updateParams(id, m, len(line)), nil
 }
