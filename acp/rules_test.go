@@ -321,12 +321,12 @@ func TestReplayGate(t *testing.T) {
 	}
 }
 
-// TestBoundedInBytes: a turn of 256 finished non-subagent calls of 256
+// TestBoundedInBytes: a turn of 256 finished non-subagent calls of 64
 // KiB each keeps none of their payload; open subagent calls with large
 // inputs are held within WithMaxBytes, the oldest forgotten first, and the
 // account returns to 0 when every session ends.
 func TestBoundedInBytes(t *testing.T) {
-	big := strings.Repeat("x", 256<<10)
+	big := strings.Repeat("x", 64<<10)
 	tr := acp.NewTracker()
 	for i := range 256 {
 		tr.UpdateJSON(identity("s"), line("a", "tool_call", fmt.Sprint("read", i),
@@ -335,7 +335,7 @@ func TestBoundedInBytes(t *testing.T) {
 	if n := tr.Bytes(); n != 0 {
 		t.Errorf("finished non-subagent calls hold %d bytes, want 0", n)
 	}
-	const limit = 4 << 20
+	const limit = 1 << 20
 	tr = acp.NewTracker(acp.WithMaxBytes(limit))
 	var last []core.Frame
 	for i := range 64 {
@@ -353,7 +353,7 @@ func TestBoundedInBytes(t *testing.T) {
 		t.Error("the newest call gave no frame")
 	}
 	if n := tr.Calls(); n == 64 || n == 0 {
-		t.Errorf("%d calls kept of 64 of 256 KiB under a 4 MiB bound", n)
+		t.Errorf("%d calls kept of 64 of 64 KiB under a 1 MiB bound", n)
 	}
 	// The newest call is still followed: its result reaches its row.
 	f, _ := tr.UpdateJSON(identity("s"), line("a", "tool_call_update", "task63", `,"status":"completed"`))
