@@ -73,6 +73,10 @@ func (Dialect) Within(x string, since, until time.Time) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
+// ThroughIndex implements sqlstore.Fragments: the table; PostgreSQL's
+// histograms estimate a time range.
+func (Dialect) ThroughIndex(table, _ string) string { return table }
+
 // Extreme implements sqlstore.Fragments: timestamptz orders as the
 // instant.
 func (d Dialect) Extreme(fn, x string) string { return d.Instant(fn + "(" + x + ")") }

@@ -90,6 +90,13 @@ func canonical(x string) string {
 	return "substr(" + x + ", 11, 1) = ' ' AND substr(" + x + ", -6) = '+00:00'"
 }
 
+// ThroughIndex implements sqlstore.Fragments with INDEXED BY: without a
+// histogram SQLite's planner takes a range on observed_at for a quarter
+// of the table, and groups a window's rows by reading the whole table
+// through the session index instead (264 ms for a day of a million rows,
+// 56 ms through the time index).
+func (Dialect) ThroughIndex(table, index string) string { return table + " INDEXED BY " + index }
+
 // Extreme implements sqlstore.Fragments: the canonical values' extreme by
 // their text, read as an instant once per group, and the others' through
 // Instant row by row (Within says why).

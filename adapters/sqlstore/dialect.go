@@ -45,6 +45,11 @@ type Fragments interface {
 	// exact at the microsecond like Instant, with its arguments in order,
 	// written so that an index on x serves the range.
 	Within(x string, since, until time.Time) (string, []any)
+	// ThroughIndex is the FROM item that reads table through its index
+	// named index, for a statement bounded by that index's column whose
+	// planner could otherwise prefer another (the table itself where the
+	// planner's estimates need no help).
+	ThroughIndex(table, index string) string
 	// Extreme is the aggregate fn ("MIN" or "MAX") of the timestamp
 	// column x over a group, as Instant gives it.
 	Extreme(fn, x string) string

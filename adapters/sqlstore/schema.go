@@ -33,8 +33,11 @@ var secondaryIndexes = []struct{ Name, Column string }{
 	{"idx_subagents_session_id", "task_session_id"},
 	{"idx_subagents_task_id", "task_id"},
 	{"idx_subagents_turn_id", "turn_id"},
-	{"idx_subagents_observed_at", "observed_at"},
+	{observedAtIndex, "observed_at"},
 }
+
+// observedAtIndex serves windows of observation time.
+const observedAtIndex = "idx_subagents_observed_at"
 
 // historyIndex holds the rows the backfill wrote and no live row has
 // absorbed yet (docs/CONTRACT.md §8.5): the seam's trigger looks there for

@@ -198,6 +198,15 @@ func (s *Store) fanOutStatement(where string) string {
 	GROUP BY n ORDER BY n`
 }
 
+// windowed is the table for a read of the rows observed from since: read
+// through idx_subagents_observed_at when the window has a start.
+func (s *Store) windowed(since time.Time) string {
+	if since.IsZero() {
+		return Table
+	}
+	return s.d.ThroughIndex(Table, observedAtIndex)
+}
+
 // textArg is a bound text parameter (typed, for PostgreSQL).
 const textArg = "CAST(? AS TEXT)"
 
@@ -220,7 +229,7 @@ func (s *Store) sessionsStatement(q core.SessionQuery) (string, []any) {
 FROM (SELECT task_session_id, turn_id, MIN(task_id) AS task_id, count(*) AS n,
 		SUM(CASE WHEN settled_at IS NULL THEN 1 ELSE 0 END) AS open,
 		` + d.Extreme("MIN", "observed_at") + ` AS first_us, ` + d.Extreme("MAX", "observed_at") + ` AS last_us
-	FROM ` + Table + ` WHERE ` + where + ` GROUP BY task_session_id, turn_id) p
+	FROM ` + s.windowed(q.Since) + ` WHERE ` + where + ` GROUP BY task_session_id, turn_id) p
 GROUP BY p.task_session_id`
 	if q.After != nil {
 		sql += `
@@ -282,7 +291,7 @@ func (s *Store) overviewStatement(q core.OverviewQuery) (string, []any) {
 	}
 	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
 		total_tokens, tool_use_count, CASE WHEN tool_status IN (` + failed + `) THEN 1 ELSE 0 END AS failed
-	FROM ` + Table + ` WHERE ` + where + `),
+	FROM ` + s.windowed(q.Since) + ` WHERE ` + where + `),
 c AS MATERIALIZED (` + strings.Join(groups, "\n\tUNION ALL ") + `),
 r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, ` + d.Bytewise("k") + `) AS place
