@@ -119,6 +119,25 @@ var providers = []struct {
 		`toolu_new1 type=general-purpose desc="Fix the flaky test" tool=completed settled agent=- async=false ` +
 			`tokens=- uses=- ms=- parent=- child=- model=- id=-`,
 	}},
+	// Codex as codex-acp speaks: siblings on one spawn, their states and
+	// model in rawInput, activity frames (a thread no spawn named is a row
+	// of its own; a second thread on one wire id a row apart; a terminal
+	// activity settles; a status never moves back), the proposed
+	// toolName/subAgent shape, a spawn from a child's thread nested.
+	{"codex-real", acp.AgentCodex, []string{
+		`act_11 type=explorer desc="-" tool=completed settled agent=completed async=false tokens=- uses=- ms=- ` +
+			`parent=- child=thr-r model=- id=-`,
+		`act_11/thr-s type=explorer desc="-" tool=in_progress open agent=started async=false tokens=- uses=- ms=- ` +
+			`parent=- child=thr-s model=- id=-`,
+		`agent_1 type=reviewer desc="Review the diff" tool=completed settled agent=- async=false tokens=- uses=- ms=- ` +
+			`parent=- child=thr-n model=gpt-5 id=run-7`,
+		`spawn_10 type=explorer desc="Find the parser" tool=completed settled agent=- async=false tokens=- uses=- ` +
+			`ms=- parent=spawn_9/thr-q child=thr-z model=- id=-`,
+		`spawn_9 type=worker desc="Port the flags" tool=completed settled agent=completed async=false tokens=- ` +
+			`uses=- ms=- parent=- child=thr-p model=gpt-5.1-codex id=-`,
+		`spawn_9/thr-q type=worker desc="Write the tests" tool=completed settled agent=running async=false ` +
+			`tokens=- uses=- ms=- parent=- child=thr-q model=gpt-5.1-codex id=-`,
+	}},
 	{"codex", acp.AgentCodex, []string{
 		`spawn_1 type=worker desc="Port the CLI flags" tool=completed settled agent=running async=false tokens=- uses=- ` +
 			`ms=- parent=- child=thr-a model=gpt-5-codex id=-`,

@@ -164,7 +164,8 @@ type session struct {
 	calls    map[string]*call
 	order    []string           // tool call ids, oldest first, for the cap
 	cursor   map[string]jsonMap // cursor/task params waiting for their tool call
-	children map[string]string  // Codex: child thread id → the spawning tool call id
+	children map[string]string  // Codex: child thread id → its row's tool call id
+	statuses map[string]string  // Codex: a child's furthest status, by thread id (or row)
 	used     uint64
 	maxCalls int
 }
@@ -179,6 +180,7 @@ type call struct {
 	output   any
 	meta     jsonMap
 	cursor   jsonMap // merged cursor/task params
+	threads  []string // Codex: the child threads it names, in order
 	size     int     // the JSON its updates arrived in, while it keeps them
 }
 
@@ -417,6 +419,7 @@ func (t *Tracker) session(id string) *session {
 			calls:    map[string]*call{},
 			cursor:   map[string]jsonMap{},
 			children: map[string]string{},
+			statuses: map[string]string{},
 			maxCalls: t.maxCalls,
 		}
 		t.sessions[id] = s
@@ -534,13 +537,15 @@ func (t *Tracker) frames(s *session, tool string, c *call) []core.Frame {
 		ObservedAt:    t.now(),
 		Payload:       &core.Payload{},
 	}
-	c.provider.fill(s, tool, c, &f)
-	if f.Payload.Status == "async_launched" || f.Payload.IsAsync {
-		// An async launch returns once the subagent is started: the tool
-		// call is over, whatever status ACP reported with it (§7).
-		f.Payload.IsAsync, f.Settled = true, true
+	out := c.provider.rows(s, tool, c, f)
+	for i := range out {
+		if p := out[i].Payload; p.Status == "async_launched" || p.IsAsync {
+			// An async launch returns once the subagent is started: the
+			// tool call is over, whatever status ACP reported with it (§7).
+			p.IsAsync, out[i].Settled = true, true
+		}
 	}
-	return []core.Frame{f}
+	return out
 }
 
 // jsonMap is a decoded JSON object.
