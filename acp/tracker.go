@@ -179,9 +179,9 @@ type call struct {
 	input    jsonMap
 	output   any
 	meta     jsonMap
-	cursor   jsonMap // merged cursor/task params
+	cursor   jsonMap  // merged cursor/task params
 	threads  []string // Codex: the child threads it names, in order
-	size     int     // the JSON its updates arrived in, while it keeps them
+	size     int      // the JSON its updates arrived in, while it keeps them
 }
 
 // update is one tool_call or tool_call_update, decoded.
