@@ -138,6 +138,17 @@ var providers = []struct {
 		`spawn_9/thr-q type=worker desc="Write the tests" tool=completed settled agent=running async=false ` +
 			`tokens=- uses=- ms=- parent=- child=thr-q model=gpt-5.1-codex id=-`,
 	}},
+	// Native subagent sessions, as ACP's draft has them (both forms): a
+	// row per child session, keyed by the parent tool use its frames name
+	// or by its session id; the child's own calls are no rows.
+	{"native", "", []string{
+		`child-2 type=reviewer desc="Review the diff" tool=failed settled agent=failed async=false tokens=- uses=- ` +
+			`ms=- parent=- child=child-2 model=- id=-`,
+		`child-3 type=helper desc="Grep the logs" tool=completed settled agent=completed async=false tokens=- ` +
+			`uses=- ms=- parent=toolu_P1 child=child-3 model=- id=-`,
+		`toolu_P1 type=explorer desc="Map the repo" tool=completed settled agent=completed async=false tokens=- ` +
+			`uses=- ms=- parent=- child=child-1 model=- id=-`,
+	}},
 	{"codex", acp.AgentCodex, []string{
 		`spawn_1 type=worker desc="Port the CLI flags" tool=completed settled agent=running async=false tokens=- uses=- ` +
 			`ms=- parent=- child=thr-a model=gpt-5-codex id=-`,

@@ -119,6 +119,9 @@ type Tracker struct {
 	// do not) for tool calls not seen yet, by tool call id (at most
 	// maxCalls).
 	cursor map[string]jsonMap
+	// children are the native subagent sessions (native.go), by their ACP
+	// session id (at most maxSessions).
+	children map[string]*child
 }
 
 // load is a session/load request awaiting its response.
@@ -148,6 +151,7 @@ func NewTracker(opts ...Option) *Tracker {
 		sessions:    map[string]*session{},
 		replaying:   map[string]bool{},
 		cursor:      map[string]jsonMap{},
+		children:    map[string]*child{},
 		maxCalls:    DefaultMaxCalls,
 		maxBytes:    DefaultMaxBytes,
 		maxSessions: DefaultMaxSessions,
@@ -213,6 +217,14 @@ func (t *Tracker) UpdateJSON(id Identity, params []byte) ([]core.Frame, error) {
 func (t *Tracker) updateParams(id Identity, p jsonMap, size int) []core.Frame {
 	upd := p.object("update")
 	kind := upd.str("sessionUpdate")
+	if nativeKinds[kind] {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.replaying[p.str("sessionId")] {
+			return nil
+		}
+		return t.nativeUpdate(id, p.str("sessionId"), upd)
+	}
 	if kind != "tool_call" && kind != "tool_call_update" {
 		return nil
 	}
@@ -438,6 +450,9 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	defer t.mu.Unlock()
 	if t.replaying[acpSession] {
 		return nil
+	}
+	if ch := t.children[acpSession]; ch != nil {
+		return t.nativeChildCall(acpSession, ch, u)
 	}
 	s := t.session(acpSession)
 	c := s.calls[u.toolCallID]

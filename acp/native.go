@@ -1,0 +1,109 @@
+package acp
+
+import (
+	"time"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Native subagent sessions follow ACP's draft (not yet in the protocol):
+// instead of a tool call, the agent reports a subagent as a session of
+// its own, in session/update notifications on the parent session —
+// subagent_spawned {subagentSessionId, name, task} and
+// subagent_state_update {subagentSessionId, state}, or in a later draft
+// subagent_update {sessionId, title, description, state} — while the
+// child's own tool calls come on the child session, Claude Code's carrying
+// the parent's tool use id in _meta.claudeCode.parentToolUseId. The draft's
+// names are all in this file.
+//
+// Each child session is a row: keyed by the parent tool use id its frames
+// carry, or by the child session id when none does; its name as the
+// subagent type, its task (description) as the description, its state as
+// the agent status, a terminal state settling it. The row is written once
+// its key is known — at the first child frame naming the parent tool use,
+// or at a terminal state — observed when the child was spawned. The
+// child's own tool calls are never rows.
+
+// nativeKinds are the draft's session/update kinds.
+var nativeKinds = map[string]bool{"subagent_spawned": true, "subagent_state_update": true, "subagent_update": true}
+
+// nativeTerminal maps a child session's terminal state to the tool
+// status that settles its row.
+var nativeTerminal = map[string]string{
+	"completed": "completed", "done": "completed", "failed": "failed", "error": "failed", "cancelled": "cancelled",
+}
+
+// child is a native subagent session as its notifications have shown it.
+type child struct {
+	id             Identity // the host's identity for the parent session
+	parent         string   // the parent ACP session
+	key            string   // its row's tool call id, once known
+	name, task     string
+	state          string
+	spawned        time.Time
+	parentChildKey string // the parent session's own row, when it is a child too
+}
+
+// nativeUpdate reads one draft notification on the parent session
+// acpSession. t.mu is held.
+func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []core.Frame {
+	session := upd.first("subagentSessionId", "sessionId")
+	if session == "" {
+		return nil
+	}
+	c := t.children[session]
+	if c == nil {
+		if len(t.children) >= t.maxSessions {
+			clear(t.children) // children of sessions long gone
+		}
+		c = &child{id: id, parent: acpSession, spawned: t.now()}
+		if p := t.children[acpSession]; p != nil {
+			c.parentChildKey = p.key
+		}
+		t.children[session] = c
+	}
+	c.name = cmpOr(upd.first("name", "title"), c.name)
+	c.task = cmpOr(upd.first("task", "description"), c.task)
+	if state := upd.first("state", "status"); state != "" && nativeTerminal[c.state] == "" {
+		c.state = state // a terminal state is final
+	}
+	if c.key == "" && nativeTerminal[c.state] != "" {
+		c.key = session
+	}
+	return t.nativeRow(session, c)
+}
+
+// nativeChildCall reads a tool call on a child session: never a row of its
+// own, it may name the parent's tool use, which keys the child's row.
+// t.mu is held.
+func (t *Tracker) nativeChildCall(session string, c *child, u update) []core.Frame {
+	if c.key != "" {
+		return nil
+	}
+	if c.key = u.meta.object("claudeCode").str("parentToolUseId"); c.key == "" {
+		return nil
+	}
+	return t.nativeRow(session, c)
+}
+
+// nativeRow is the child's frame, once its key is known.
+func (t *Tracker) nativeRow(session string, c *child) []core.Frame {
+	if c.key == "" || t.replaying[c.parent] {
+		return nil
+	}
+	if p := t.children[c.parent]; p != nil && c.parentChildKey == "" {
+		c.parentChildKey = p.key
+	}
+	return []core.Frame{{
+		TaskSessionID:    c.id.TaskSessionID,
+		TaskID:           c.id.TaskID,
+		TurnID:           c.id.TurnID,
+		ExecutionID:      c.id.ExecutionID,
+		ToolCallID:       c.key,
+		ParentToolCallID: c.parentChildKey,
+		ToolStatus:       nativeTerminal[c.state],
+		ObservedAt:       c.spawned,
+		Payload: &core.Payload{SubagentType: c.name, Description: c.task, Status: c.state,
+			ChildSessionID: session},
+	}}
+}
