@@ -67,6 +67,22 @@ func (c *RecordingClient) LoadSession(
 
 // README: end
 
+// README: tap
+// Connect is the host's connection to an agent process with the tracker
+// on the agent's output stream instead: every line the agent writes
+// reaches the tracker as written — Cursor's cursor/task requests included,
+// which the SDK answers itself and never hands over, and integers past
+// 2^53 — and then the SDK. The host's client then records nothing itself.
+func Connect(
+	client sdk.Client, agentStdin io.Writer, agentStdout io.Reader, tracker *acp.Tracker, rec *core.Recorder,
+	identity func(acpSession string) acp.Identity,
+) *sdk.ClientSideConnection {
+	record := func(f core.Frame) { rec.Record(context.Background(), f) }
+	return sdk.NewClientSideConnection(client, agentStdin, acp.Tap(agentStdout, tracker, identity, record))
+}
+
+// README: end
+
 // hostClient stands for the host's existing client; only its
 // SessionUpdate is exercised here.
 type hostClient struct {

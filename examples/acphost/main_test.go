@@ -126,3 +126,43 @@ func TestLoadSessionRecordsNoReplay(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestConnectTapsCursor: Cursor's traffic through Connect — a real
+// ClientSideConnection reading a pipe the agent writes — leaves its rows
+// with cursor/task's agent id, description and model.
+func TestConnectTapsCursor(t *testing.T) {
+	store := memory.New()
+	rec, err := core.NewRecorder(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromAgentR, fromAgentW := io.Pipe()
+	toAgentR, toAgentW := io.Pipe()
+	go io.Copy(io.Discard, toAgentR) // the SDK's answers to the agent
+	Connect(&hostClient{}, toAgentW, fromAgentR, acp.NewTracker(), rec, func(string) acp.Identity {
+		return acp.Identity{TaskSessionID: "session-3", TaskID: "task-3", ExecutionID: "exec-3"}
+	})
+	traffic := `{"jsonrpc":"2.0","id":12,"method":"cursor/task","params":{"toolCallId":"tc_1","agentId":"bc-1",` +
+		`"description":"Refactor the parser","model":"gpt-5","prompt":"Split it."}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"cur-1","update":{` +
+		`"sessionUpdate":"tool_call","toolCallId":"tc_1","title":"Task","status":"completed",` +
+		`"rawInput":{"_toolName":"Task","subagent_type":"general"}}}}` + "\n"
+	if _, err := io.WriteString(fromAgentW, traffic); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows, err := store.ListBySession(context.Background(), "session-3", core.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 1 || time.Now().After(deadline) {
+			if len(rows) != 1 || rows[0].AgentID == nil || *rows[0].AgentID != "bc-1" || *rows[0].Model != "gpt-5" ||
+				*rows[0].Description != "Refactor the parser" {
+				t.Fatalf("rows %+v", rows)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
