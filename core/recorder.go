@@ -38,6 +38,7 @@ type Recorder struct {
 	retryMin, retryMax   time.Duration
 	drain, writeTimeout  time.Duration
 	ready                <-chan struct{}
+	written              func(Subagent)
 	shards               []*shard
 	seed                 maphash.Seed
 
@@ -131,6 +132,13 @@ func WithDrain(d time.Duration) RecorderOption { return func(r *Recorder) { r.dr
 func WithWriteTimeout(d time.Duration) RecorderOption {
 	return func(r *Recorder) { r.writeTimeout = d }
 }
+
+// WithWritten calls fn with each frame's row as soon as it is written
+// (counted persisted), on the goroutine that wrote it: fn must not block
+// or wait (it delays the writer), and a panic in it is recovered and
+// logged. A bridge that follows the rows as they are written — the
+// OpenTelemetry bridge, say — hands them on from here.
+func WithWritten(fn func(Subagent)) RecorderOption { return func(r *Recorder) { r.written = fn } }
 
 // WithReady holds the writers until ready is closed (frames queue
 // meanwhile): the migration pass's backfill.Runner.Ready, so that the first
@@ -285,6 +293,9 @@ func (r *Recorder) shardOf(k RowKey) int {
 func (r *Recorder) resolve(ctx context.Context, row Subagent, err error) {
 	if err == nil {
 		r.counters.persisted.Add(1)
+		if r.written != nil {
+			r.notify(ctx, row)
+		}
 		return
 	}
 	r.counters.failed.Add(1)
@@ -300,6 +311,18 @@ func (r *Recorder) resolve(ctx context.Context, row Subagent, err error) {
 		}
 		r.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: subagent context write failed", attrs...)
 	}
+}
+
+// notify hands a written row to the WithWritten function, whose panic
+// is the host's bug, logged, never the frame's.
+func (r *Recorder) notify(ctx context.Context, row Subagent) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.LogAttrs(ctx, slog.LevelError, "subagentctx: the WithWritten function panicked",
+				slog.Any("panic", p), slog.String("tool_call_id", row.ToolCallID))
+		}
+	}()
+	r.written(row)
 }
 
 // upsertRecovering turns a store's panic into an error.

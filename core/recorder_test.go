@@ -96,6 +96,55 @@ func TestAC26_CountersOnHappyAndSkippedPaths(t *testing.T) {
 	}
 }
 
+// TestWrittenRowsHandedOn: WithWritten sees each written frame's row once,
+// after it is persisted, on the memory store and on a queued one; never a
+// frame that failed or was skipped; its panic is logged and costs nothing.
+func TestWrittenRowsHandedOn(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		var mu sync.Mutex
+		var seen []string
+		var logs testlog.Buffer
+		var store core.Store = memory.New()
+		if queued {
+			store = storeFunc(func(ctx context.Context, r core.Subagent) error {
+				if r.ToolCallID == "bad" {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		}
+		rec, err := core.NewRecorder(store, core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+			core.WithWritten(func(r core.Subagent) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, r.ToolCallID)
+				if r.ToolCallID == "b" {
+					panic("the host's bug")
+				}
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, id := range []string{"a", "b", "c"} {
+			rec.Record(ctx, frame(id))
+		}
+		rec.Record(ctx, core.Frame{TaskSessionID: "sess", TaskID: "task"}) // skipped
+		if queued {
+			rec.Record(ctx, frame("bad"))
+		}
+		if err := rec.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := strings.Join(seen, ",")
+		mu.Unlock()
+		if got != "a,b,c" || rec.Counters().Values().Persisted != 3 || !strings.Contains(logs.String(), "the host's bug") {
+			t.Errorf("queued %v: handed on %q, counters %+v, log %q", queued, got, rec.Counters().Values(), logs.String())
+		}
+	}
+}
+
 // TestAC27_FailingStoreNeverReachesTheCaller: a store that errors, panics
 // or hangs never reaches the caller, who never waits for it.
 func TestAC27_FailingStoreNeverReachesTheCaller(t *testing.T) {
