@@ -85,7 +85,18 @@ type params struct {
 	Config Config       `optional:"true"`
 	Log    *slog.Logger `optional:"true"`
 	LC     fx.Lifecycle
+	// Options are the host's own recorder options, given to the group
+	// RecorderOptions names (fx.ResultTags), after the module's.
+	Options []core.RecorderOption `group:"subagentctx.recorder"`
 }
+
+// RecorderOptions is the fx value group a host adds recorder options to,
+// applied after the module's own — core.WithWritten for the OpenTelemetry
+// bridge, say:
+//
+//	fx.Provide(fx.Annotate(func(b *otelbridge.Bridge) core.RecorderOption { return core.WithWritten(b.Written) },
+//		fx.ResultTags(`group:"subagentctx.recorder"`)))
+const RecorderOptions = "subagentctx.recorder"
 
 func (p params) logger() *slog.Logger {
 	if p.Log != nil {
@@ -138,7 +149,7 @@ func recorderOptions(p params, c *core.Counters) []core.RecorderOption {
 	if p.Config.WriteTimeout > 0 {
 		opts = append(opts, core.WithWriteTimeout(p.Config.WriteTimeout))
 	}
-	return opts
+	return append(opts, p.Options...)
 }
 
 func newSQLRecorder(p params, s *sqlstore.Store, runner *backfill.Runner, c *core.Counters) (*core.Recorder, error) {

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/fxmodule"
+	"github.com/subagentctx/subagentctx/otelbridge"
+)
+
+// receiver is an OTLP/HTTP trace endpoint: it decodes each export's
+// protobuf and keeps the spans.
+type receiver struct {
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	var msg collectortrace.ExportTraceServiceRequest
+	if err == nil {
+		err = proto.Unmarshal(body, &msg)
+	}
+	if err != nil || req.URL.Path != "/v1/traces" {
+		http.Error(w, "bad export", http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	for _, rs := range msg.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			r.spans = append(r.spans, ss.Spans...)
+		}
+	}
+	r.mu.Unlock()
+	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(out)
+}
+
+// pair is one row's two spans as received.
+type pair struct{ tool, agent *tracepb.Span }
+
+// byRow is the spans received per tool call id, and how many in all.
+func (r *receiver) byRow() (map[string]pair, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]pair{}
+	for _, s := range r.spans {
+		a := attributes(s)
+		p := out[a["gen_ai.tool.call.id"]]
+		if a["gen_ai.operation.name"] == "execute_tool" {
+			p.tool = s
+		} else {
+			p.agent = s
+		}
+		out[a["gen_ai.tool.call.id"]] = p
+	}
+	return out, len(r.spans)
+}
+
+func attributes(s *tracepb.Span) map[string]string {
+	out := map[string]string{}
+	for _, kv := range s.Attributes {
+		switch v := kv.Value.Value.(type) {
+		case *commonpb.AnyValue_StringValue:
+			out[kv.Key] = v.StringValue
+		case *commonpb.AnyValue_IntValue:
+			out[kv.Key] = fmt.Sprint(v.IntValue)
+		case *commonpb.AnyValue_BoolValue:
+			out[kv.Key] = fmt.Sprint(v.BoolValue)
+		}
+	}
+	return out
+}
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+func frame(tool, parent, status string, at time.Duration, p core.Payload) core.Frame {
+	return core.Frame{TaskSessionID: "sess", TaskID: "task", TurnID: "turn-1", ExecutionID: "exec", ToolCallID: tool,
+		ParentToolCallID: parent, ToolStatus: status, ObservedAt: t0.Add(at), Payload: &p}
+}
+
+// TestSpansThroughOTLP: an fx host with the bridge sends, through the
+// SDK's OTLP/HTTP exporter, two spans for each settled subagent — nested
+// under its parent's invoke_agent span, timed from observed_at to
+// settled_at, failed as an error, async as such, usage only where
+// reported — and none for one never settled; a replay of the store
+// sends a backfilled row's spans, and the live rows' again under the same
+// ids.
+func TestSpansThroughOTLP(t *testing.T) {
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	var rec *core.Recorder
+	var store core.Store
+	var bridge *otelbridge.Bridge
+	app := fxtest.New(t,
+		fxmodule.Memory,
+		Bridge,
+		fx.Provide(func(lc fx.Lifecycle) (trace.TracerProvider, error) { return Tracing(lc, srv.URL+"/v1/traces") }),
+		fx.Populate(&rec, &store, &bridge),
+	)
+	app.RequireStart()
+	launch := frame("async", "", "pending", time.Second, core.Payload{SubagentType: "reviewer", IsAsync: true})
+	launch.Settled = true // an async launch: the call returns once the subagent starts
+	for _, f := range []core.Frame{
+		frame("parent", "", "in_progress", 0, core.Payload{SubagentType: "planner", Description: "Plan it", Model: "opus"}),
+		frame("child", "parent", "failed", 2*time.Second, core.Payload{SubagentType: "explorer", TotalTokens: 1200}),
+		frame("parent", "", "completed", 5*time.Second, core.Payload{TotalTokens: 9000, AgentID: "agent-7"}),
+		launch,
+		frame("open", "", "in_progress", 3*time.Second, core.Payload{SubagentType: "writer"}),
+	} {
+		rec.Record(context.Background(), f)
+	}
+	// A backfilled row (history), settled, straight into the store.
+	settled := t0.Add(9 * time.Second)
+	history := core.Subagent{TaskSessionID: "sess", TaskID: "task", AgentExecutionID: core.UnknownExecution,
+		ToolCallID: "old", ID: "m-1", Source: core.SourceBackfill, ObservedAt: t0.Add(8 * time.Second),
+		SettledAt: &settled, ToolStatus: ptr("completed"), SubagentType: ptr("explorer")}
+	if err := store.Upsert(context.Background(), history); err != nil {
+		t.Fatal(err)
+	}
+	n, err := bridge.Replay(context.Background(), store.(core.Exporter).Export(context.Background(), core.ExportQuery{}))
+	if err != nil || n != 4 {
+		t.Fatalf("replay: %d rows with spans, %v; want the four settled", n, err)
+	}
+	app.RequireStop() // the recorder drains, the bridge closes, the exporter flushes
+
+	rows, total := rcv.byRow()
+	if _, ok := rows["open"]; ok {
+		t.Error("a row never settled has spans")
+	}
+	// Live: parent, child, async (two spans each); replay: the same three
+	// and old.
+	if total != 2*(3+4) {
+		t.Errorf("%d spans received, want 14", total)
+	}
+	for id, p := range rows {
+		if p.tool == nil || p.agent == nil {
+			t.Fatalf("%s: spans %+v", id, p)
+		}
+		if string(p.agent.ParentSpanId) != string(p.tool.SpanId) || p.tool.Kind != tracepb.Span_SPAN_KIND_INTERNAL ||
+			p.agent.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
+			t.Errorf("%s: invoke_agent is not the INTERNAL child of execute_tool", id)
+		}
+	}
+	parent, child, async, old := rows["parent"], rows["child"], rows["async"], rows["old"]
+	if string(child.tool.ParentSpanId) != string(parent.agent.SpanId) ||
+		string(child.tool.TraceId) != string(parent.tool.TraceId) {
+		t.Error("the nested subagent is not under its parent's invoke_agent span")
+	}
+	if got, want := parent.tool.StartTimeUnixNano, uint64(t0.UnixNano()); got != want {
+		t.Errorf("parent starts at %d, want observed_at %d", got, want)
+	}
+	if got, want := parent.tool.EndTimeUnixNano, uint64(t0.Add(5*time.Second).UnixNano()); got != want {
+		t.Errorf("parent ends at %d, want settled_at %d", got, want)
+	}
+	pa := attributes(parent.agent)
+	for k, want := range map[string]string{
+		"gen_ai.agent.name": "planner", "gen_ai.agent.description": "Plan it", "gen_ai.request.model": "opus",
+		"gen_ai.agent.id": "agent-7", "subagentctx.total_tokens": "9000", "subagentctx.task_session_id": "sess",
+		"subagentctx.agent_execution_id": "exec", "subagentctx.source": "live",
+	} {
+		if pa[k] != want {
+			t.Errorf("parent's invoke_agent %s = %q, want %q", k, pa[k], want)
+		}
+	}
+	if _, ok := pa["subagentctx.tool_use_count"]; ok {
+		t.Error("an unreported metric is an attribute")
+	}
+	pt := attributes(parent.tool)
+	for k, want := range map[string]string{
+		"gen_ai.execute_tool.transfer.internal": "true", "gen_ai.transfer.mode": "return_to_caller",
+		"gen_ai.transfer.target.type": "agent", "gen_ai.transfer.target.name": "planner",
+	} {
+		if pt[k] != want {
+			t.Errorf("parent's execute_tool %s = %q, want %q", k, pt[k], want)
+		}
+	}
+	if child.agent.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR ||
+		parent.agent.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+		t.Error("the failed subagent is not an error, or the completed one is")
+	}
+	if attributes(async.tool)["subagentctx.is_async"] != "true" || async.tool.EndTimeUnixNano !=
+		uint64(t0.Add(time.Second).UnixNano()) {
+		t.Error("the async launch is not async, settled at its launch")
+	}
+	if attributes(old.agent)["subagentctx.source"] != "backfill" {
+		t.Error("the backfilled row's spans do not say so")
+	}
+	// The replay's spans of the live rows are the live path's: the same
+	// ids, received twice.
+	rcv.mu.Lock()
+	seen := map[string]int{}
+	for _, s := range rcv.spans {
+		seen[fmt.Sprintf("%x/%x", s.TraceId, s.SpanId)]++
+	}
+	rcv.mu.Unlock()
+	twice := 0
+	for _, n := range seen {
+		if n == 2 {
+			twice++
+		}
+	}
+	if twice != 6 {
+		t.Errorf("%d span ids sent by both paths, want the live rows' 6", twice)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestFailingExporterCostsNoFrame: an endpoint that refuses every export
+// costs the record nothing: every frame is persisted.
+func TestFailingExporterCostsNoFrame(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	var rec *core.Recorder
+	app := fxtest.New(t,
+		fxmodule.Memory,
+		Bridge,
+		fx.Provide(func(lc fx.Lifecycle) (trace.TracerProvider, error) { return Tracing(lc, srv.URL+"/v1/traces") }),
+		fx.Decorate(func(*core.Counters) *core.Counters { return core.NewCounters() }), // this app's own
+		fx.Populate(&rec),
+	)
+	app.RequireStart()
+	const n = 500
+	for i := range n {
+		rec.Record(context.Background(), frame(fmt.Sprint("t", i), "", "completed", time.Duration(i), core.Payload{}))
+	}
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v := rec.Counters().Values(); v.Persisted != n || v.Failed != 0 {
+		t.Errorf("counters %+v, want every frame persisted", v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	app.Stop(ctx) // the host's exporter gives up its spans; that is its own business
+}

@@ -1,0 +1,110 @@
+package otelbridge
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Every name the bridge writes, on OpenTelemetry's GenAI semantic
+// conventions (status: development; docs/CONTRACT.md §9 maps each
+// column). A renaming of the conventions changes this file alone.
+const (
+	instrumentationName = "github.com/subagentctx/subagentctx/otelbridge"
+
+	operationName = "gen_ai.operation.name"
+	opExecuteTool = "execute_tool"
+	opInvokeAgent = "invoke_agent"
+
+	toolName   = "gen_ai.tool.name"
+	toolCallID = "gen_ai.tool.call.id"
+	toolType   = "gen_ai.tool.type"
+
+	transferInternal   = "gen_ai.execute_tool.transfer.internal"
+	transferMode       = "gen_ai.transfer.mode"
+	transferTargetType = "gen_ai.transfer.target.type"
+	transferTargetName = "gen_ai.transfer.target.name"
+
+	agentID          = "gen_ai.agent.id"
+	agentName        = "gen_ai.agent.name"
+	agentDescription = "gen_ai.agent.description"
+	conversationID   = "gen_ai.conversation.id"
+	requestModel     = "gen_ai.request.model"
+
+	// The record's own, namespaced: the conventions' usage attributes are
+	// input and output tokens, which no provider reports apart here, and
+	// they have no total.
+	ns               = "subagentctx."
+	totalTokens      = ns + "total_tokens"
+	toolUseCount     = ns + "tool_use_count"
+	durationMs       = ns + "duration_ms"
+	taskSessionID    = ns + "task_session_id"
+	taskID           = ns + "task_id"
+	turnID           = ns + "turn_id"
+	agentExecutionID = ns + "agent_execution_id"
+	parentToolCallID = ns + "parent_tool_call_id"
+	rowID            = ns + "id"
+	source           = ns + "source"
+	toolStatus       = ns + "tool_status"
+	agentStatus      = ns + "agent_status"
+	isAsync          = ns + "is_async"
+)
+
+// subagentTool is the tool a subagent is launched through, as the caller
+// sees it.
+const subagentTool = "Task"
+
+// transfer values: a subagent returns to its caller; its target is an
+// agent.
+const (
+	modeReturn  = "return_to_caller"
+	targetAgent = "agent"
+)
+
+func toolSpanName(core.Subagent) string { return opExecuteTool + " " + subagentTool }
+
+func agentSpanName(row core.Subagent) string {
+	if row.SubagentType != nil {
+		return opInvokeAgent + " " + *row.SubagentType
+	}
+	return opInvokeAgent
+}
+
+// ids are the row's identifying columns, on both spans, so that a host
+// can join a span back to its row.
+func idAttributes(row core.Subagent) attrs {
+	a := attrs{
+		attribute.String(taskSessionID, row.TaskSessionID), attribute.String(taskID, row.TaskID),
+		attribute.String(agentExecutionID, row.AgentExecutionID), attribute.String(toolCallID, row.ToolCallID),
+		attribute.String(rowID, row.ID), attribute.String(source, string(row.Source)),
+	}
+	a.text(turnID, row.TurnID)
+	a.text(parentToolCallID, row.ParentToolCallID)
+	return a
+}
+
+func toolAttributes(row core.Subagent) []attribute.KeyValue {
+	a := idAttributes(row)
+	a = append(a, attribute.String(operationName, opExecuteTool), attribute.String(toolName, subagentTool),
+		attribute.String(toolType, "function"), attribute.Bool(transferInternal, true),
+		attribute.String(transferMode, modeReturn), attribute.String(transferTargetType, targetAgent),
+		attribute.Bool(isAsync, row.IsAsync))
+	a.text(transferTargetName, row.SubagentType)
+	a.text(toolStatus, row.ToolStatus)
+	return a
+}
+
+func agentAttributes(row core.Subagent) []attribute.KeyValue {
+	a := idAttributes(row)
+	a = append(a, attribute.String(operationName, opInvokeAgent))
+	a.text(agentID, row.AgentID)
+	a.text(agentName, row.SubagentType)
+	a.text(agentDescription, row.Description)
+	a.text(conversationID, row.ChildSessionID)
+	a.text(requestModel, row.Model)
+	a.text(agentStatus, row.AgentStatus)
+	a.number(totalTokens, row.TotalTokens)
+	a.number(toolUseCount, row.ToolUseCount)
+	a.number(durationMs, row.DurationMs)
+	return a
+}
