@@ -254,3 +254,35 @@ func TestFailingExporterCostsNoFrame(t *testing.T) {
 	defer cancel()
 	app.Stop(ctx) // the host's exporter gives up its spans; that is its own business
 }
+
+// TestUnderTheHostsTurn: with WithTurn, a subagent without a parent on
+// record starts under the span the host gives for its turn.
+func TestUnderTheHostsTurn(t *testing.T) {
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	lc := fxtest.NewLifecycle(t)
+	tp, err := Tracing(lc, srv.URL+"/v1/traces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.RequireStart()
+	turnCtx, turn := tp.Tracer("host").Start(context.Background(), "turn")
+	b := otelbridge.New(tp, otelbridge.WithTurn(func(context.Context, core.Subagent) context.Context { return turnCtx }))
+	settled := t0.Add(time.Second)
+	row := core.Subagent{TaskSessionID: "sess", TaskID: "task", AgentExecutionID: "exec", ToolCallID: "top",
+		ID: "r-1", Source: core.SourceLive, ObservedAt: t0, SettledAt: &settled, ToolStatus: ptr("completed")}
+	rows := func(yield func(core.Subagent, error) bool) { yield(row, nil) }
+	if n, err := b.Replay(context.Background(), rows); n != 1 || err != nil {
+		t.Fatalf("replay: %d, %v", n, err)
+	}
+	turn.End()
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lc.RequireStop()
+	got, _ := rcv.byRow()
+	if p := got["top"]; p.tool == nil || fmt.Sprintf("%x", p.tool.ParentSpanId) != turn.SpanContext().SpanID().String() {
+		t.Errorf("the subagent's execute_tool span is not under the host's turn span: %+v", p.tool)
+	}
+}
