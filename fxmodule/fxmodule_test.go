@@ -6,7 +6,6 @@ import (
 	"expvar"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -222,17 +221,8 @@ func TestStopNeverFailsTheHost(t *testing.T) {
 	t.Run("DatabaseDown", func(t *testing.T) {
 		e := testenv.Postgres().Env(t)
 		kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s", "t")
-		u, err := url.Parse(e.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy, err := faultproxy.Start(u.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
-		u.Host = proxy.Addr()
-		db, err := postgres.OpenDB(u.String())
+		proxy, dsn := faultproxy.Between(t, e.DSN)
+		db, err := postgres.OpenDB(dsn)
 		if err != nil {
 			t.Fatal(err)
 		}

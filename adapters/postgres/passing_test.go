@@ -156,17 +156,8 @@ func TestTransactionConflictsArePassing(t *testing.T) {
 // 0 (docs/CONTRACT.md §6.2).
 func TestSilentConnection(t *testing.T) {
 	e := testenv.Postgres().Env(t)
-	u, err := url.Parse(e.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.Start(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	u.Host = proxy.Addr()
-	store := storeAs(t, u.String())
+	proxy, dsn := faultproxy.Between(t, e.DSN)
+	store := storeAs(t, dsn)
 	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s", "t")
 	var logs testlog.Buffer
 	rec, _ := core.NewRecorder(store, core.WithWriteTimeout(300*time.Millisecond),
@@ -202,7 +193,7 @@ func TestSilentConnection(t *testing.T) {
 	proxy.Set(faultproxy.Stall)
 	record(100, 20)
 	start := time.Now()
-	err = rec.Close(context.Background())
+	err := rec.Close(context.Background())
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("Close took %v with a budget of 500ms", took)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -68,17 +67,8 @@ func TestSignalsStopRecord(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			e := testenv.Postgres().Env(t)
 			kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
-			u, err := url.Parse(e.DSN)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy, err := faultproxy.Start(u.Host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer proxy.Close()
-			u.Host = proxy.Addr()
-			p := start(t, "--db", u.String(), "record")
+			proxy, dsn := faultproxy.Between(t, e.DSN)
+			p := start(t, "--db", dsn, "record")
 			time.Sleep(500 * time.Millisecond) // the store is open
 			proxy.Set(faultproxy.Refuse)
 			for i := range 3 {

@@ -8,7 +8,9 @@ package faultproxy
 
 import (
 	"net"
+	"net/url"
 	"sync"
+	"testing"
 )
 
 // Mode is what the proxy does with traffic.
@@ -143,4 +145,21 @@ func (p *Proxy) copy(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// Between starts a proxy to the server of a URL-form DSN for a test,
+// closed when the test ends, and returns it with the DSN through it.
+func Between(t testing.TB, dsn string) (*Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	u.Host = p.Addr()
+	return p, u.String()
 }
