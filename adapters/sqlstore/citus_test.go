@@ -39,7 +39,7 @@ func TestCitusPlans(t *testing.T) {
 			ObservedAt:    capture,
 		},
 	)
-	health := s.HealthSQL(capture, true)
+	health := s.HealthSQL(capture, true, false)
 	list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
 	byTurn, byTurnArgs := s.ListSQL("turn_id", "turn-1", core.Page{Limit: 100})
 	where := " WHERE task_session_id = ?"

@@ -13,7 +13,7 @@ func (s *Store) UpsertSQL() string          { return s.upsertSQL }
 func (s *Store) InsertSQL() (string, error) { return s.renderInsert() }
 func (s *Store) SchemaSQL() []string        { return s.schemaStatements() }
 func Args(row *core.Subagent) []any         { return args(row) }
-func (s *Store) HealthSQL(since time.Time, distributed bool) []struct {
+func (s *Store) HealthSQL(since time.Time, distributed, whole bool) []struct {
 	SQL  string
 	Args []any
 } {
@@ -21,7 +21,7 @@ func (s *Store) HealthSQL(since time.Time, distributed bool) []struct {
 		SQL  string
 		Args []any
 	}
-	for _, st := range s.healthStatements(since, core.DefaultHealthPairs, distributed) {
+	for _, st := range s.healthStatements(since, core.DefaultHealthPairs, distributed, whole) {
 		out = append(out, struct {
 			SQL  string
 			Args []any

@@ -40,7 +40,7 @@ func TestGoldenStatements(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			e := d.Env(t)
 			s := e.Store
-			health := s.HealthSQL(capture, false)[0]
+			health, whole := s.HealthSQL(capture, false, false)[0], s.HealthSQL(capture, false, true)[0]
 			list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
 			keyset, keysetArgs := s.ListSQL(
 				"turn_id",
@@ -64,6 +64,7 @@ func TestGoldenStatements(t *testing.T) {
 				"list_keyset.sql":       withArgs(keyset, keysetArgs),
 				"subagent_messages.sql": s.MessagesSQL() + ";\n",
 				"health.sql":            withArgs(health.SQL, health.Args),
+				"health_whole.sql":      withArgs(whole.SQL, whole.Args),
 				"stats.sql": "-- the aggregates\n" + s.StatsSQL(where) + ";\n\n" +
 					"-- fan-out per turn\n" + s.FanOutSQL(where) + ";\n\n" +
 					"-- first activity: rows\n" + rows + ";\n\n" +

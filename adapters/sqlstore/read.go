@@ -58,7 +58,8 @@ func (s *Store) Health(ctx context.Context, q core.HealthQuery) (core.Health, er
 	}
 	var out []map[string]any
 	err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) error {
-		for _, st := range s.healthStatements(since, q.PairsOrDefault(), distributed) {
+		bound, _ := a.Bound()
+		for _, st := range s.healthStatements(since, q.PairsOrDefault(), distributed, !since.After(bound)) {
 			rows, err := rowmaps.Query(db, st.SQL, st.Args...)
 			if err != nil {
 				return err

@@ -35,7 +35,11 @@ import (
 // pushed down to the shards whole (each shard finds its own active
 // sessions), where a shard's own snapshot is the most a statement gets
 // anyway.
-func (s *Store) healthStatements(since time.Time, pairs int, distributed bool) []statement {
+//
+// A window that is the whole record (whole: since is the coverage bound)
+// reads every session: finding the active ones would read every message
+// twice.
+func (s *Store) healthStatements(since time.Time, pairs int, distributed, whole bool) []statement {
 	// The raw columns find the candidates through their indexes (a
 	// superset: the floors); the instants then decide, so that only the
 	// sessions truly active in the window are read whole.
@@ -72,6 +76,23 @@ FROM `
 	LIMIT ` + fmt.Sprint(pairs)
 	}
 	missing, excess := "p.due = 1 AND p.stored = 0", "p.recent = 1 AND p.messaged = 0"
+	if whole {
+		grouped, args := s.pairFlags(since, "1 = 1", "1 = 1", nil)
+		if distributed {
+			return []statement{
+				{counts + `(` + grouped + `) p`, args},
+				{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args},
+				{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args},
+			}
+		}
+		return []statement{{`WITH p AS MATERIALIZED (` + grouped + `)
+` + counts + `p
+UNION ALL
+SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
+UNION ALL
+SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
+ORDER BY 1`, args}}
+	}
 	if distributed {
 		active := func(alias string) string {
 			return alias + `.task_session_id IN (` + activeSessions + `)`
