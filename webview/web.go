@@ -26,6 +26,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
@@ -282,18 +283,30 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	for _, r := range ranges {
 		p.Ranges = append(p.Ranges, r.name)
 	}
-	// Health over the last hour, whatever the window: whether capture
-	// works now, at a cost that does not grow with the window (subagentctl
-	// health --since answers for any other).
-	if p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: now.Add(-healthWindow)}); err == nil {
-		if p.Activation, err = s.src.Activation(ctx); err == nil {
-			q := core.OverviewQuery{Since: win.Since, Until: win.Until}
-			if p.Overview, err = s.src.Overview(ctx, q); err == nil {
-				p.Sessions, err = s.src.Sessions(ctx, core.SessionQuery{Since: win.Since, Until: win.Until,
-					Prefix: win.Prefix, After: win.After, Limit: s.sessions + 1})
-			}
-		}
+	// The page's four reads are independent: they run at once, each on a
+	// connection of its own, so the page takes its slowest read, not their
+	// sum. Health covers the last hour, whatever the window: whether
+	// capture works now, at a cost that does not grow with the window
+	// (subagentctl health --since answers for any other).
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i, read := range []func() error{
+		func() (err error) { p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: now.Add(-healthWindow)}); return },
+		func() (err error) { p.Activation, err = s.src.Activation(ctx); return },
+		func() (err error) {
+			p.Overview, err = s.src.Overview(ctx, core.OverviewQuery{Since: win.Since, Until: win.Until})
+			return
+		},
+		func() (err error) {
+			p.Sessions, err = s.src.Sessions(ctx, core.SessionQuery{Since: win.Since, Until: win.Until,
+				Prefix: win.Prefix, After: win.After, Limit: s.sessions + 1})
+			return
+		},
+	} {
+		wg.Go(func() { errs[i] = read() })
 	}
+	wg.Wait()
+	err = errors.Join(errs...)
 	if len(p.Sessions) > s.sessions {
 		p.Sessions = p.Sessions[:s.sessions]
 		k := p.Sessions[len(p.Sessions)-1].Key()
