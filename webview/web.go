@@ -291,7 +291,10 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i, read := range []func() error{
-		func() (err error) { p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: now.Add(-healthWindow)}); return },
+		func() (err error) {
+			p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: now.Add(-healthWindow)})
+			return
+		},
 		func() (err error) { p.Activation, err = s.src.Activation(ctx); return },
 		func() (err error) {
 			p.Overview, err = s.src.Overview(ctx, core.OverviewQuery{Since: win.Since, Until: win.Until})
