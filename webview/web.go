@@ -47,12 +47,14 @@ var assets embed.FS
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"url":        func(string) string { return "" },
 	"sessionURL": func(string) string { return "" },
+	"turnsURL":   func(string, int) string { return "" },
 	"when":       when,
 	"num":        num,
 	"human":      human,
 	"ms":         ms,
 	"text":       text,
 	"average":    average,
+	"add":        func(a, b int) int { return a + b },
 	"figures":    func(v *string, part string, f core.Figures) figuresRow { return figuresRow{v, part, f} },
 	"pageURL":    func(window, *core.SessionKey) string { return "" },
 }).ParseFS(assets, "assets/*.html"))
@@ -63,6 +65,10 @@ type Option func(*server)
 // WithSessions sets how many sessions a page of the overview lists, the
 // most recently active first (default 50; the next page follows by key).
 func WithSessions(n int) Option { return func(s *server) { s.sessions = n } }
+
+// WithTurns sets how many turns a session's page draws (default 25; the
+// next ones follow by a link).
+func WithTurns(n int) Option { return func(s *server) { s.turns = max(n, 1) } }
 
 // WithClock sets the clock the overview's ranges end at (default
 // time.Now): a host's test pins it.
@@ -93,6 +99,7 @@ func WithFrameAncestors(sources ...string) Option {
 type server struct {
 	src            Source
 	sessions       int
+	turns          int
 	log            *slog.Logger
 	prefix         string
 	frameAncestors []string
@@ -105,14 +112,17 @@ type server struct {
 // ".." and "/" included, opens) and the stylesheet (prefix/style.css);
 // any other method is refused (405) and any other path is 404.
 func New(src Source, opts ...Option) http.Handler {
-	s := &server{src: src, sessions: 50, log: slog.New(slog.DiscardHandler), now: time.Now}
+	s := &server{src: src, sessions: 50, turns: 25, log: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
 	s.pages = template.Must(pages.Clone()).Funcs(template.FuncMap{
 		"url":        func(path string) string { return s.prefix + path },
 		"sessionURL": func(id string) string { return s.prefix + "/session?id=" + url.QueryEscape(id) },
-		"pageURL":    func(w window, after *core.SessionKey) string { return s.prefix + "/?" + w.query(after).Encode() },
+		"turnsURL": func(id string, from int) string {
+			return s.prefix + "/session?id=" + url.QueryEscape(id) + "&from=" + strconv.Itoa(from)
+		},
+		"pageURL": func(w window, after *core.SessionKey) string { return s.prefix + "/?" + w.query(after).Encode() },
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+s.prefix+"/{$}", s.overview)
@@ -319,17 +329,29 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 type sessionPage struct {
-	ID        string
-	Stats     core.Stats
-	Coverage  core.SessionCoverage
-	Turns     []turnView
-	Generated time.Time
+	ID       string
+	Stats    core.Stats
+	Coverage core.SessionCoverage
+	Turns    []turnView
+	// From is the first turn shown (0-based) of AllTurns; Prev and Next
+	// start the neighbouring pages (-1: none).
+	From, AllTurns, Prev, Next int
+	Generated                  time.Time
 }
 
 func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.URL.Query().Get("id")
-	p := sessionPage{ID: id, Generated: time.Now().UTC()}
+	p := sessionPage{ID: id, Generated: time.Now().UTC(), Prev: -1, Next: -1}
+	if v := r.URL.Query().Get("from"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			http.Error(w, fmt.Sprintf("subagentctx: webview: from=%q is not a turn's place (0, 1, …)", v),
+				http.StatusBadRequest)
+			return
+		}
+		p.From = n
+	}
 	rows, err := s.src.ListBySession(ctx, id, core.Page{})
 	if err == nil && len(rows) == 0 {
 		http.Error(w, "no subagent on record for this session", http.StatusNotFound)
@@ -342,8 +364,20 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		if len(p.Stats.Sessions) == 1 {
 			p.Coverage = p.Stats.Sessions[0]
 		}
-		for i, t := range fanout.Build(rows) {
-			p.Turns = append(p.Turns, layout(t, i))
+		// A page draws s.turns turns: a session of thousands of subagents
+		// stays a page that draws in milliseconds.
+		turns := fanout.Build(rows)
+		p.AllTurns = len(turns)
+		p.From = min(p.From, max(len(turns)-1, 0))
+		end := min(p.From+s.turns, len(turns))
+		for i, t := range turns[p.From:end] {
+			p.Turns = append(p.Turns, layout(t, p.From+i))
+		}
+		if p.From > 0 {
+			p.Prev = max(p.From-s.turns, 0)
+		}
+		if end < len(turns) {
+			p.Next = end
 		}
 	}
 	s.render(w, r, "session.html", p, err)

@@ -3,6 +3,7 @@ package webview_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -412,5 +413,49 @@ func TestOverviewAnswers(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the session page lacks %q", want)
 		}
+	}
+}
+
+// TestSessionPagedByTurns: a session of 60 turns is drawn 25 turns a page,
+// every turn on exactly one page by the links; a bad from is a 400.
+func TestSessionPagedByTurns(t *testing.T) {
+	s := memory.New()
+	var frames []core.Frame
+	for i := range 60 {
+		frames = append(frames, core.Frame{TaskSessionID: "long", TaskID: "task", TurnID: fmt.Sprintf("turn-%02d", i),
+			ExecutionID: "e", ToolCallID: fmt.Sprint("tool-", i), ToolStatus: "completed",
+			ObservedAt: t0.Add(time.Duration(i) * time.Minute)})
+	}
+	testenv.Record(t, s, frames)
+	h := webview.New(s)
+	seen := map[string]int{}
+	next := regexp.MustCompile(`<a href="([^"]+)">later turns →</a>`)
+	turn := regexp.MustCompile(`Turn <span class="id">(turn-\d+)</span>`)
+	for page, n := "/session?id=long", 0; page != ""; n++ {
+		res, body := get(t, h, "GET", page)
+		if res.StatusCode != 200 || n > 5 {
+			t.Fatalf("%s: %d (page %d)", page, res.StatusCode, n)
+		}
+		for _, m := range turn.FindAllStringSubmatch(body, -1) {
+			seen[m[1]]++
+		}
+		page = ""
+		if m := next.FindStringSubmatch(body); m != nil {
+			page = html.UnescapeString(m[1])
+		}
+		if want := []int{25, 25, 10}[n]; len(turn.FindAllString(body, -1)) != want {
+			t.Errorf("page %d draws %d turns, want %d", n, len(turn.FindAllString(body, -1)), want)
+		}
+	}
+	if len(seen) != 60 {
+		t.Errorf("%d distinct turns over the pages, want 60", len(seen))
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s drawn on %d pages", k, n)
+		}
+	}
+	if res, body := get(t, h, "GET", "/session?id=long&from=-1"); res.StatusCode != 400 || !strings.Contains(body, "from") {
+		t.Errorf("from=-1: %d %q", res.StatusCode, body)
 	}
 }
