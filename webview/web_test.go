@@ -455,7 +455,8 @@ func TestSessionPagedByTurns(t *testing.T) {
 			t.Errorf("%s drawn on %d pages", k, n)
 		}
 	}
-	if res, body := get(t, h, "GET", "/session?id=long&from=-1"); res.StatusCode != 400 || !strings.Contains(body, "from") {
+	res, body := get(t, h, "GET", "/session?id=long&from=-1")
+	if res.StatusCode != 400 || !strings.Contains(body, "from") {
 		t.Errorf("from=-1: %d %q", res.StatusCode, body)
 	}
 }
