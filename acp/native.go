@@ -51,16 +51,16 @@ func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []co
 	if session == "" {
 		return nil
 	}
-	c := t.children[session]
+	c := t.natives[session]
 	if c == nil {
-		if len(t.children) >= t.maxSessions {
-			clear(t.children) // children of sessions long gone
+		if len(t.natives) >= t.maxSessions {
+			clear(t.natives) // children of sessions long gone
 		}
 		c = &child{id: id, parent: acpSession, spawned: t.now()}
-		if p := t.children[acpSession]; p != nil {
+		if p := t.natives[acpSession]; p != nil {
 			c.parentChildKey = p.key
 		}
-		t.children[session] = c
+		t.natives[session] = c
 	}
 	c.name = cmpOr(upd.first("name", "title"), c.name)
 	c.task = cmpOr(upd.first("task", "description"), c.task)
@@ -91,7 +91,7 @@ func (t *Tracker) nativeRow(session string, c *child) []core.Frame {
 	if c.key == "" || t.replaying[c.parent] {
 		return nil
 	}
-	if p := t.children[c.parent]; p != nil && c.parentChildKey == "" {
+	if p := t.natives[c.parent]; p != nil && c.parentChildKey == "" {
 		c.parentChildKey = p.key
 	}
 	return []core.Frame{{

@@ -119,9 +119,9 @@ type Tracker struct {
 	// do not) for tool calls not seen yet, by tool call id (at most
 	// maxCalls).
 	cursor map[string]jsonMap
-	// children are the native subagent sessions (native.go), by their ACP
+	// natives are the native subagent sessions (native.go), by their ACP
 	// session id (at most maxSessions).
-	children map[string]*child
+	natives map[string]*child
 }
 
 // load is a session/load request awaiting its response.
@@ -151,7 +151,7 @@ func NewTracker(opts ...Option) *Tracker {
 		sessions:    map[string]*session{},
 		replaying:   map[string]bool{},
 		cursor:      map[string]jsonMap{},
-		children:    map[string]*child{},
+		natives:     map[string]*child{},
 		maxCalls:    DefaultMaxCalls,
 		maxBytes:    DefaultMaxBytes,
 		maxSessions: DefaultMaxSessions,
@@ -451,7 +451,7 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	if t.replaying[acpSession] {
 		return nil
 	}
-	if ch := t.children[acpSession]; ch != nil {
+	if ch := t.natives[acpSession]; ch != nil {
 		return t.nativeChildCall(acpSession, ch, u)
 	}
 	s := t.session(acpSession)

@@ -185,8 +185,8 @@ func (b *Bridge) Replay(ctx context.Context, rows iter.Seq2[core.Subagent, error
 // emit writes a settled row's two spans, under its parent subagent's
 // invoke_agent span when the row names a parent, else under the turn.
 func (b *Bridge) emit(ctx context.Context, row core.Subagent) {
-	parent := b.parentContext(ctx, row)
 	ids := idsOf(row)
+	parent := b.parentContext(ctx, row, ids.trace)
 	tool, toolSpan := b.tracer.Start(withIDs(parent, ids.trace, ids.tool), toolSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(row.ObservedAt),
 		trace.WithAttributes(toolAttributes(row)...))
@@ -204,14 +204,13 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent) {
 
 // parentContext is where a row's execute_tool span starts: its parent
 // subagent's invoke_agent span (by the ids that span was given), or the
-// turn's.
-func (b *Bridge) parentContext(ctx context.Context, row core.Subagent) context.Context {
+// turn's; tid is the row's trace.
+func (b *Bridge) parentContext(ctx context.Context, row core.Subagent, tid trace.TraceID) context.Context {
 	if row.ParentToolCallID != nil {
 		p := row
 		p.ToolCallID, p.ParentToolCallID = *row.ParentToolCallID, nil
-		ids := idsOf(p)
 		return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
-			TraceID: idsOf(row).trace, SpanID: ids.agent, TraceFlags: trace.FlagsSampled, Remote: true,
+			TraceID: tid, SpanID: idsOf(p).agent, TraceFlags: trace.FlagsSampled, Remote: true,
 		}))
 	}
 	if b.turn != nil {

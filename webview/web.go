@@ -473,16 +473,17 @@ func ms(p *int64) string {
 	if p == nil {
 		return "not reported"
 	}
-	v := float64(*p)
-	for _, u := range []struct {
-		size float64
-		name string
-	}{{365.25 * 86400e3, "y"}, {86400e3, "d"}, {3600e3, "h"}, {60e3, "min"}, {1e3, "s"}} {
-		if v >= u.size {
-			return sig3(v/u.size) + " " + u.name
+	if *p < 1000 {
+		return fmt.Sprintf("%d ms", *p)
+	}
+	sec := float64(*p) / 1000 // at least a second, which is a unit
+	u := timeUnits[0]
+	for _, u = range timeUnits {
+		if sec >= u.seconds {
+			break
 		}
 	}
-	return fmt.Sprintf("%d ms", *p)
+	return sig3(sec/u.seconds) + " " + u.name
 }
 
 // average is a metric's average, three significant digits in human units,
@@ -524,20 +525,26 @@ func sig3(v float64) string {
 // since is a span in seconds as the timeline's ticks show it, three
 // significant digits in the unit that fits, from microseconds to years.
 func since(sec float64) string {
-	units := []struct {
-		size float64
-		name string
-	}{{365.25 * 86400, "y"}, {86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}, {1e-3, "ms"}, {1e-6, "µs"}}
 	switch {
 	case sec == 0:
 		return "0"
 	case sec < 1e-6:
 		return "+<1µs"
 	}
-	for _, u := range units {
-		if sec >= u.size {
-			return "+" + sig3(sec/u.size) + u.name
+	for _, u := range timeUnits {
+		if sec >= u.seconds {
+			return "+" + sig3(sec/u.seconds) + u.tick
 		}
 	}
 	return "+<1µs"
+}
+
+// timeUnits are the units spans are shown in, the largest first: as a
+// tick's suffix, and as a duration's name.
+var timeUnits = []struct {
+	seconds    float64
+	tick, name string
+}{
+	{365.25 * 86400, "y", "y"}, {86400, "d", "d"}, {3600, "h", "h"}, {60, "m", "min"}, {1, "s", "s"},
+	{1e-3, "ms", "ms"}, {1e-6, "µs", "µs"},
 }

@@ -28,15 +28,12 @@ func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.S
 		defer rows.Close()
 		dest := make([]any, len(core.Columns))
 		for rows.Next() {
-			var r core.Subagent
-			for i, c := range core.Columns {
-				dest[i] = c.Dest(&r)
-			}
-			if err := rows.Scan(dest...); err != nil {
+			r, err := scanRow(rows, dest)
+			if err != nil {
 				yield(core.Subagent{}, s.opError("export", err))
 				return
 			}
-			if !yield(r.Canonical(), nil) {
+			if !yield(r, nil) {
 				return
 			}
 		}

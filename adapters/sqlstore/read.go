@@ -512,11 +512,11 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 	for dim, b := range into {
 		for i := range b.Groups {
 			g := &b.Groups[i]
-			if g.All.Invocations == 0 && g.Live.Invocations == 0 && g.Backfill.Invocations == 0 {
+			if g.Live.Invocations == 0 && g.Backfill.Invocations == 0 {
 				return o, fmt.Errorf("%s: group %d of %d missing", dim, i+1, len(b.Groups))
 			}
 			sumFigures(g)
-			withDurations := dim == "subagent_type" || dim == "model"
+			withDurations := durationsRanked(dim)
 			for source, f := range map[string]*core.Figures{"all": &g.All, string(core.SourceLive): &g.Live,
 				string(core.SourceBackfill): &g.Backfill} {
 				if !withDurations {

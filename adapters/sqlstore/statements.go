@@ -76,16 +76,17 @@ FROM `
 	LIMIT ` + fmt.Sprint(pairs)
 	}
 	missing, excess := "p.due = 1 AND p.stored = 0", "p.recent = 1 AND p.messaged = 0"
-	if whole {
-		grouped, args := s.pairFlags(since, "1 = 1", "1 = 1", nil)
-		if distributed {
-			return []statement{
-				{counts + `(` + grouped + `) p`, args},
-				{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args},
-				{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args},
-			}
+	// sharded is the counts and each list as statements of their own;
+	// single, one statement after the CTEs ctes (each ending ",\n").
+	sharded := func(grouped string, args []any) []statement {
+		return []statement{
+			{counts + `(` + grouped + `) p`, args},
+			{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args},
+			{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args},
 		}
-		return []statement{{`WITH p AS MATERIALIZED (` + grouped + `)
+	}
+	single := func(ctes, grouped string, args []any) []statement {
+		return []statement{{`WITH ` + ctes + `p AS MATERIALIZED (` + grouped + `)
 ` + counts + `p
 UNION ALL
 SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
@@ -93,31 +94,25 @@ UNION ALL
 SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
 ORDER BY 1`, args}}
 	}
-	if distributed {
+	switch {
+	case whole && distributed:
+		return sharded(s.pairFlags(since, "1 = 1", "1 = 1", nil))
+	case whole:
+		grouped, args := s.pairFlags(since, "1 = 1", "1 = 1", nil)
+		return single("", grouped, args)
+	case distributed:
 		active := func(alias string) string {
 			return alias + `.task_session_id IN (` + activeSessions + `)`
 		}
-		grouped, args := s.pairFlags(since, active("m"), active("t"), activeArgs)
-		return []statement{
-			{counts + `(` + grouped + `) p`, args},
-			{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args},
-			{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args},
-		}
+		return sharded(s.pairFlags(since, active("m"), active("t"), activeArgs))
 	}
 	in := func(alias string) string {
 		return s.d.InFew(alias+`.task_session_id`, `SELECT a.task_session_id FROM a`)
 	}
 	grouped, args := s.pairFlags(since, in("m"), in("t"), nil)
-	q := `WITH a AS MATERIALIZED (SELECT DISTINCT z.task_session_id FROM (
-	` + activeSessions + `) z),
-p AS MATERIALIZED (` + grouped + `)
-` + counts + `p
-UNION ALL
-SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
-UNION ALL
-SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
-ORDER BY 1`
-	return []statement{{q, append(activeArgs, args...)}}
+	return single(`a AS MATERIALIZED (SELECT DISTINCT z.task_session_id FROM (
+	`+activeSessions+`) z),
+`, grouped, append(activeArgs, args...))
 }
 
 // statement is an SQL statement with its arguments.
@@ -267,9 +262,12 @@ ORDER BY last_us DESC, ` + d.Bytewise("p.task_session_id")
 	return sql, args
 }
 
-// overviewDimensions are the breakdowns of core.Overview, by column; the
-// durations' ranks are taken in the last two only.
+// overviewDimensions are the breakdowns of core.Overview, by column.
 var overviewDimensions = []string{"tool_status", "agent_status", "subagent_type", "model"}
+
+// durationsRanked reports whether a breakdown gives its durations' ranks
+// (core.Figures.Duration): the type's and the model's.
+func durationsRanked(dim string) bool { return dim == "subagent_type" || dim == "model" }
 
 // overviewStatement is the overview (docs/CONTRACT.md §5.4) in one
 // statement, so one snapshot: the window's rows (w) grouped per
@@ -293,7 +291,7 @@ func (s *Store) overviewStatement(q core.OverviewQuery) (string, []any) {
 				fmt.Sprintf("SUM(%[1]s / 4294967296) AS %[1]s_hi", m), fmt.Sprintf("SUM(%[1]s %% 4294967296) AS %[1]s_lo", m))
 		}
 		groups = append(groups, "SELECT "+strings.Join(cols, ",\n\t\t")+"\n\tFROM w GROUP BY "+dim+", source")
-		if dim == "subagent_type" || dim == "model" {
+		if durationsRanked(dim) {
 			ranks = append(ranks, `SELECT '`+dim+`' AS dim, `+dim+` AS k, source, duration_ms,
 				ROW_NUMBER() OVER win AS rn, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER win AS rl,
 				count(*) OVER part AS m, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER part AS ml

@@ -432,19 +432,27 @@ func (s *Store) list(ctx context.Context, op, column, value string, page core.Pa
 	out := make([]core.Subagent, 0)
 	dest := make([]any, len(core.Columns))
 	for rows.Next() {
-		var r core.Subagent
-		for i, c := range core.Columns {
-			dest[i] = c.Dest(&r)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		r, err := scanRow(rows, dest)
+		if err != nil {
 			return nil, s.opError(op, err)
 		}
-		out = append(out, r.Canonical())
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.opError(op, err)
 	}
 	return out, nil
+}
+
+// scanRow reads rows' current row, its columns in core.Columns order,
+// through dest (one element per column, reused from row to row).
+func scanRow(rows *sql.Rows, dest []any) (core.Subagent, error) {
+	var r core.Subagent
+	for i, c := range core.Columns {
+		dest[i] = c.Dest(&r)
+	}
+	err := rows.Scan(dest...)
+	return r.Canonical(), err
 }
 
 // listStatement is the list query: one session's or one turn's rows in
