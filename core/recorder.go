@@ -243,6 +243,75 @@ func (r *Recorder) Record(ctx context.Context, f Frame) {
 	if r == nil {
 		return
 	}
+	row, ok := r.admit(f)
+	if !ok {
+		return
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	switch {
+	case r.closed:
+		r.resolve(ctx, row, errRecorderClosed)
+	case r.sync:
+		r.writeSync(ctx, row)
+	case !r.shards[r.shardOf(row.Key())].enqueue(row):
+		r.counters.dropped.Add(1)
+		r.resolve(ctx, row, fmt.Errorf("the queue of %d frames is full: frame dropped", r.queueSize))
+	}
+}
+
+// RecordWaiting is Record for a caller that is not a product path and
+// would rather wait than lose a frame — a command reading a file, an
+// import: when the queue is full it waits for room instead of dropping
+// the frame. It returns nil once the frame is queued (or written, on a
+// Synchronous store, or skipped for want of an identity); when ctx ends
+// or the recorder closes first, the frame is counted failed and the
+// error says why. Record itself never waits.
+func (r *Recorder) RecordWaiting(ctx context.Context, f Frame) error {
+	if r == nil {
+		return nil
+	}
+	row, ok := r.admit(f)
+	if !ok {
+		return nil
+	}
+	for {
+		r.mu.RLock()
+		switch {
+		case r.closed:
+			r.resolve(ctx, row, errRecorderClosed)
+			r.mu.RUnlock()
+			return Errorf("%w", errRecorderClosed)
+		case r.sync:
+			r.writeSync(ctx, row)
+			r.mu.RUnlock()
+			return nil
+		}
+		// Taken before the attempt, so that room made after a failed
+		// attempt is never missed.
+		s := r.shards[r.shardOf(row.Key())]
+		progress := s.progressed()
+		queued := s.enqueue(row)
+		r.mu.RUnlock()
+		if queued {
+			return nil
+		}
+		select {
+		case <-progress:
+		case <-r.stopped:
+		case <-ctx.Done():
+			err := fmt.Errorf("not queued (the queue of %d frames stayed full): %w", r.queueSize, context.Cause(ctx))
+			r.resolve(ctx, row, err)
+			return Errorf("%w", err)
+		}
+	}
+}
+
+var errRecorderClosed = errors.New("the recorder is closed")
+
+// admit stamps, normalises and counts a frame on the caller's goroutine;
+// false when it is not to be written (no identity, AC-2).
+func (r *Recorder) admit(f Frame) (Subagent, bool) {
 	if f.ObservedAt.IsZero() {
 		f.ObservedAt = r.now()
 	}
@@ -250,7 +319,7 @@ func (r *Recorder) Record(ctx context.Context, f Frame) {
 	r.counters.attempted.Add(1)
 	if v.NoIdentity {
 		r.counters.skipped.Add(1)
-		return
+		return Subagent{}, false
 	}
 	if v.Anomalous {
 		r.counters.anomalous.Add(1)
@@ -258,19 +327,14 @@ func (r *Recorder) Record(ctx context.Context, f Frame) {
 	if v.UnknownExecution {
 		r.counters.unknown.Add(1)
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	switch {
-	case r.closed:
-		r.resolve(ctx, row, errors.New("the recorder is closed"))
-	case r.sync:
-		// The write outlives the caller's interest in it, as on the
-		// writers: the caller's cancellation does not fail the frame.
-		r.resolve(ctx, row, r.upsertRecovering(context.WithoutCancel(ctx), row))
-	case !r.shards[r.shardOf(row.Key())].enqueue(row):
-		r.counters.dropped.Add(1)
-		r.resolve(ctx, row, fmt.Errorf("the queue of %d frames is full: frame dropped", r.queueSize))
-	}
+	return row, true
+}
+
+// writeSync writes a row on the caller's goroutine (a Synchronous store).
+// The write outlives the caller's interest in it, as on the writers: the
+// caller's cancellation does not fail the frame.
+func (r *Recorder) writeSync(ctx context.Context, row Subagent) {
+	r.resolve(ctx, row, r.upsertRecovering(context.WithoutCancel(ctx), row))
 }
 
 // shardOf sends every frame of one key to the same writer, so a key's
@@ -395,6 +459,14 @@ func (s *shard) enqueue(row Subagent) bool {
 	default:
 		return false
 	}
+}
+
+// progressed is closed the next time a frame of the shard is resolved
+// (its place in the queue was taken by a writer before that).
+func (s *shard) progressed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.progress
 }
 
 func (s *shard) advance(n int) {
@@ -557,9 +629,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	for _, s := range r.shards {
 		target := s.enqueued.Load()
 		for s.resolved.Load() < target {
-			s.mu.Lock()
-			progress := s.progress
-			s.mu.Unlock()
+			progress := s.progressed()
 			if s.resolved.Load() >= target {
 				break
 			}

@@ -231,6 +231,62 @@ func TestRecordNeverWaits(t *testing.T) {
 	}
 }
 
+// TestRecordWaitingKeepsEveryFrame: through a queue of 4 and a slow
+// store, RecordWaiting waits for room instead of dropping (what the
+// command line's record and import rely on, §6): every frame is
+// persisted, none dropped; with its context ended while the queue is
+// full, the frame is counted failed and the error says so; after Close
+// it is refused.
+func TestRecordWaitingKeepsEveryFrame(t *testing.T) {
+	var mu sync.Mutex
+	stored := map[string]int{}
+	slow := storeFunc(func(_ context.Context, row core.Subagent) error {
+		time.Sleep(50 * time.Microsecond)
+		mu.Lock()
+		stored[row.ToolCallID]++
+		mu.Unlock()
+		return nil
+	})
+	rec, _ := core.NewRecorder(slow, core.WithQueue(4), core.WithWriters(2), core.WithBatch(2), quiet())
+	const n = 2000
+	for i := range n {
+		if err := rec.RecordWaiting(context.Background(), frame(fmt.Sprint("t", i))); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+	}
+	flush(t, rec)
+	v := rec.Counters().Values()
+	if v.Persisted != n || v.Dropped != 0 || v.Failed != 0 || len(stored) != n {
+		t.Errorf("counters %+v, %d distinct rows stored: want all %d persisted, none dropped", v, len(stored), n)
+	}
+	checkInvariant(t, v)
+
+	release := make(chan struct{})
+	held, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { return wait(release) }),
+		core.WithQueue(1), core.WithWriters(1), core.WithBatch(1), quiet())
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var err error
+	for i := 0; err == nil && i < 10; i++ { // one in the store, one queued, then it waits
+		err = held.RecordWaiting(ctx, frame(fmt.Sprint("h", i)))
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stayed full") {
+		t.Errorf("RecordWaiting with its context ended on a full queue: %v", err)
+	}
+	if v := held.Counters().Values(); v.Failed != 1 || v.Dropped != 0 {
+		t.Errorf("after the wait ended: %+v, want the one frame failed, none dropped", v)
+	}
+	checkInvariant(t, held.Counters().Values())
+
+	closed, _ := core.NewRecorder(memory.New())
+	_ = closed.Close(context.Background())
+	if err := closed.RecordWaiting(context.Background(), frame("late")); err == nil ||
+		closed.Counters().Values().Failed != 1 {
+		t.Errorf("RecordWaiting after Close: %v, %+v", err, closed.Counters().Values())
+	}
+}
+
 // TestRetryThroughOutage: while the store is unavailable the writer keeps
 // the frames and retries; when it returns, every frame is stored once, in
 // order, and nothing counts failed.
@@ -395,7 +451,7 @@ func TestCloseGivesUpAndRefuses(t *testing.T) {
 func TestNilRecorderDoesNothing(t *testing.T) {
 	var rec *core.Recorder
 	rec.Record(context.Background(), frame("x"))
-	if rec.Counters() != nil || rec.Flush(context.Background()) != nil || rec.Close(context.Background()) != nil {
+	if rec.RecordWaiting(context.Background(), frame("x")) != nil || rec.Counters() != nil || rec.Flush(context.Background()) != nil || rec.Close(context.Background()) != nil {
 		t.Error("a nil Recorder must do nothing")
 	}
 }

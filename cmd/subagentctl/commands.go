@@ -202,9 +202,15 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 			v.Attempted, v.Persisted, v.SkippedNoIdentity, v.Failed, v.AnomalousValue, v.UnknownExecution, v.Dropped, bad)
 	}
 	switch {
-	case ctx.Err() != nil:
-		e.warnf("interrupted: %d frames not written", out.Failed)
+	case ctx.Err() != nil && out.Failed > 0:
+		e.warnf("interrupted after %d lines: %d frames not written", lines.Load(), out.Failed)
 		return exitError{exitFail}
+	case ctx.Err() != nil:
+		e.warnf("interrupted after %d lines: every frame read was written", lines.Load())
+		if bad > 0 {
+			return exitError{exitFail}
+		}
+		return nil
 	case readErr != nil:
 		return readErr
 	case closeErr != nil:
@@ -265,7 +271,11 @@ func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder,
 				bad++
 			}
 			for _, f := range frames {
-				rec.Record(ctx, f)
+				// A file is not a product path: wait for room in the
+				// queue rather than drop a frame read from it.
+				if err := rec.RecordWaiting(ctx, f); err != nil {
+					return bad, err
+				}
 			}
 			lines.Add(1)
 		}

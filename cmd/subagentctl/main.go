@@ -36,7 +36,10 @@ command. Every command that reports takes --json (snake_case keys).
 commands:
   migrate [--json]                       run the migration pass; exit 1 when a step failed
   record [--json] [FILE|-]               record frames from JSON lines (default stdin), drain, print the counters;
-                                         exit 1 if a line was bad or a frame failed
+                                         it waits for the database rather than drop a frame; exit 1 if a line
+                                         was bad or a frame failed; on SIGINT/SIGTERM it stops reading, writes
+                                         what it read (for 2 s more at most), exit 0 when all of it was written,
+                                         else 1 with the count
   record --acp --task-session ID --task ID [--turn ID] [--execution ID] [--agent NAME] [--json] [FILE|-]
                                          the same from ACP traffic: JSON-RPC messages (session/update, cursor/task;
                                          others ignored) or bare session/update params; --agent codex (or

@@ -301,6 +301,32 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestRecordKeepsAFileLongerThanTheQueue: a file of more frames than the
+// recorder's queue holds (32,768), written through a deliberately slow
+// table, is persisted whole: record waits for room instead of dropping.
+func TestRecordKeepsAFileLongerThanTheQueue(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
+	const n = core.DefaultQueueSize + 7232
+	input := filepath.Join(t.TempDir(), "frames.jsonl")
+	var b strings.Builder
+	t0 := time.Now().UTC()
+	for i := range n {
+		b.WriteString(jsonFrame("s1", fmt.Sprint("toolu_", i), "exec-1", "in_progress", t0, `{}`))
+		b.WriteByte('\n')
+	}
+	os.WriteFile(input, []byte(b.String()), 0o600)
+	e.Exec(t, `CREATE TRIGGER slow AFTER INSERT ON task_session_subagents BEGIN SELECT length(hex(zeroblob(20000))); END`)
+	r := cli(t, "", "--db", e.DSN, "record", input).want(t, 0)
+	if want := fmt.Sprintf("attempted %d  persisted %d  ", n, n); !strings.Contains(r.stdout, want) ||
+		!strings.Contains(r.stdout, "dropped 0") {
+		t.Errorf("record of %d frames: %s, want %q and dropped 0", n, r.stdout, want)
+	}
+	if got := e.Count(t); got != n {
+		t.Errorf("%d rows stored, want %d", got, n)
+	}
+}
+
 // TestProgressOnlyOnATerminal: record on a large input prints progress on
 // stderr when stderr is a terminal (run under script(1) for a pty), and
 // nothing when it is not.
