@@ -74,6 +74,14 @@ func (m *Migrator) Run(ctx context.Context) Report {
 // which scans the message history, can follow later.
 func (m *Migrator) Prepare(ctx context.Context) Report {
 	var r Report
+	ctx, release, err := m.lock(ctx)
+	if err != nil {
+		for _, name := range []string{StepTable, StepShape, StepExecutionKey} {
+			r.Steps = append(r.Steps, m.step(ctx, name, func(context.Context, *StepResult) error { return err }))
+		}
+		return r
+	}
+	defer release()
 	r.Steps = append(r.Steps, m.step(ctx, StepTable, m.createTable))
 	r.Steps = append(r.Steps, m.step(ctx, StepShape, m.checkShape))
 	r.Steps = append(r.Steps, m.step(ctx, StepExecutionKey, m.writeExecutionKey))
@@ -82,7 +90,28 @@ func (m *Migrator) Prepare(ctx context.Context) Report {
 
 // Backfill runs the backfill step alone (it checks the shape itself).
 func (m *Migrator) Backfill(ctx context.Context) StepResult {
+	ctx, release, err := m.lock(ctx)
+	if err != nil {
+		return m.step(ctx, StepBackfill, func(context.Context, *StepResult) error { return err })
+	}
+	defer release()
 	return m.step(ctx, StepBackfill, m.backfill)
+}
+
+const errNoLock = "the migration pass's lock was not taken"
+
+// lock takes the migration pass's lock, so that passes started together
+// — replicas booting at once — run one after the other, each finding
+// what the one before it did (docs/CONTRACT.md §4).
+func (m *Migrator) lock(ctx context.Context) (context.Context, func(), error) {
+	if m.store == nil {
+		return ctx, func() {}, nil
+	}
+	ctx, release, err := m.store.LockPass(ctx)
+	if err != nil {
+		return ctx, nil, fmt.Errorf("%s: %w", errNoLock, err)
+	}
+	return ctx, release, nil
 }
 
 // step runs one step, timing it. A failure is logged at WARN with the

@@ -109,7 +109,12 @@ func indexes(db *gorm.DB, rel string) ([]sqlstore.IndexInfo, error) {
 }
 
 // SchemaExtras implements sqlstore.Catalog: the message view's function.
-func (Dialect) SchemaExtras() []string { return []string{metadataFunction} }
+func (Dialect) SchemaExtras() []sqlstore.SchemaObject {
+	return []sqlstore.SchemaObject{{
+		Create:  metadataFunction,
+		Present: `SELECT to_regprocedure('subagentctx_metadata_v1(text)') IS NOT NULL`,
+	}}
+}
 
 var (
 	legacyKey  = []string{"task_session_id", "tool_call_id"}

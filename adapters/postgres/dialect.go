@@ -28,9 +28,10 @@ import (
 type Dialect struct{}
 
 var (
-	_ sqlstore.Dialect   = Dialect{}
-	_ sqlstore.Placement = Dialect{}
-	_ sqlstore.Pipeliner = Dialect{}
+	_ sqlstore.Dialect    = Dialect{}
+	_ sqlstore.Placement  = Dialect{}
+	_ sqlstore.Pipeliner  = Dialect{}
+	_ sqlstore.PassLocker = Dialect{}
 )
 
 // Name implements sqlstore.Fragments.
@@ -98,7 +99,7 @@ func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }
 // citus.enable_unsafe_triggers, set for the statement only; the name of
 // the function carries a digest of its body, so a new body (a new
 // column) is a new function, and the trigger is moved to it.
-func (d Dialect) Upsert(u sqlstore.UpsertParts) ([]string, string) {
+func (d Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) {
 	t := sqlstore.Table
 	self := func(c string) string { return "t." + c }
 	params := map[string]string{"task_session_id": "$1", "tool_call_id": "$2"}
@@ -123,24 +124,68 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END`
-	sum := sha256.Sum256([]byte(body))
+	// SECURITY DEFINER: the trigger runs as its owner (the role that
+	// migrated), so the live path needs no DELETE (docs/CONTRACT.md §4.4);
+	// its search_path is pinned to the table's schema, pg_temp last, so
+	// that no caller's objects stand in for the table's.
+	function := `RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $f$
+` + body + `
+$f$`
+	sum := sha256.Sum256([]byte(function))
 	fn := "subagentctx_absorb_" + hex.EncodeToString(sum[:4])
 	create := `DO $do$ BEGIN
 IF to_regprocedure('` + fn + `()') IS NULL THEN
-CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $f$
-` + body + `
-$f$;
+CREATE FUNCTION ` + fn + `() ` + function + `;
+EXECUTE format('ALTER FUNCTION ` + fn + `() SET search_path = %I, pg_temp',
+	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '` + t + `'::regclass));
 END IF;
 IF NOT EXISTS (SELECT 1 FROM pg_trigger
-		WHERE tgrelid = '` + sqlstore.Table + `'::regclass AND tgname = 'subagentctx_absorb'
+		WHERE tgrelid = '` + t + `'::regclass AND tgname = 'subagentctx_absorb'
 		AND tgfoid = '` + fn + `()'::regprocedure) THEN
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-	DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + sqlstore.Table + `;
-	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON ` + sqlstore.Table + ` FOR EACH ROW
+	DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + t + `;
+	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON ` + t + ` FOR EACH ROW
 		WHEN (NEW.agent_execution_id <> '` + core.UnknownExecution + `') EXECUTE FUNCTION ` + fn + `();
 END IF;
 END $do$`
-	return []string{create}, u.Insert
+	present := `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('` + t + `')
+	AND tgname = 'subagentctx_absorb' AND tgfoid = to_regprocedure('` + fn + `()'))`
+	return []sqlstore.SchemaObject{{Create: create, Present: present}}, u.Insert
+}
+
+// passLock names the migration pass's advisory lock: one per schema's
+// table.
+const passLock = `1937010529, hashtext(current_schema() || '.` + sqlstore.Table + `')`
+
+// LockPass implements sqlstore.PassLocker with a session-level advisory
+// lock on a connection of its own, held until the release: it needs no
+// privilege, and the server drops it with the connection if the process
+// dies.
+func (Dialect) LockPass(ctx context.Context, db *gorm.DB, shared bool) (func(), error) {
+	pool, ok := db.Statement.ConnPool.(*sql.DB)
+	if !ok {
+		return func() {}, nil // a host's transaction: its own statements are serialised by it
+	}
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fn := "pg_advisory_lock"
+	if shared {
+		fn += "_shared"
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT `+fn+`(`+passLock+`)`); err != nil {
+		return nil, errors.Join(err, conn.Close())
+	}
+	return func() {
+		// Unlocked on the server first; a connection that cannot say so
+		// is dropped, which unlocks too.
+		if _, err := conn.ExecContext(context.Background(), `SELECT `+
+			strings.Replace(fn, "lock", "unlock", 1)+`(`+passLock+`)`); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		_ = conn.Close()
+	}, nil
 }
 
 // InFew implements sqlstore.Fragments: an array built once (an InitPlan)

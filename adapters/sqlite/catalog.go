@@ -77,7 +77,7 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 
 // SchemaExtras implements sqlstore.Catalog: SQLite's helpers are Go
 // functions registered on each connection (WithConn), not schema objects.
-func (Dialect) SchemaExtras() []string { return nil }
+func (Dialect) SchemaExtras() []sqlstore.SchemaObject { return nil }
 
 // Steps implements sqlstore.Catalog. SQLite can neither drop a UNIQUE
 // constraint nor change a primary key, so both of its steps rebuild the

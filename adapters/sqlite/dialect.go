@@ -17,7 +17,10 @@ import (
 // never shards (no sqlstore.Placement).
 type Dialect struct{}
 
-var _ sqlstore.Dialect = Dialect{}
+var (
+	_ sqlstore.Dialect    = Dialect{}
+	_ sqlstore.PassLocker = Dialect{}
+)
 
 // Name implements sqlstore.Fragments.
 func (Dialect) Name() string { return "sqlite" }
@@ -120,11 +123,11 @@ const absorbTrigger = "subagentctx_absorb_v1"
 
 // Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT as it is,
 // and the trigger after it.
-func (Dialect) Upsert(u sqlstore.UpsertParts) ([]string, string) {
+func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) {
 	t := sqlstore.Table
 	history := u.History(func(c string) string { return "NEW." + c })
 	set := u.Absorb(func(c string) string { return "b." + c }, func(c string) string { return t + "." + c })
-	trigger := `CREATE TRIGGER IF NOT EXISTS ` + absorbTrigger + ` AFTER INSERT ON ` + t + ` FOR EACH ROW
+	trigger := `CREATE TRIGGER ` + absorbTrigger + ` AFTER INSERT ON ` + t + ` FOR EACH ROW
 WHEN NEW.agent_execution_id <> '` + core.UnknownExecution + `'
 	AND EXISTS (SELECT 1 FROM ` + t + ` WHERE ` + history + `)
 BEGIN
@@ -133,7 +136,16 @@ BEGIN
 		WHERE ` + t + `.task_session_id = NEW.task_session_id AND ` + t + `.id = NEW.id;
 	DELETE FROM ` + t + ` WHERE ` + history + `;
 END`
-	return []string{trigger}, u.Insert
+	// The catalog keeps the trigger's text as written: a body of another
+	// build differs from it, and is replaced in one savepoint (a
+	// transaction of its own outside one), so no write meets the table
+	// without it.
+	return []sqlstore.SchemaObject{{
+		Create: `SAVEPOINT subagentctx_trigger; DROP TRIGGER IF EXISTS ` + absorbTrigger + `; ` + trigger +
+			`; RELEASE subagentctx_trigger`,
+		Present: `SELECT count(*) = 1 FROM sqlite_master WHERE type = 'trigger' AND name = '` + absorbTrigger +
+			`' AND sql = '` + strings.ReplaceAll(trigger, "'", "''") + `'`,
+	}}, u.Insert
 }
 
 // InFew implements sqlstore.Fragments: SQLite searches the index for each

@@ -62,11 +62,11 @@ type Fragments interface {
 	// than scanning the table.
 	InFew(expr, subquery string) string
 	// Upsert gives the upsert its form on this database: the schema
-	// objects it needs (created once the table has its declared shape,
-	// each statement idempotent: the trigger that absorbs history) and the
-	// statement run once per row, with one placeholder per column of
-	// core.Columns in that order (docs/CONTRACT.md §3.2, §8.5).
-	Upsert(u UpsertParts) (schema []string, statement string)
+	// objects it needs (created once the table has its declared shape:
+	// the trigger that absorbs history) and the statement run once per
+	// row, with one placeholder per column of core.Columns in that order
+	// (docs/CONTRACT.md §3.2, §8.5).
+	Upsert(u UpsertParts) (schema []SchemaObject, statement string)
 	// Classify maps a driver error to core.ErrConstraint (the frame's
 	// own), core.ErrUnavailable (the database's passing state: kept and
 	// retried) or nil (unknown: given up), by docs/CONTRACT.md §6.1's
@@ -172,14 +172,27 @@ type Catalog interface {
 	// Describe reads a table's columns (types spelled as ColumnType spells
 	// them), keys, indexes and foreign keys.
 	Describe(ctx context.Context, db *gorm.DB, name string) (TableInfo, error)
-	// SchemaExtras are statements, each idempotent, that create what the
-	// dialect's fragments call (PostgreSQL's metadata function).
-	SchemaExtras() []string
+	// SchemaExtras are the objects the dialect's fragments call
+	// (PostgreSQL's metadata function).
+	SchemaExtras() []SchemaObject
 	// Steps are the dialect's numbered upgrade steps, the non-additive
 	// changes the table went through, in order. Each runs inside the shape
 	// step's transaction and does nothing to a table that has what it
 	// brings.
 	Steps() []Step
+}
+
+// SchemaObject is one object the store keeps beside its table — a
+// function, a trigger — in this build's form.
+type SchemaObject struct {
+	// Create creates the object in this build's form, replacing an
+	// earlier form; idempotent.
+	Create string
+	// Present is a query of one boolean: whether the object exists in
+	// this build's form. The catalog decides, so that a role without DDL
+	// rights never attempts DDL that has nothing to do (docs/CONTRACT.md
+	// §4.4).
+	Present string
 }
 
 // Step is one numbered, non-additive change of the table's shape

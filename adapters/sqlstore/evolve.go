@@ -306,6 +306,15 @@ func (s *Store) write(conn *gorm.DB, begin string, fn func(tx *gorm.DB) error) e
 // writeKey inserts a meta key unless present (write-once, whatever the
 // present value's precision or form); it reports whether it wrote.
 func (s *Store) writeKey(db *gorm.DB, key, value string) (bool, error) {
+	// Read first: a key in place costs no write, so a role that may only
+	// read the meta table passes a pass with nothing to do.
+	var n int64
+	if err := db.Raw(`SELECT count(*) FROM `+quote(s.tables.Meta)+` WHERE "key" = ?`, key).Scan(&n).Error; err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if n > 0 {
+		return false, nil
+	}
 	res := db.Exec(
 		`INSERT INTO `+quote(s.tables.Meta)+` ("key", value) VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`, key, value,
 	)

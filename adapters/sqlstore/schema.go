@@ -99,8 +99,16 @@ func metaDDL(t Tables) string {
 // and what its upsert needs.
 func (s *Store) schemaStatements() []string {
 	out := append([]string{TableDDL(s.d, Table, s.tables)}, IndexDDL()...)
-	out = append(append(out, metaDDL(s.tables)), s.d.SchemaExtras()...)
-	return append(out, s.upsertSchema...)
+	out = append(out, metaDDL(s.tables))
+	for _, o := range s.objects() {
+		out = append(out, o.Create)
+	}
+	return out
+}
+
+// objects are the dialect's extras and what its upsert needs.
+func (s *Store) objects() []SchemaObject {
+	return append(s.d.SchemaExtras(), s.upsertSchema...)
 }
 
 // defaultLiteral renders a column's declared default as an SQL literal,

@@ -43,7 +43,7 @@ type Store struct {
 	// this handle, built once at New (a dry run: no I/O); upsertSchema are
 	// the schema objects it needs.
 	upsertSQL    string
-	upsertSchema []string
+	upsertSchema []SchemaObject
 	upsert       atomic.Pointer[sql.Stmt] // prepared on first use
 	mu           sync.Mutex               // serialises preparing it
 	owned        func() error             // closes connections the store opened; nil for a host's handle
@@ -148,7 +148,11 @@ func (s *Store) Tables() Tables { return s.tables }
 // never alters an existing table: bringing one to its declared shape
 // (with its indexes and what the upsert needs) is the migration pass's
 // shape step (Evolve); for a table that already has that shape it creates
-// what this build's upsert needs, if absent.
+// what this build's upsert needs, if absent. The catalog decides: when
+// everything is in place it runs no DDL at all, so an application role
+// with only the live path's privileges (docs/CONTRACT.md §4.4) boots on
+// a table its owner migrated. DDL runs under the migration pass's lock
+// (LockPass), so that processes booting together never race on a CREATE.
 func (s *Store) EnsureSchema(ctx context.Context) error {
 	if err := s.checkHandle(ctx); err != nil {
 		return err
@@ -164,14 +168,6 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 			s.tables.Sessions,
 		)
 	}
-	metaExisted, err := s.d.TableExists(ctx, s.db, s.tables.Meta)
-	if err != nil {
-		return s.opError("check the meta table", err)
-	}
-	existed, err := s.d.TableExists(ctx, s.db, Table)
-	if err != nil {
-		return s.opError("check the table", err)
-	}
 	// Before creating anything: sessions sharded so that the table cannot
 	// follow them fail here, saying why, rather than in the DDL.
 	p, shards := s.d.(Placement)
@@ -180,18 +176,19 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 			return s.opError("place the table beside the sessions", err)
 		}
 	}
+	stmts, existed, metaExisted, err := s.missingSchema(ctx, s.db.WithContext(ctx))
+	if err != nil || len(stmts) == 0 {
+		return err
+	}
+	ctx, release, err := s.LockPass(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	db := s.db.WithContext(ctx)
-	stmts := s.schemaStatements()
-	if existed {
-		stmts = append([]string{metaDDL(s.tables)}, s.d.SchemaExtras()...)
-		info, err := s.d.Describe(ctx, db, Table)
-		if err != nil {
-			return s.opError("read the table's shape", err)
-		}
-		if r := compare(s.d, s.tables, info); len(r.missing) == 0 &&
-			len(r.diffs) == 0 { // the declared columns and keys: what depends on them
-			stmts = append(append(stmts, IndexDDL()...), s.upsertSchema...)
-		}
+	// Read again under the lock: another process may have created it all.
+	if stmts, existed, metaExisted, err = s.missingSchema(ctx, db); err != nil || len(stmts) == 0 {
+		return err
 	}
 	for _, stmt := range stmts {
 		if err := db.Exec(stmt).Error; err != nil {
@@ -213,6 +210,46 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// missingSchema reads the catalog and returns the DDL EnsureSchema has to
+// run (none when the table, the meta table and this build's objects are
+// in place), with whether the table and the meta table existed.
+func (s *Store) missingSchema(ctx context.Context, db *gorm.DB) (stmts []string, existed, metaExisted bool, err error) {
+	if metaExisted, err = s.d.TableExists(ctx, db, s.tables.Meta); err != nil {
+		return nil, false, false, s.opError("check the meta table", err)
+	}
+	if existed, err = s.d.TableExists(ctx, db, Table); err != nil {
+		return nil, false, false, s.opError("check the table", err)
+	}
+	if !existed {
+		return s.schemaStatements(), false, metaExisted, nil
+	}
+	if !metaExisted {
+		stmts = append(stmts, metaDDL(s.tables))
+	}
+	objects := s.d.SchemaExtras()
+	info, err := s.d.Describe(ctx, db, Table)
+	if err != nil {
+		return nil, true, metaExisted, s.opError("read the table's shape", err)
+	}
+	r := compare(s.d, s.tables, info)
+	if len(r.missing) == 0 && len(r.diffs) == 0 { // the declared columns and keys: what depends on them
+		if r.indexes {
+			stmts = append(stmts, IndexDDL()...)
+		}
+		objects = append(objects, s.upsertSchema...)
+	}
+	for _, o := range objects {
+		var present bool
+		if err := db.Raw(o.Present).Scan(&present).Error; err != nil {
+			return nil, true, metaExisted, s.opError("check the schema's objects", err)
+		}
+		if !present {
+			stmts = append(stmts, o.Create)
+		}
+	}
+	return stmts, true, metaExisted, nil
 }
 
 // checkHandle checks the handle's settings once, before its first use: a

@@ -38,7 +38,7 @@ CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_
 
 CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
 
-CREATE TRIGGER IF NOT EXISTS subagentctx_absorb_v1 AFTER INSERT ON task_session_subagents FOR EACH ROW
+SAVEPOINT subagentctx_trigger; DROP TRIGGER IF EXISTS subagentctx_absorb_v1; CREATE TRIGGER subagentctx_absorb_v1 AFTER INSERT ON task_session_subagents FOR EACH ROW
 WHEN NEW.agent_execution_id <> 'unknown'
 	AND EXISTS (SELECT 1 FROM task_session_subagents WHERE task_session_id = NEW.task_session_id AND tool_call_id = NEW.tool_call_id AND agent_execution_id = 'unknown' AND source = 'backfill')
 BEGIN
@@ -62,4 +62,4 @@ BEGIN
 		FROM (SELECT * FROM task_session_subagents WHERE task_session_id = NEW.task_session_id AND tool_call_id = NEW.tool_call_id AND agent_execution_id = 'unknown' AND source = 'backfill') AS b
 		WHERE task_session_subagents.task_session_id = NEW.task_session_id AND task_session_subagents.id = NEW.id;
 	DELETE FROM task_session_subagents WHERE task_session_id = NEW.task_session_id AND tool_call_id = NEW.tool_call_id AND agent_execution_id = 'unknown' AND source = 'backfill';
-END;
+END; RELEASE subagentctx_trigger;

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package sqlite
+
+import "os"
+
+// tryLock has no cross-process file lock here: the pass's steps are
+// guarded by their own transactions only (the README's Requirements).
+func tryLock(*os.File, bool) (bool, error) { return true, nil }
+
+func unlock(*os.File) {}
