@@ -163,6 +163,11 @@ func (m *Migrator) createTable(ctx context.Context, res *StepResult) error {
 	if err := m.store.EnsureSchema(ctx); err != nil {
 		return err
 	}
+	// The pass runs at the live path's boot: a role that could not write
+	// is told here, once, not by every frame.
+	if err := m.store.CheckPrivileges(ctx, sqlstore.PartLive); err != nil {
+		return err
+	}
 	res.Detail = "table, indexes and meta table present"
 	return nil
 }

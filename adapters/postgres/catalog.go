@@ -238,3 +238,10 @@ func (d Dialect) primaryKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables,
 	}
 	return run(db, hook, "primary key", alter+`ADD PRIMARY KEY (`+strings.Join(primaryKey, ", ")+`)`)
 }
+
+// Has implements sqlstore.PrivilegeChecker for the session's role.
+func (Dialect) Has(ctx context.Context, db *gorm.DB, privilege, table string) (bool, error) {
+	var has bool
+	err := db.WithContext(ctx).Raw(`SELECT has_table_privilege(?, ?)`, `"`+table+`"`, privilege).Scan(&has).Error
+	return has, err
+}

@@ -28,10 +28,11 @@ import (
 type Dialect struct{}
 
 var (
-	_ sqlstore.Dialect    = Dialect{}
-	_ sqlstore.Placement  = Dialect{}
-	_ sqlstore.Pipeliner  = Dialect{}
-	_ sqlstore.PassLocker = Dialect{}
+	_ sqlstore.Dialect          = Dialect{}
+	_ sqlstore.Placement        = Dialect{}
+	_ sqlstore.Pipeliner        = Dialect{}
+	_ sqlstore.PassLocker       = Dialect{}
+	_ sqlstore.PrivilegeChecker = Dialect{}
 )
 
 // Name implements sqlstore.Fragments.
@@ -227,7 +228,8 @@ func classifySQLState(code string) error {
 		code == "57014",                  // a statement timeout or cancellation: the database did not finish in time
 		code == "40001", code == "40P01", // serialization failure, deadlock: the retry succeeds
 		code == "55P03", // lock not available (lock_timeout)
-		code == "25006": // read-only transaction: a standby, a failover window
+		code == "25006", // read-only transaction: a standby, a failover window
+		code == "42501": // insufficient privilege: the operator's GRANT makes the retry succeed
 		return core.ErrUnavailable
 	}
 	return nil

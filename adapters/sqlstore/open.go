@@ -16,7 +16,8 @@ type Connect func(readOnly bool) (*gorm.DB, error)
 // Open opens a store on its own connections: it validates the options
 // (before any connection or file is opened), connects through connect,
 // and, unless ReadOnly or NoSchema is given, creates the table and what
-// it needs (EnsureSchema; the host's sessions table must exist). Close
+// it needs (EnsureSchema; the host's sessions table must exist) and
+// checks that the role may write (CheckPrivileges, PartLive). Close
 // releases the connections. The adapters' Open functions are this with
 // their dialect; the command line uses them with its options.
 func Open(ctx context.Context, d Dialect, connect Connect, opts ...Option) (*Store, error) {
@@ -34,7 +35,9 @@ func Open(ctx context.Context, d Dialect, connect Connect, opts ...Option) (*Sto
 	}
 	s, err := New(db, d, opts...)
 	if err == nil && !s.readOnly && !s.noSchema {
-		err = s.EnsureSchema(ctx)
+		if err = s.EnsureSchema(ctx); err == nil {
+			err = s.CheckPrivileges(ctx, PartLive)
+		}
 	}
 	if err != nil {
 		return nil, errors.Join(err, sqlDB.Close())

@@ -52,9 +52,19 @@ func (s *Store) Prune(ctx context.Context, before time.Time, opts ...PruneOption
 	if err != nil {
 		return res, err
 	}
-	if !a.CaptureSince.Present {
-		return res, core.Errorf("prune: the record is not activated (no %s): run the migration pass first; "+
-			"its backfill would recover what a prune deletes", core.CaptureSinceKey)
+	// Both backfill keys: the pass's backfill runs until both are present
+	// (docs/CONTRACT.md §4 step 4), and would recover what a prune deletes.
+	for _, k := range []struct {
+		name    string
+		present bool
+	}{{core.BackfillThroughKey, a.BackfillThrough.Present}, {core.CaptureSinceKey, a.CaptureSince.Present}} {
+		if !k.present {
+			return res, core.Errorf("prune: the record is not activated (no %s): run the migration pass first; "+
+				"its backfill would recover what a prune deletes", k.name)
+		}
+	}
+	if err := s.CheckPrivileges(ctx, PartPrune); err != nil {
+		return res, err
 	}
 	boundary, advanced, err := s.advanceBoundary(ctx, core.CanonicalTime(before))
 	if err != nil {

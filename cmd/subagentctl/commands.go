@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -511,4 +512,38 @@ func instant(flag, v string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, usagef("%s %q: want a duration (90m, 24h) or an RFC 3339 instant or a date", flag, v)
+}
+
+// cmdGrants prints the GRANT statements for a role: the parts' privileges
+// on the host's tables as named by the global flags (docs/CONTRACT.md §4.4).
+func cmdGrants(_ context.Context, e *env, o *opts) error {
+	if o.role == "" {
+		return usagef("grants: give --role NAME")
+	}
+	parts := []sqlstore.Part{sqlstore.PartLive, sqlstore.PartRead, sqlstore.PartPrune}
+	if o.part != "" {
+		if !slices.Contains(sqlstore.Parts, sqlstore.Part(o.part)) {
+			return usagef("grants --part %q: want migrate, live, read or prune", o.part)
+		}
+		parts = []sqlstore.Part{sqlstore.Part(o.part)}
+	}
+	for _, p := range parts {
+		stmts, err := sqlstore.GrantSQL(e.tables, p, o.role)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "-- %s\n", partDoc[p])
+		for _, q := range stmts {
+			fmt.Fprintf(e.stdout, "%s;\n", q)
+		}
+	}
+	return nil
+}
+
+// partDoc says what each part is, above its statements.
+var partDoc = map[sqlstore.Part]string{
+	sqlstore.PartMigrate: "migrate: besides owning task_session_subagents (it creates it: CREATE on the schema)",
+	sqlstore.PartLive:    "live: the recorder, record, record --acp, and the pass at boot once the owner has migrated",
+	sqlstore.PartRead:    "read: list, stats, activation, health, export, serve",
+	sqlstore.PartPrune:   "prune",
 }

@@ -64,6 +64,9 @@ commands:
                                          a read-only web view (default 127.0.0.1:7410; port 0 picks a free one),
                                          under /PATH behind a reverse proxy; prints "listening on
                                          http://HOST:PORT/PATH/", stops on SIGINT or SIGTERM
+  grants --role NAME [--part migrate|live|read|prune]
+                                         the PostgreSQL GRANT statements that give the role what the part needs
+                                         (default every part but migrate; migrate runs as the table's owner)
   demo                                   a self-contained demo in a temporary directory (no flags, no network)
   version                                the version (also --version)
   help [COMMAND]                         this text
@@ -130,6 +133,7 @@ type opts struct {
 	since, until, before     string
 	format, afterSession     string
 	afterID, basePath        string
+	role, part               string
 	limit, pairs             int
 	pos                      []string
 }
@@ -196,6 +200,10 @@ func init() {
 			fs.StringVar(&o.addr, "addr", defaultAddr, "")
 			fs.StringVar(&o.basePath, "base-path", "", "")
 		}, args: none("serve"), run: cmdServe},
+		"grants": {flags: func(fs *flag.FlagSet, o *opts) {
+			fs.StringVar(&o.role, "role", "", "")
+			fs.StringVar(&o.part, "part", "", "")
+		}, args: none("grants"), run: cmdGrants, noDB: true},
 		"demo":    {flags: func(*flag.FlagSet, *opts) {}, args: none("demo"), run: cmdDemo, noDB: true},
 		"version": {flags: func(*flag.FlagSet, *opts) {}, args: none("version"), run: cmdVersion, noDB: true},
 		"help": {flags: func(*flag.FlagSet, *opts) {}, noDB: true, run: cmdHelp, args: func(pos []string) error {

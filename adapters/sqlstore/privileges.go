@@ -1,0 +1,132 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// Part is a part of the library that uses the database, by the privileges
+// it needs on PostgreSQL (docs/CONTRACT.md §4.4).
+type Part string
+
+// The parts.
+const (
+	// PartMigrate is the migration pass with work to do: it creates and
+	// alters the table, so it runs as the table's owner.
+	PartMigrate Part = "migrate"
+	// PartLive is the live path — the recorder, record, record --acp —
+	// and the pass at boot once the owner has migrated (it only reads).
+	PartLive Part = "live"
+	// PartRead is list, stats, activation, health, export and the web view.
+	PartRead Part = "read"
+	// PartPrune is prune.
+	PartPrune Part = "prune"
+)
+
+// Parts are every part, in the contract's order.
+var Parts = []Part{PartMigrate, PartLive, PartRead, PartPrune}
+
+// Grant is privileges on one table.
+type Grant struct {
+	Privileges []string
+	Table      string
+}
+
+// Grants are the table privileges part needs, with the host's table names
+// t (defaults filled in). PartMigrate's are those it needs besides owning
+// the table it creates (and CREATE on the schema).
+func Grants(t Tables, part Part) ([]Grant, error) {
+	t = t.WithDefaults()
+	switch part {
+	case PartMigrate:
+		return []Grant{
+			{[]string{"SELECT", "REFERENCES"}, t.Sessions},
+			{[]string{"SELECT"}, t.Messages},
+		}, nil
+	case PartLive:
+		return []Grant{{[]string{"SELECT", "INSERT", "UPDATE"}, Table}, {[]string{"SELECT"}, t.Meta}}, nil
+	case PartRead:
+		return []Grant{
+			{[]string{"SELECT"}, Table}, {[]string{"SELECT"}, t.Meta},
+			{[]string{"SELECT"}, t.Sessions}, {[]string{"SELECT"}, t.Messages},
+		}, nil
+	case PartPrune:
+		return []Grant{{[]string{"SELECT", "DELETE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta}}, nil
+	}
+	return nil, core.Errorf("no part %q: want one of %s", part, joinParts())
+}
+
+func joinParts() string {
+	names := make([]string, len(Parts))
+	for i, p := range Parts {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ErrPrivilege is wrapped by CheckPrivileges' error: the role lacks a
+// privilege its part needs.
+var ErrPrivilege = errors.New("the database role lacks a privilege")
+
+// PrivilegeChecker is implemented by a dialect whose database has roles
+// (PostgreSQL): Has reports whether the session's role holds privilege
+// on table. SQLite has none: the file's permissions decide (the contract's
+// §4.4).
+type PrivilegeChecker interface {
+	Has(ctx context.Context, db *gorm.DB, privilege, table string) (bool, error)
+}
+
+// CheckPrivileges reports, at boot rather than per frame, the first
+// privilege part needs that the session's role lacks: an error wrapping
+// ErrPrivilege that names the privilege, the table and the GRANT.
+func (s *Store) CheckPrivileges(ctx context.Context, part Part) error {
+	c, ok := s.d.(PrivilegeChecker)
+	if !ok {
+		return nil
+	}
+	grants, err := Grants(s.tables, part)
+	if err != nil {
+		return err
+	}
+	for _, g := range grants {
+		for _, p := range g.Privileges {
+			has, err := c.Has(ctx, s.db, p, g.Table)
+			if err != nil {
+				return s.opError("check the role's privileges", err)
+			}
+			if !has {
+				return core.Errorf("%w: %s on %s, which the %s path needs (GRANT %s ON %s TO the role; "+
+					"subagentctl grants --role NAME --part %s prints them all)", ErrPrivilege, p, g.Table, part, p,
+					g.Table, part)
+			}
+		}
+	}
+	return nil
+}
+
+// GrantSQL are the GRANT statements that give role what part needs on the
+// host's tables t.
+func GrantSQL(t Tables, part Part, role string) ([]string, error) {
+	if role == "" || len(role) > 63 || strings.ContainsRune(role, 0) {
+		return nil, core.Errorf("grants: the role %q: want a role name of 1 to 63 bytes without NUL", role)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, core.Errorf("%w", err)
+	}
+	grants, err := Grants(t, part)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(grants))
+	for i, g := range grants {
+		out[i] = fmt.Sprintf("GRANT %s ON %s TO %s", strings.Join(g.Privileges, ", "), quote(g.Table),
+			`"`+strings.ReplaceAll(role, `"`, `""`)+`"`)
+	}
+	return out, nil
+}

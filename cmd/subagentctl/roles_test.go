@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/subagentctx/subagentctx/adapters/postgres"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/backfill"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/await"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// TestAC17_RolesAsProductionRunsThem (docs/CONTRACT.md §4.4): on
+// PostgreSQL and Citus the owner migrates; an application role the test
+// creates, holding exactly what `grants --part live` and `--part read`
+// print, records (absorbing history: the trigger deletes as its owner),
+// lists, reads statistics, health and the export, and boots the pass at
+// the live path's start ready without a single DDL statement; without
+// UPDATE it is refused at boot, naming the privilege and the table.
+func TestAC17_RolesAsProductionRunsThem(t *testing.T) {
+	for _, d := range []*sqltest.Driver{testenv.Postgres(), testenv.Citus()} {
+		t.Run(d.Name, func(t *testing.T) {
+			e := d.Env(t)
+			ctx := context.Background()
+			kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1")
+			t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+			meta := kandevtest.Subagent("toolu_h", "in_progress", &core.Payload{SubagentType: "explorer"}).JSON()
+			if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, []kandevtest.Message{
+				{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1", Metadata: &meta, CreatedAt: t0},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
+
+			role := newRole(t, e.DB)
+			for _, part := range []string{"live", "read"} {
+				grant(t, e.DB, cli(t, "", "grants", "--role", role, "--part", part).want(t, 0).stdout)
+			}
+			app := asRole(t, e.DSN, role)
+
+			// The pass at the live path's boot, as the application role:
+			// ready, and no DDL sent.
+			var log ddlLog
+			appDB, err := postgres.OpenDB(app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			appDB.Logger = &log
+			if sqlDB, err := appDB.DB(); err == nil {
+				defer sqlDB.Close()
+			}
+			store, err := postgres.New(appDB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runner := backfill.NewRunner(backfill.New(store))
+			runner.Start(ctx)
+			await.Recv(t, runner.Ready(), "the application role's pass ready")
+			report, err := runner.Wait(ctx)
+			if err != nil || report.Failed() {
+				t.Fatalf("the pass as the application role: %v\n%s", err, report)
+			}
+			if ddl := log.ddl(); len(ddl) > 0 {
+				t.Errorf("the application role's pass sent DDL on a migrated table:\n%s", strings.Join(ddl, "\n"))
+			}
+
+			frames := jsonFrame("s1", "toolu_h", "exec-1", "completed", t0.Add(time.Minute),
+				`{"description":"","prompt":"","subagent_type":"","total_tokens":1200}`) + "\n" +
+				jsonFrame("s1", "toolu_2", "exec-1", "in_progress", t0.Add(2*time.Minute), `{}`) + "\n"
+			r := cli(t, frames, "--db", app, "record").want(t, 0)
+			if !strings.Contains(r.stdout, "persisted 2 ") {
+				t.Errorf("record as the application role: %s", r.stdout)
+			}
+			var rows []core.Subagent
+			r = cli(t, "", "--db", app, "list", "--session", "s1", "--json").want(t, 0)
+			if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 2 || rows[0].ToolCallID != "toolu_h" || rows[0].AgentExecutionID != "exec-1" ||
+				rows[0].Source != core.SourceBackfill || !rows[0].ObservedAt.Equal(t0) ||
+				rows[0].TotalTokens == nil || *rows[0].TotalTokens != 1200 {
+				t.Errorf("rows as the application role: %s, want history absorbed into exec-1's row", r.stdout)
+			}
+			cli(t, "", "--db", app, "health").want(t, 0)
+			cli(t, "", "--db", app, "stats").want(t, 0)
+			if r := cli(t, "", "--db", app, "export").want(t, 0); strings.Count(r.stdout, "\n") != 2 {
+				t.Errorf("export as the application role: %q", r.stdout)
+			}
+
+			// Without UPDATE: told once, at boot, naming what is missing.
+			if err := e.DB.Exec(`REVOKE UPDATE ON task_session_subagents FROM "` + role + `"`).Error; err != nil {
+				t.Fatal(err)
+			}
+			r = cli(t, frames, "--db", app, "record").want(t, 2)
+			if !strings.Contains(r.stderr, "lacks a privilege: UPDATE on task_session_subagents") ||
+				strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("record without UPDATE: %s", r.stderr)
+			}
+			if rep := backfill.New(store).Run(ctx); !rep.Failed() ||
+				!strings.Contains(rep.String(), "UPDATE on task_session_subagents") {
+				t.Errorf("the pass without UPDATE:\n%s", rep)
+			}
+		})
+	}
+}
+
+// newRole creates a login role for the test, dropped at its end (roles are
+// the cluster's).
+func newRole(t *testing.T, db *gorm.DB) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	role := "app_" + hex.EncodeToString(b)
+	if err := db.Exec(`CREATE ROLE ` + role + ` LOGIN`).Error; err != nil {
+		t.Fatal(err)
+	}
+	var schema string
+	if err := db.Raw(`SELECT current_schema()`).Scan(&schema).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`GRANT USAGE ON SCHEMA "` + schema + `" TO ` + role).Error; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Exec(`DROP OWNED BY ` + role)
+		db.Exec(`DROP ROLE ` + role)
+	})
+	return role
+}
+
+// grant runs what the grants command printed (its comment lines skipped).
+func grant(t *testing.T, db *gorm.DB, printed string) {
+	t.Helper()
+	for _, line := range strings.Split(printed, "\n") {
+		if q := strings.TrimSuffix(line, ";"); q != "" && !strings.HasPrefix(q, "--") {
+			if err := db.Exec(q).Error; err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+}
+
+// asRole is dsn connecting as role.
+func asRole(t *testing.T, dsn, role string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	return u.String()
+}
+
+// ddlLog is a GORM logger keeping the DDL statements it sees.
+type ddlLog struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *ddlLog) LogMode(logger.LogLevel) logger.Interface { return l }
+func (l *ddlLog) Info(context.Context, string, ...any)     {}
+func (l *ddlLog) Warn(context.Context, string, ...any)     {}
+func (l *ddlLog) Error(context.Context, string, ...any)    {}
+func (l *ddlLog) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	q, _ := fc()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, q)
+}
+
+func (l *ddlLog) ddl() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, q := range l.got {
+		switch w := strings.ToUpper(strings.Fields(q + " x")[0]); w {
+		case "CREATE", "ALTER", "DROP", "DO", "INSERT", "UPDATE", "DELETE", "LOCK":
+			out = append(out, fmt.Sprintf("%s…", q[:min(len(q), 80)]))
+		}
+	}
+	return out
+}
