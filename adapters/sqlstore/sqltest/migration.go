@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ var migrationTests = []test{
 	{"PrimaryKeyUpgrade", testPrimaryKeyUpgrade},
 	{"NoHostTablesNoTable", testNoHostTables},
 	{"CancelledIsNotFailed", testCancelled},
+	{"ConcurrentPassesSerialise", testConcurrentPasses},
 }
 
 func testFreshPassAndReplay(t *testing.T, d *Driver) {
@@ -796,5 +798,79 @@ func testCancelled(t *testing.T, d *Driver) {
 	}
 	if r.Failed() || strings.Contains(logs.String(), "level=WARN") {
 		t.Errorf("a cancelled pass is not a failure: failed=%v logs %s", r.Failed(), logs.String())
+	}
+}
+
+// testConcurrentPasses: eight passes started together — replicas booting
+// at once — on a fresh database and on the previous release's table, each
+// on a store of its own over the same database: none fails; they run one
+// after the other on the pass's lock (docs/CONTRACT.md §4), so exactly one
+// creates or upgrades the table, exactly one backfills, and the others
+// find it done and say so.
+func testConcurrentPasses(t *testing.T, d *Driver) {
+	for _, from := range []string{"fresh", "previous release"} {
+		t.Run(from, func(t *testing.T) {
+			var e *Env
+			if from == "previous release" {
+				e = d.Env(t)
+				d.PreviousRelease(t, e.DB)
+			} else {
+				db, dsn := d.Open(t)
+				e = &Env{Driver: d, DB: db, DSN: dsn, Tables: sqlstore.Tables{}.WithDefaults()}
+				if err := kandevtest.CreateTables(context.Background(), db, e.Tables); err != nil {
+					t.Fatal(err)
+				}
+				if d.Host != nil {
+					d.Host(t, db) // the operator's table, on a partitioned deployment
+				}
+			}
+			db := e.DB
+			insert(t, e,
+				msg("m1", "s1", "turn-1", at(1), kandevtest.Subagent("toolu_1", "completed", &kandevtest.ClaudeCompleted)),
+				msg("m2", "s2", "turn-2", at(2), kandevtest.Subagent("toolu_2", "in_progress", &kandevtest.OpenCodeTask)),
+			)
+			const passes = 8
+			reports := make([]backfill.Report, passes)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range passes {
+				s, err := d.New(db)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					reports[i] = backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
+				}()
+			}
+			close(start)
+			wg.Wait()
+			backfilled, shaped := 0, 0
+			for i, r := range reports {
+				if r.Failed() {
+					t.Errorf("pass %d of %d failed:\n%s", i+1, passes, r)
+				}
+				if r.Step(backfill.StepBackfill).Status == backfill.Ran {
+					backfilled++
+				}
+				if r.Step(backfill.StepShape).Status == backfill.Ran {
+					shaped++
+				}
+			}
+			// A fresh table is created in its shape (or, made by an
+			// operator, completed once); an earlier one is upgraded once.
+			if backfilled != 1 || shaped > 1 || (from == "previous release" && shaped != 1) {
+				t.Errorf("%d passes backfilled and %d changed the shape, want 1 and at most 1 (1 from the previous "+
+					"release)", backfilled, shaped)
+			}
+			if n := e.Count(t); n != 2 {
+				t.Errorf("%d rows after %d passes, want 2", n, passes)
+			}
+			if k := e.ActivationKeys(t); len(k) != 3 {
+				t.Errorf("activation keys after %d passes: %v", passes, k)
+			}
+		})
 	}
 }
