@@ -28,6 +28,14 @@ func (q ExportQuery) Validate() error { return validWindow("export", q.Since, q.
 // Exporter streams every row in scope in a stable order, in constant
 // memory (docs/CONTRACT.md §3.3): the SQL stores and the memory store
 // implement it. The iteration stops at the first error, which it yields.
+//
+// NextSince is where the window after q must start so that consecutive
+// windows miss no committed row (**Decision 8.16**): q's Until, or the
+// store's write horizon behind now when that is earlier (a write stamped
+// before it may still be committing). Call it before Export: a consumer
+// that passes it as the next window's Since misses nothing, and may see a
+// row again (keep the one with the later updated_at).
 type Exporter interface {
 	Export(ctx context.Context, q ExportQuery) iter.Seq2[Subagent, error]
+	NextSince(ctx context.Context, q ExportQuery) (time.Time, error)
 }

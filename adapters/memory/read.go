@@ -109,6 +109,18 @@ func (s *Store) Overview(ctx context.Context, q core.OverviewQuery) (core.Overvi
 	return core.OverviewOf(s.snapshot(), q), nil
 }
 
+// NextSince implements core.Exporter: a write is visible as soon as it
+// is made, so the next window starts at Until, or now.
+func (s *Store) NextSince(_ context.Context, q core.ExportQuery) (time.Time, error) {
+	if err := q.Validate(); err != nil {
+		return time.Time{}, &core.OpError{Op: "export", Err: err}
+	}
+	if now := core.CanonicalTime(s.now()); q.Until.IsZero() || now.Before(q.Until) {
+		return now, nil
+	}
+	return q.Until, nil
+}
+
 // Export implements core.Exporter over the rows in memory, in the SQL
 // stores' order: session, then id, byte by byte.
 func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.Subagent, error] {

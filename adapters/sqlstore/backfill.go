@@ -156,6 +156,14 @@ func (s *Store) Backfill(
 	if hook == nil {
 		hook = func(string) error { return nil }
 	}
+	// Under the pass's lock (taken here unless the caller's pass holds it),
+	// so that the rows' updated_at is stamped after it: an export waiting
+	// for the lock sees them committed (docs/CONTRACT.md §8.16).
+	ctx, release, err := s.LockPass(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer release()
 	if ok, err := s.d.TableExists(ctx, s.db, s.tables.Messages); err != nil || !ok {
 		return res, errors.Join(core.Errorf("messages table %q does not exist", s.tables.Messages), err)
 	}

@@ -125,6 +125,11 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	if hook == nil {
 		hook = func(string) error { return nil }
 	}
+	ctx, release, err := s.LockPass(ctx)
+	if err != nil {
+		return ev, err
+	}
+	defer release()
 	db := s.db.WithContext(ctx)
 	info, versions, err := s.catalog(db)
 	if err != nil {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"iter"
+	"time"
 
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -41,6 +42,42 @@ func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.S
 			yield(core.Subagent{}, s.opError("export", err))
 		}
 	}
+}
+
+// DefaultWriteHorizon bounds, by default, how long after stamping a row's
+// updated_at a write of the store may still commit (WithWriteHorizon):
+// half of it for the write, which the store cancels past that, half for
+// the clocks of the processes writing to one database.
+const DefaultWriteHorizon = time.Minute
+
+// WithWriteHorizon sets the write horizon (default DefaultWriteHorizon):
+// the store rolls back every write of its own not committed within half
+// of it, and an export's next window starts that far behind now
+// (NextSince). Every process writing to one database should use the same.
+func WithWriteHorizon(d time.Duration) Option { return func(s *Store) { s.horizon = d } }
+
+// NextSince implements core.Exporter (docs/CONTRACT.md §8.16): q's Until,
+// or now less the write horizon when that is earlier, taken after any
+// migration pass in progress has ended (a pass's transaction may outlast
+// the horizon; what it stamped is committed once its lock is free).
+func (s *Store) NextSince(ctx context.Context, q core.ExportQuery) (time.Time, error) {
+	if err := q.Validate(); err != nil {
+		return time.Time{}, &core.OpError{Op: "export", Err: err}
+	}
+	if err := s.waitForPass(ctx); err != nil {
+		return time.Time{}, err
+	}
+	h := core.CanonicalTime(s.now().Add(-s.horizon))
+	if q.Until.IsZero() || h.Before(q.Until) {
+		return h, nil
+	}
+	return q.Until, nil
+}
+
+// writeDeadline bounds one write of the store to half the write horizon
+// (the caller's deadline, when sooner, stands).
+func (s *Store) writeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.horizon/2)
 }
 
 // exportStatement selects the rows of q in export order.

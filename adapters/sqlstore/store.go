@@ -50,6 +50,7 @@ type Store struct {
 	checked      atomic.Bool              // the handle's settings were checked (Fragments.CheckHandle)
 	readOnly     bool                     // opened read-only (Open with ReadOnly)
 	noSchema     bool                     // Open creates nothing (NoSchema)
+	horizon      time.Duration            // the write horizon (WithWriteHorizon)
 }
 
 var (
@@ -108,9 +109,12 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 // configure applies options to a new store, validating the table names
 // (an *ErrInvalidTableName error names the one at fault).
 func configure(opts []Option) (*Store, error) {
-	s := &Store{}
+	s := &Store{horizon: DefaultWriteHorizon}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.horizon <= 0 {
+		return nil, core.Errorf("sqlstore: WithWriteHorizon(%v): want more than 0", s.horizon)
 	}
 	if err := s.tables.Validate(); err != nil {
 		return nil, core.Errorf("%w", err)
@@ -292,6 +296,8 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	if err := s.prepareRow(&row); err != nil {
 		return err
 	}
+	ctx, cancel := s.writeDeadline(ctx)
+	defer cancel()
 	var err error
 	if pool, ok := s.db.Statement.ConnPool.(*sql.DB); ok {
 		var stmt *sql.Stmt
@@ -324,6 +330,8 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 		}
 		return nil, &core.OpError{Op: "upsert batch", Err: err}
 	}
+	ctx, cancel := s.writeDeadline(ctx)
+	defer cancel()
 	rowErrs := make([]error, len(rows))
 	todo := make([]int, 0, len(rows))
 	for i := range rows {
@@ -395,6 +403,9 @@ func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subag
 			}
 			return n, errors.Join(err, tx.Rollback())
 		}
+	}
+	if err := ctx.Err(); err != nil { // past the write's deadline: not committed late
+		return -1, errors.Join(err, tx.Rollback())
 	}
 	return -1, tx.Commit()
 }

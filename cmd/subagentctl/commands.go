@@ -433,6 +433,11 @@ func cmdExport(ctx context.Context, e *env, o *opts) error {
 		return err
 	}
 	defer s.Close()
+	// Before the rows are read: what was committed before it is in them.
+	next, err := s.NextSince(ctx, q)
+	if err != nil {
+		return err
+	}
 	w := bufio.NewWriter(e.stdout)
 	write := exportJSONLine(w)
 	if o.format == "csv" {
@@ -455,6 +460,7 @@ func cmdExport(ctx context.Context, e *env, o *opts) error {
 	if e.progress {
 		e.warnf("exported %d rows", n)
 	}
+	fmt.Fprintf(e.stderr, "next since: %s\n", next.UTC().Format(time.RFC3339Nano))
 	return nil
 }
 

@@ -249,7 +249,13 @@ func exportCSV(w io.Writer) func(*core.Subagent) error {
 	}
 }
 
+// csvValue is a column's CSV field (docs/CONTRACT.md §3.3): NULL empty,
+// a boolean true or false, a text that a spreadsheet would read as a
+// formula prefixed with ' so that it stays text.
 func csvValue(col core.Column, r *core.Subagent) string {
+	if col.Type == core.Bool {
+		return strconv.FormatBool(col.Value(r) == int64(1))
+	}
 	if col.IsNull(r) {
 		return ""
 	}
@@ -257,11 +263,11 @@ func csvValue(col core.Column, r *core.Subagent) string {
 	case time.Time:
 		return v.UTC().Format(timeLayout)
 	case int64:
-		if col.Type == core.Bool {
-			return strconv.FormatBool(v == 1)
-		}
 		return strconv.FormatInt(v, 10)
 	case string:
+		if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+			return "'" + v
+		}
 		return v
 	}
 	return col.Format(r)

@@ -20,6 +20,7 @@ var readTests = []test{
 	{"AC28_HealthWindowsAgreeWithTheReference", testHealthWindows},
 	{"AC28_NoFalseAlarmAfterAMergeIntoABackfilledRow", testMergeIntoBackfilledRow},
 	{"AC25_StatsCoverage", testStatsCoverage},
+	{"ExportMissesNoCommittedRow", testExportMissesNoCommittedRow},
 }
 
 // capture is the activation instant most tests here use: late in its UTC
