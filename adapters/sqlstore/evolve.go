@@ -78,7 +78,8 @@ type Evolution struct {
 	Placed *int
 	// Added are the declared columns added to the table.
 	Added []string
-	// Rows is how many rows the table holds, every one kept.
+	// Rows is how many rows the table holds afterwards: every row kept,
+	// but for the doubled pairs merged into one.
 	Rows int64
 	// Merged is how many (session, tool call id) pairs the seam repair
 	// merged from two rows into one.
@@ -105,7 +106,7 @@ func (e Evolution) String() string {
 	if len(parts) == 0 {
 		return "declared shape holds"
 	}
-	return strings.Join(parts, "; ") + fmt.Sprintf("; %d rows kept", e.Rows)
+	return strings.Join(parts, "; ") + fmt.Sprintf("; %d rows remain", e.Rows)
 }
 
 // ErrShape is wrapped by the shape step's error when the table differs
@@ -156,9 +157,6 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 			if err != nil {
 				return err
 			}
-			if err := tx.Raw(`SELECT count(*) FROM ` + Table).Scan(&ev.Rows).Error; err != nil {
-				return fmt.Errorf("count rows: %w", err)
-			}
 			pending, placed := s.pending(info, versions)
 			if placed {
 				v := inferVersion(s.d, info)
@@ -202,6 +200,10 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 				if err := tx.Exec(q).Error; err != nil {
 					return fmt.Errorf("complete the schema: %w\n  in: %s", err, q)
 				}
+			}
+			// Counted at the end: a repair merges pairs into one row each.
+			if err := tx.Raw(`SELECT count(*) FROM ` + Table).Scan(&ev.Rows).Error; err != nil {
+				return fmt.Errorf("count rows: %w", err)
 			}
 			return hook("before commit")
 		})

@@ -22,6 +22,13 @@ func (s *Store) Activation(ctx context.Context) (core.Activation, error) {
 }
 
 func (s *Store) activation(db *gorm.DB) (core.Activation, error) {
+	// No meta table: no pass ever ran here, so no key is present — not
+	// activated, which is what every reader must say (health: exit 3).
+	if ok, err := s.d.TableExists(db.Statement.Context, db, s.tables.Meta); err != nil {
+		return core.Activation{}, s.opError("read activation keys", err)
+	} else if !ok {
+		return core.NewActivation(nil), nil
+	}
 	var kv []struct{ Key, Value string }
 	err := db.Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" IN ?`,
 		[]string{core.CaptureSinceKey, core.ExecutionSinceKey, core.BackfillThroughKey, core.PrunedBeforeKey}).

@@ -26,6 +26,7 @@ func cmdMigrate(ctx context.Context, e *env, o *opts) error {
 	}
 	defer s.Close()
 	r := e.migrate(ctx, s)
+	e.warnHostIndexes(ctx, s)
 	if o.json {
 		if err := writeJSON(e.stdout, r); err != nil {
 			return err
@@ -499,7 +500,21 @@ func (e *env) health(ctx context.Context, q core.HealthQuery) (core.Health, erro
 		return core.Health{}, err
 	}
 	defer s.Close()
+	e.warnHostIndexes(ctx, s)
 	return s.Health(ctx, q)
+}
+
+// warnHostIndexes warns of each index the reads need on the host's tables
+// that is missing, with the statement that creates it: the library never
+// touches the host's tables itself.
+func (e *env) warnHostIndexes(ctx context.Context, s *sqlstore.Store) {
+	missing, err := s.MissingHostIndexes(ctx)
+	if err != nil {
+		return // the command's own reads report what is wrong
+	}
+	for _, x := range missing {
+		e.warnf("no index on %s(%s): %s read through it; create it with: %s", x.Table, x.Column, x.Why, x.Statement())
+	}
 }
 
 // instant reads a command's time argument: a duration back from now

@@ -306,7 +306,9 @@ func testRepair(t *testing.T, d *Driver) {
 	live := row("s", "tc-4", "e1", core.SourceLive, at(8))
 	e.insertRaw(t, b1, l1, b2, l2a, l2b, alone, live)
 	r := mustRun(t, e)
-	if st := r.Step(backfill.StepShape); st.RowsMerged != 2 || !strings.Contains(st.Detail, "2 doubled pairs merged") {
+	// 7 rows, 2 pairs merged: the report counts what remains.
+	if st := r.Step(backfill.StepShape); st.RowsMerged != 2 || !strings.Contains(st.Detail, "2 doubled pairs merged") ||
+		!strings.Contains(st.Detail, "; 5 rows remain") {
 		t.Errorf("shape step: %+v", st)
 	}
 	want := map[string]core.Subagent{

@@ -589,7 +589,7 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 	)
 	m := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler)))
 	r := m.Prepare(context.Background())
-	if st := r.Step(backfill.StepShape); st.Status != backfill.Ran || !strings.Contains(st.Detail, "3 rows kept") ||
+	if st := r.Step(backfill.StepShape); st.Status != backfill.Ran || !strings.Contains(st.Detail, "3 rows remain") ||
 		r.Failed() {
 		t.Errorf("shape step: %+v", st)
 	}
