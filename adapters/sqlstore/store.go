@@ -180,8 +180,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 			return s.opError("place the table beside the sessions", err)
 		}
 	}
-	stmts, existed, metaExisted, err := s.missingSchema(ctx, s.db.WithContext(ctx))
-	if err != nil || len(stmts) == 0 {
+	if stmts, _, _, err := s.missingSchema(ctx, s.db.WithContext(ctx)); err != nil || len(stmts) == 0 {
 		return err
 	}
 	ctx, release, err := s.LockPass(ctx)
@@ -191,7 +190,8 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	defer release()
 	db := s.db.WithContext(ctx)
 	// Read again under the lock: another process may have created it all.
-	if stmts, existed, metaExisted, err = s.missingSchema(ctx, db); err != nil || len(stmts) == 0 {
+	stmts, existed, metaExisted, err := s.missingSchema(ctx, db)
+	if err != nil || len(stmts) == 0 {
 		return err
 	}
 	for _, stmt := range stmts {

@@ -12,6 +12,7 @@ import (
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storetest"
+	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -101,7 +102,7 @@ func testExportMissesNoCommittedRow(t *testing.T, d *Driver) {
 	if err := rec.Close(drain); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-pass; r.Failed() {
+	if r := await.Recv(t, pass, "the pass"); r.Failed() {
 		t.Fatalf("the pass during the export:\n%s", r)
 	}
 	time.Sleep(400 * time.Millisecond) // past the horizon: the last window is whole

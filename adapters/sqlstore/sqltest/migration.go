@@ -15,6 +15,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -841,7 +842,7 @@ func testConcurrentPasses(t *testing.T, d *Driver) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					<-start
+					_, _ = await.Within(start, await.Limit) // all at once
 					reports[i] = backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
 				}()
 			}
