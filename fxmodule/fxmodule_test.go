@@ -15,9 +15,11 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/fxmodule"
+	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/faultproxy"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
@@ -303,5 +305,76 @@ func TestCountersPerApp(t *testing.T) {
 		}
 		rec.Record(context.Background(), core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "c"})
 		app.RequireStop()
+	}
+}
+
+// TestReadyAsTheApplicationRole (docs/CONTRACT.md §4.4): once the owner
+// has migrated, the module wired as the README shows, running as a role
+// with only the live part's privileges, becomes ready, records and absorbs
+// history, on PostgreSQL and Citus, without a WARN.
+func TestReadyAsTheApplicationRole(t *testing.T) {
+	for _, d := range []*sqltest.Driver{testenv.Postgres(), testenv.Citus()} {
+		t.Run(d.Name, func(t *testing.T) {
+			e := d.Env(t)
+			ctx := context.Background()
+			ids, msgs := kandevtest.History("fx-", 2, 5, t0)
+			for _, id := range ids {
+				kandevtest.InsertSession(ctx, e.DB, e.Tables, id, id+"-task")
+			}
+			if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, msgs); err != nil {
+				t.Fatal(err)
+			}
+			if r := backfill.New(e.Store).Run(ctx); r.Failed() {
+				t.Fatalf("the owner's pass:\n%s", r)
+			}
+			_, dsn := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
+				stmts, err := sqlstore.GrantSQL(e.Tables, sqlstore.PartLive, role)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return stmts
+			})
+			db, err := postgres.OpenDB(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sqlDB, err := db.DB(); err == nil {
+				defer sqlDB.Close()
+			}
+			store, err := postgres.New(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs testlog.Buffer
+			var rec *core.Recorder
+			var runner *backfill.Runner
+			app := fxtest.New(t, supply(store), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL,
+				fx.NopLogger, fx.Populate(&rec, &runner))
+			app.RequireStart()
+			await.Recv(t, runner.Ready(), "the module ready as the application role")
+			var history core.Subagent
+			if err := e.DB.Raw(`SELECT task_session_id, tool_call_id FROM task_session_subagents LIMIT 1`).
+				Scan(&history).Error; err != nil {
+				t.Fatal(err)
+			}
+			before := rec.Counters().Values() // the process's counters: every app's
+			rec.Record(ctx, core.Frame{TaskSessionID: history.TaskSessionID, TaskID: "t", ExecutionID: "exec-1",
+				ToolCallID: history.ToolCallID, ToolStatus: "completed"})
+			flushCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := rec.Flush(flushCtx); err != nil {
+				t.Fatal(err)
+			}
+			var n int64
+			e.DB.Raw(`SELECT count(*) FROM task_session_subagents WHERE task_session_id = ? AND tool_call_id = ?`,
+				history.TaskSessionID, history.ToolCallID).Scan(&n)
+			if v := rec.Counters().Values(); v.Persisted-before.Persisted != 1 || v.Failed != before.Failed || n != 1 {
+				t.Errorf("as the application role: %+v, %d rows for the pair (want history absorbed into one)", v, n)
+			}
+			app.RequireStop()
+			if strings.Contains(logs.String(), "level=WARN") {
+				t.Errorf("warnings: %s", logs.String())
+			}
+		})
 	}
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +99,20 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 				t.Errorf("migrate output lacks step %s:\n%s", step, r.stdout)
 			}
 		}
-		if r.stderr != "" {
+		// The host's messages lack an index the reads need: named, with
+		// the statement that creates it; once created, quiet.
+		if !strings.Contains(r.stderr, "warning: no index on task_session_messages(created_at)") ||
+			!strings.Contains(r.stderr, "CREATE INDEX task_session_messages_created_at_idx") {
+			t.Errorf("migrate without the host's indexes: %q", r.stderr)
+		}
+		missing, err := e.Store.MissingHostIndexes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range missing {
+			e.Exec(t, x.Statement())
+		}
+		if r = cli(t, "", db, "migrate").want(t, 0); r.stderr != "" {
 			t.Errorf("migrate printed on a non-terminal stderr: %q", r.stderr)
 		}
 
@@ -205,6 +220,10 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 		// Export: every row, by session then id; CSV with a header; resumed
 		// after the first row.
 		r = cli(t, "", db, "export").want(t, 0)
+		if next := strings.TrimPrefix(strings.TrimSpace(r.stderr), "next since: "); next == r.stderr ||
+			!strings.HasPrefix(next, now.Format("2006-01-02")) {
+			t.Errorf("export says where the next window starts: %q", r.stderr)
+		}
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		var first core.Subagent
 		if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || len(lines) != 2 {
@@ -212,7 +231,8 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 		}
 		r = cli(t, "", db, "export", "--format", "csv").want(t, 0)
 		if !strings.HasPrefix(r.stdout, "id,task_session_id,task_id,turn_id,agent_execution_id,") ||
-			strings.Count(r.stdout, "\n") != 3 {
+			strings.Count(r.stdout, "\n") != 3 || !strings.Contains(r.stdout, ",false,") ||
+			!strings.Contains(r.stdout, ",true,") {
 			t.Errorf("export --format csv:\n%s", r.stdout)
 		}
 		r = cli(t, "", db, "export", "--after-session", first.TaskSessionID, "--after-id", first.ID).want(t, 0)
@@ -233,8 +253,10 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 		}
 		cli(t, "", db, "prune", "--before", "-1h").want(t, 2)
 		cli(t, "", db, "prune").want(t, 2)
-		// An error: a table name the database does not have.
-		cli(t, "", db, "--meta-table=no_such_meta", "health").want(t, 2)
+		// No meta table: not activated, whatever the reason (exit 3); a
+		// messages table the database does not have: an error.
+		cli(t, "", db, "--meta-table=no_such_meta", "health").want(t, 3)
+		cli(t, "", db, "--messages-table=no_such_messages", "health").want(t, 2)
 	})
 }
 
@@ -492,5 +514,33 @@ func TestWithoutCgo(t *testing.T) {
 	e := testenv.Postgres().Env(t)
 	if code, out := run("--db", e.DSN, "activation"); code != 0 || !strings.Contains(out, "state") {
 		t.Errorf("PostgreSQL without cgo: exit %d\n%s", code, out)
+	}
+}
+
+// TestCSVKeepsTextText (docs/CONTRACT.md §3.3): a text a spreadsheet would
+// read as a formula is written with a ' before it; is_async is true or
+// false, never empty; NULL is empty.
+func TestCSVKeepsTextText(t *testing.T) {
+	var b strings.Builder
+	write := exportCSV(&b)
+	for _, desc := range []string{"=1+1", "+A1", "-2", "@SUM(A1)", "\tx", "\rx", "plain", "a=b"} {
+		d := desc
+		if err := write(&core.Subagent{ID: "i", TaskSessionID: "s", TaskID: "t", AgentExecutionID: "e",
+			ToolCallID: "c", Description: &d, Source: core.SourceLive}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := func(name string) int { return slices.Index(rows[0], name) }
+	want := []string{"'=1+1", "'+A1", "'-2", "'@SUM(A1)", "'\tx", "'\rx", "plain", "a=b"}
+	for i, w := range want {
+		r := rows[i+1]
+		if r[col("description")] != w || r[col("is_async")] != "false" || r[col("model")] != "" {
+			t.Errorf("row %d: description %q is_async %q model %q, want %q, false and empty", i,
+				r[col("description")], r[col("is_async")], r[col("model")], w)
+		}
 	}
 }

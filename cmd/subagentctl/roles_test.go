@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
@@ -22,6 +18,7 @@ import (
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
 
 // TestAC17_RolesAsProductionRunsThem (docs/CONTRACT.md §4.4): on
@@ -46,11 +43,14 @@ func TestAC17_RolesAsProductionRunsThem(t *testing.T) {
 			}
 			cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
 
-			role := newRole(t, e.DB)
-			for _, part := range []string{"live", "read"} {
-				grant(t, e.DB, cli(t, "", "grants", "--role", role, "--part", part).want(t, 0).stdout)
-			}
-			app := asRole(t, e.DSN, role)
+			// The role holds exactly what the command prints for its parts.
+			role, app := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
+				var out []string
+				for _, part := range []string{"live", "read"} {
+					out = append(out, printed(cli(t, "", "grants", "--role", role, "--part", part).want(t, 0).stdout)...)
+				}
+				return out
+			})
 
 			// The pass at the live path's boot, as the application role:
 			// ready, and no DDL sent.
@@ -118,51 +118,16 @@ func TestAC17_RolesAsProductionRunsThem(t *testing.T) {
 	}
 }
 
-// newRole creates a login role for the test, dropped at its end (roles are
-// the cluster's).
-func newRole(t *testing.T, db *gorm.DB) string {
-	t.Helper()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	role := "app_" + hex.EncodeToString(b)
-	if err := db.Exec(`CREATE ROLE ` + role + ` LOGIN`).Error; err != nil {
-		t.Fatal(err)
-	}
-	var schema string
-	if err := db.Raw(`SELECT current_schema()`).Scan(&schema).Error; err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Exec(`GRANT USAGE ON SCHEMA "` + schema + `" TO ` + role).Error; err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Exec(`DROP OWNED BY ` + role)
-		db.Exec(`DROP ROLE ` + role)
-	})
-	return role
-}
-
-// grant runs what the grants command printed (its comment lines skipped).
-func grant(t *testing.T, db *gorm.DB, printed string) {
-	t.Helper()
-	for _, line := range strings.Split(printed, "\n") {
+// printed are the statements the grants command printed (its comment
+// lines skipped).
+func printed(out string) []string {
+	var stmts []string
+	for _, line := range strings.Split(out, "\n") {
 		if q := strings.TrimSuffix(line, ";"); q != "" && !strings.HasPrefix(q, "--") {
-			if err := db.Exec(q).Error; err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
+			stmts = append(stmts, q)
 		}
 	}
-}
-
-// asRole is dsn connecting as role.
-func asRole(t *testing.T, dsn, role string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
-	return u.String()
+	return stmts
 }
 
 // ddlLog is a GORM logger keeping the DDL statements it sees.
