@@ -118,10 +118,13 @@ BEGIN
 		END IF;
 	ELSE -- a Citus shard: its own name, planned on each call
 		tbl := quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME);
-		EXECUTE 'UPDATE ' || tbl || $q$ AS t SET ` + u.Absorb(func(c string) string { return "h." + c }, self) + `
-			FROM (SELECT * FROM $q$ || tbl || $q$ WHERE ` + shard + `) AS h WHERE t.task_session_id = $1 AND t.id = $3$q$
+		-- Deleted first, as above, in the statement that merges it: the
+		-- row lock makes a second absorber wait, then find nothing (one
+		-- absorber per pair).
+		EXECUTE 'WITH h AS (DELETE FROM ' || tbl || $q$ WHERE ` + shard + ` RETURNING *)
+			UPDATE $q$ || tbl || $q$ AS t SET ` + u.Absorb(func(c string) string { return "h." + c }, self) + `
+			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
 			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
-		EXECUTE 'DELETE FROM ' || tbl || $q$ WHERE ` + shard + `$q$ USING NEW.task_session_id, NEW.tool_call_id;
 	END IF;
 	RETURN NULL;
 END`

@@ -37,6 +37,7 @@ var migrationTests = []test{
 	{"NoHostTablesNoTable", testNoHostTables},
 	{"CancelledIsNotFailed", testCancelled},
 	{"ConcurrentPassesSerialise", testConcurrentPasses},
+	{"AC32_OneAbsorberPerPair", testOneAbsorberPerPair},
 }
 
 func testFreshPassAndReplay(t *testing.T, d *Driver) {
@@ -873,5 +874,53 @@ func testConcurrentPasses(t *testing.T, d *Driver) {
 				t.Errorf("activation keys after %d passes: %v", passes, k)
 			}
 		})
+	}
+}
+
+// testOneAbsorberPerPair (AC-32, docs/CONTRACT.md §8.5): the first frames
+// of two executions reusing a backfilled pair's tool call id, written at
+// the same instant on two connections: exactly one of them absorbs the
+// history — one row holds its values and its tokens, the other keeps
+// apart — on every dialect, Citus's shards included.
+func testOneAbsorberPerPair(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	mustRun(t, e) // activated: the rows below are history
+	const pairs = 40
+	e.Session(t, "s")
+	for i := range pairs {
+		h := row("s", fmt.Sprint("tc-", i), core.UnknownExecution, core.SourceBackfill, at(1))
+		h.TotalTokens = ptr(int64(1000))
+		e.insertRaw(t, h)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*pairs)
+	for i := range pairs {
+		start := make(chan struct{})
+		for _, exec := range []string{"e1", "e2"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = await.Within(start, await.Limit)
+				f, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "task-s", ExecutionID: exec,
+					ToolCallID: fmt.Sprint("tc-", i), ToolStatus: "in_progress", ObservedAt: at(5)})
+				errs <- e.Store.Upsert(context.Background(), f)
+			}()
+		}
+		close(start)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got struct{ Absorbing, History, Rows, Tokens int64 }
+	e.DB.Raw(`SELECT count(*) FILTER (WHERE source = 'backfill' AND agent_execution_id <> 'unknown') AS absorbing,
+		count(*) FILTER (WHERE agent_execution_id = 'unknown') AS history, count(*) AS rows,
+		coalesce(sum(total_tokens), 0) AS tokens FROM task_session_subagents`).Scan(&got)
+	if got.Absorbing != pairs || got.History != 0 || got.Rows != 2*pairs || got.Tokens != 1000*pairs {
+		t.Errorf("%d absorbing rows, %d left as history, %d rows, %d tokens; want %d, 0, %d, %d", got.Absorbing,
+			got.History, got.Rows, got.Tokens, pairs, 2*pairs, 1000*pairs)
 	}
 }

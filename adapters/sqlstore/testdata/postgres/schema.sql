@@ -55,8 +55,8 @@ END IF;
 END $do$;
 
 DO $do$ BEGIN
-IF to_regprocedure('subagentctx_absorb_15d4aa54()') IS NULL THEN
-CREATE FUNCTION subagentctx_absorb_15d4aa54() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $f$
+IF to_regprocedure('subagentctx_absorb_29719198()') IS NULL THEN
+CREATE FUNCTION subagentctx_absorb_29719198() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $f$
 DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
 BEGIN
 	IF NOT here THEN -- a partition of the table, or a Citus shard
@@ -86,7 +86,11 @@ BEGIN
 		END IF;
 	ELSE -- a Citus shard: its own name, planned on each call
 		tbl := quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME);
-		EXECUTE 'UPDATE ' || tbl || $q$ AS t SET task_id = h.task_id,
+		-- Deleted first, as above, in the statement that merges it: the
+		-- row lock makes a second absorber wait, then find nothing (one
+		-- absorber per pair).
+		EXECUTE 'WITH h AS (DELETE FROM ' || tbl || $q$ WHERE task_session_id = $1 AND tool_call_id = $2 AND agent_execution_id = 'unknown' AND source = 'backfill' RETURNING *)
+			UPDATE $q$ || tbl || $q$ AS t SET task_id = h.task_id,
 		turn_id = COALESCE(h.turn_id, t.turn_id),
 		parent_tool_call_id = COALESCE(t.parent_tool_call_id, h.parent_tool_call_id),
 		subagent_type = COALESCE(t.subagent_type, h.subagent_type),
@@ -103,22 +107,21 @@ BEGIN
 		source = h.source,
 		observed_at = h.observed_at,
 		settled_at = COALESCE(h.settled_at, t.settled_at)
-			FROM (SELECT * FROM $q$ || tbl || $q$ WHERE task_session_id = $1 AND tool_call_id = $2 AND agent_execution_id = 'unknown' AND source = 'backfill') AS h WHERE t.task_session_id = $1 AND t.id = $3$q$
+			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
 			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
-		EXECUTE 'DELETE FROM ' || tbl || $q$ WHERE task_session_id = $1 AND tool_call_id = $2 AND agent_execution_id = 'unknown' AND source = 'backfill'$q$ USING NEW.task_session_id, NEW.tool_call_id;
 	END IF;
 	RETURN NULL;
 END
 $f$;
-EXECUTE format('ALTER FUNCTION subagentctx_absorb_15d4aa54() SET search_path = %I, pg_temp',
+EXECUTE format('ALTER FUNCTION subagentctx_absorb_29719198() SET search_path = %I, pg_temp',
 	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'task_session_subagents'::regclass));
 END IF;
 IF NOT EXISTS (SELECT 1 FROM pg_trigger
 		WHERE tgrelid = 'task_session_subagents'::regclass AND tgname = 'subagentctx_absorb'
-		AND tgfoid = 'subagentctx_absorb_15d4aa54()'::regprocedure) THEN
+		AND tgfoid = 'subagentctx_absorb_29719198()'::regprocedure) THEN
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
 	DROP TRIGGER IF EXISTS subagentctx_absorb ON task_session_subagents;
 	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents FOR EACH ROW
-		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_15d4aa54();
+		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_29719198();
 END IF;
 END $do$;
