@@ -199,10 +199,18 @@ func (Dialect) LockPass(ctx context.Context, db *gorm.DB, shared bool) (func(), 
 func (Dialect) InFew(expr, subquery string) string { return expr + " = ANY(ARRAY(" + subquery + "))" }
 
 // Classify implements sqlstore.Fragments with docs/CONTRACT.md §6.1's
-// table. A failure to reach the server comes first: a refusal at connect
-// carries a SQLSTATE too (53300, too many connections), and is the
-// database's passing state whatever the code.
+// table. A constraint anywhere in err comes first (the frame's own fault,
+// whatever a rollback added); then a failure to reach the server: a
+// refusal at connect carries a SQLSTATE too (53300, too many
+// connections), and is the database's passing state whatever the code.
 func (Dialect) Classify(err error) error {
+	// A constraint is the frame's own, whatever came with it.
+	if sqlstore.Any(err, func(e error) bool {
+		pgErr, ok := e.(*pgconn.PgError)
+		return ok && strings.HasPrefix(pgErr.Code, "23")
+	}) {
+		return core.ErrConstraint
+	}
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
 	if errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, driver.ErrBadConn) ||

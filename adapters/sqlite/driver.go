@@ -7,6 +7,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
 )
 
@@ -18,6 +19,13 @@ func Available() error { return nil }
 
 // classify is docs/CONTRACT.md §6.1's table for go-sqlite3's codes.
 func classify(err error) error {
+	// A constraint is the frame's own, whatever came with it.
+	if sqlstore.Any(err, func(e error) bool {
+		se, ok := e.(sqlite3.Error)
+		return ok && se.Code == sqlite3.ErrConstraint
+	}) {
+		return core.ErrConstraint
+	}
 	var se sqlite3.Error
 	if !errors.As(err, &se) {
 		return nil

@@ -542,12 +542,38 @@ func (s *Store) opError(op string, err error) error { return s.keyError(op, core
 // deadline is the database's passing state (docs/CONTRACT.md §6.1); a
 // cancelled one is the caller's choice, no kind.
 func (s *Store) keyError(op string, key core.RowKey, err error) error {
-	var kind error
+	kind := s.d.Classify(err)
 	switch {
+	case errors.Is(kind, core.ErrConstraint):
+		// The frame's own cause first, whatever came with it (a rollback's
+		// connection error): a retry would be refused again.
 	case errors.Is(err, context.DeadlineExceeded):
 		kind = core.ErrUnavailable
-	case !errors.Is(err, context.Canceled):
-		kind = s.d.Classify(err)
+	case errors.Is(err, context.Canceled):
+		kind = nil
 	}
 	return &core.OpError{Op: op, Key: key, Kind: kind, Err: err}
+}
+
+// Any reports whether err or any error it wraps (errors.Join's included)
+// satisfies match: a dialect's Classify looks for the frame's own cause
+// anywhere in an error before the database's passing state.
+func Any(err error, match func(error) bool) bool {
+	if err == nil {
+		return false
+	}
+	if match(err) {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return Any(u.Unwrap(), match)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if Any(e, match) {
+				return true
+			}
+		}
+	}
+	return false
 }

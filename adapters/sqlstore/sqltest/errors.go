@@ -2,7 +2,9 @@ package sqltest
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +52,16 @@ func testConstraint(t *testing.T, d *Driver) {
 		op.Op != "upsert" || !strings.Contains(err.Error(), "no-such-session") ||
 		!strings.Contains(err.Error(), `tool_call_id="c"`) {
 		t.Errorf("err = %v", err)
+	}
+	// The frame's own cause first, whatever came with it: a rollback's
+	// broken connection joined to the refusal is still the frame's fault
+	// (a retry would be refused again).
+	for _, with := range []error{driver.ErrBadConn, io.ErrUnexpectedEOF, context.DeadlineExceeded} {
+		if got := d.Dialect.Classify(errors.Join(op.Err, with)); !errors.Is(got, core.ErrConstraint) {
+			t.Errorf("a constraint joined with %v classifies as %v, want core.ErrConstraint", with, got)
+		}
+		if got := d.Dialect.Classify(errors.Join(with, op.Err)); !errors.Is(got, core.ErrConstraint) {
+			t.Errorf("%v joined with a constraint classifies as %v, want core.ErrConstraint", with, got)
+		}
 	}
 }
