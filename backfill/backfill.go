@@ -16,7 +16,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
@@ -29,6 +31,12 @@ type Migrator struct {
 	log   *slog.Logger
 	now   func() time.Time
 	hook  func(stage string) error
+
+	// sampled are the instants this Migrator's backfills took from the
+	// clock: capture_since is one of them when an attempt reported failed
+	// had committed after all (an ambiguous commit).
+	mu      sync.Mutex
+	sampled []time.Time
 }
 
 // Option configures a Migrator.
@@ -239,9 +247,13 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 	// completed (AC-24).
 	if a.BackfillThrough.Present && a.CaptureSince.Present {
 		res.Status, res.Detail = Skipped, "already activated (both keys present)"
+		if a.CaptureSince.Time != nil && m.tookFromClock(*a.CaptureSince.Time) {
+			res.Status, res.Detail = Ran, "ran in this boot: an earlier attempt, reported failed, had committed "+
+				"(capture_since is its instant)"
+		}
 		return nil
 	}
-	out, err := m.store.Backfill(ctx, m.now, m.hook)
+	out, err := m.store.Backfill(ctx, m.clock, m.hook)
 	if err != nil {
 		return err
 	}
@@ -255,4 +267,21 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 		m.store.Tables().Messages,
 	)
 	return nil
+}
+
+// clock is the backfill's clock: m.now, each instant remembered.
+func (m *Migrator) clock() time.Time {
+	t := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sampled = append(m.sampled, core.CanonicalTime(t))
+	return t
+}
+
+// tookFromClock reports whether t is an instant this Migrator's backfills
+// sampled.
+func (m *Migrator) tookFromClock(t time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.ContainsFunc(m.sampled, t.Equal)
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/internal/await"
+	"github.com/subagentctx/subagentctx/internal/faultproxy"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -91,5 +94,64 @@ func TestRunnerStopIsCancellation(t *testing.T) {
 	}
 	if len(e.ActivationKeys(t)) != 1 { // execution_since only
 		t.Errorf("keys after a cancelled backfill: %v", e.ActivationKeys(t))
+	}
+}
+
+// TestReportAfterAnAmbiguousCommit: the backfill's COMMIT reaches
+// PostgreSQL, which commits, but its answer never comes back (the
+// connection then resets): the attempt is reported failed and retried,
+// and the retry — finding the keys its own attempt wrote — reports that
+// the backfill ran in this boot, not "already activated".
+func TestReportAfterAnAmbiguousCommit(t *testing.T) {
+	e := testenv.Postgres().Env(t)
+	ctx := context.Background()
+	ids, msgs := kandevtest.History("amb-", 2, 20, time.Now().UTC().Add(-time.Hour)) // 2 subagents a session
+	for _, id := range ids {
+		kandevtest.InsertSession(ctx, e.DB, e.Tables, id, id+"-task")
+	}
+	if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, msgs); err != nil {
+		t.Fatal(err)
+	}
+	proxy, dsn := faultproxy.Between(t, e.DSN)
+	db, err := postgres.OpenDB(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		defer sqlDB.Close()
+	}
+	store, err := postgres.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	deafAtCommit := backfill.WithHook(func(stage string) error {
+		if stage == "before commit" {
+			once.Do(func() {
+				proxy.Set(faultproxy.Deaf) // COMMIT goes through; its answer does not
+				go func() {
+					time.Sleep(500 * time.Millisecond)
+					proxy.Set(faultproxy.Refuse)
+					time.Sleep(100 * time.Millisecond)
+					proxy.Set(faultproxy.Pass)
+				}()
+			})
+		}
+		return nil
+	})
+	runner := backfill.NewRunner(backfill.New(store, deafAtCommit, backfill.WithLogger(slog.New(slog.DiscardHandler))),
+		backfill.WithRetry(50*time.Millisecond, 100*time.Millisecond))
+	runner.Start(ctx)
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	report, err := runner.Wait(wait)
+	st := report.Step(backfill.StepBackfill)
+	if err != nil || st.Status != backfill.Ran || !strings.Contains(st.Detail, "ran in this boot") {
+		t.Errorf("after an ambiguous commit: %v, backfill %s (%s)", err, st.Status, st.Detail)
+	}
+	var rows int64
+	e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&rows)
+	if rows != 4 {
+		t.Errorf("%d rows, want 4 (the first attempt's, committed once)", rows)
 	}
 }

@@ -23,6 +23,9 @@ const (
 	Stall
 	// Refuse resets open connections and closes new ones.
 	Refuse
+	// Deaf forwards what clients send and drops what the server answers:
+	// a statement runs, and its client never hears (an ambiguous commit).
+	Deaf
 )
 
 // Proxy forwards to one address.
@@ -104,8 +107,8 @@ func (p *Proxy) accept() {
 		}
 		p.track(c, s)
 		p.wg.Add(2)
-		go p.copy(s, c)
-		go p.copy(c, s)
+		go p.copy(s, c, false)
+		go p.copy(c, s, true)
 	}
 }
 
@@ -118,8 +121,8 @@ func (p *Proxy) track(conns ...net.Conn) {
 }
 
 // copy forwards from src to dst, holding each chunk while the proxy
-// stalls.
-func (p *Proxy) copy(dst, src net.Conn) {
+// stalls and dropping the server's answers while it is deaf.
+func (p *Proxy) copy(dst, src net.Conn, answers bool) {
 	defer p.wg.Done()
 	defer func() {
 		_ = dst.Close()
@@ -134,9 +137,12 @@ func (p *Proxy) copy(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			heal := p.heal
+			heal, deaf := p.heal, p.mode == Deaf && answers
 			p.mu.Unlock()
 			<-heal // Set leaves Stall, or Close does
+			if deaf {
+				continue
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
