@@ -47,6 +47,22 @@ func WithQueue(n int) Option {
 	return func(b *Bridge) { b.queue = make(chan core.Subagent, max(n, 1)) }
 }
 
+// Sessions lists a session's rows in AC-13 order: the store the recorder
+// writes (every core.Store does).
+type Sessions interface {
+	ListBySession(ctx context.Context, taskSessionID string, page core.Page) ([]core.Subagent, error)
+}
+
+// WithStore makes the live path's spans the record's: for each settled
+// row the bridge reads its session's rows from store and builds the
+// spans from the stored row — its observed_at, source, turn and the
+// history it absorbed — under its parent as core.Parents resolves it, so
+// that a live span and its replay are identical, at the seam and after a
+// restart (docs/CONTRACT.md §9). Without it the live path builds them from
+// the frames this process saw, its parent under the same execution. The
+// read runs on the bridge's goroutine, never the recorder's.
+func WithStore(store Sessions) Option { return func(b *Bridge) { b.store = store } }
+
 // WithPending bounds the rows the live path follows until they settle
 // (default 65,536): past it the oldest is forgotten (its spans, if it
 // settles later, lack what the forgotten frames said).
@@ -58,6 +74,7 @@ type Bridge struct {
 	turn       func(context.Context, core.Subagent) context.Context
 	queue      chan core.Subagent
 	maxPending int
+	store      Sessions
 
 	mu      sync.Mutex
 	pending map[core.RowKey]*core.Subagent // the live rows not settled yet
@@ -136,7 +153,7 @@ func (b *Bridge) run() {
 	for {
 		select {
 		case row := <-b.queue:
-			b.emit(context.Background(), row)
+			b.live(context.Background(), row)
 		case <-b.done:
 			return
 		}
@@ -156,7 +173,7 @@ func (b *Bridge) Close(ctx context.Context) error {
 	for {
 		select {
 		case row := <-b.queue:
-			b.emit(ctx, row)
+			b.live(ctx, row)
 		default:
 			return nil
 		}
@@ -167,26 +184,86 @@ func (b *Bridge) Close(ctx context.Context) error {
 // of a store, from core.Exporter.Export), in its order, and returns how
 // many rows had spans; a row not settled has none. The ids are the live
 // path's.
+//
+// An export yields a session's rows together (it is ordered by session):
+// each session's are held until the next begins, so that every row's
+// parent is resolved among its session's rows (core.Parents), as the live
+// path resolves it.
 func (b *Bridge) Replay(ctx context.Context, rows iter.Seq2[core.Subagent, error]) (int, error) {
 	n := 0
+	var session []core.Subagent
+	flush := func() {
+		parents := core.Parents(session)
+		for i, p := range parents {
+			if session[i].SettledAt != nil {
+				b.emit(ctx, session[i], parentOf(session, p), traceOf(session, parents, i))
+				n++
+			}
+		}
+		session = session[:0]
+	}
 	for row, err := range rows {
 		if err != nil {
 			return n, err
 		}
-		if row.SettledAt == nil {
-			continue
+		if len(session) > 0 && session[0].TaskSessionID != row.TaskSessionID {
+			flush()
 		}
-		b.emit(ctx, row)
-		n++
+		session = append(session, row)
 	}
+	flush()
 	return n, nil
 }
 
+// live writes the spans of a row the live path saw settle: from the
+// stored row and its session's, with a store (WithStore); else from the
+// frames, under the parent of the same execution.
+func (b *Bridge) live(ctx context.Context, row core.Subagent) {
+	if b.store != nil {
+		if rows, err := b.store.ListBySession(ctx, row.TaskSessionID, core.Page{}); err == nil {
+			parents := core.Parents(rows)
+			for i, r := range rows {
+				if r.Key() == row.Key() && r.SettledAt != nil {
+					b.emit(ctx, r, parentOf(rows, parents[i]), traceOf(rows, parents, i))
+					return
+				}
+			}
+		}
+	}
+	var parent *core.Subagent
+	if row.ParentToolCallID != nil {
+		p := row
+		p.ToolCallID, p.ParentToolCallID = *row.ParentToolCallID, nil
+		parent = &p
+	}
+	b.emit(ctx, row, parent, idsOf(row).trace)
+}
+
+func parentOf(rows []core.Subagent, i int) *core.Subagent {
+	if i < 0 {
+		return nil
+	}
+	return &rows[i]
+}
+
+// traceOf is row i's trace: its root subagent's (a span's parent is in its
+// trace, whatever turn a late child was recorded in).
+func traceOf(rows []core.Subagent, parents []int, i int) trace.TraceID {
+	for range rows { // a cycle of parent links ends within as many steps
+		if parents[i] < 0 {
+			break
+		}
+		i = parents[i]
+	}
+	return idsOf(rows[i]).trace
+}
+
 // emit writes a settled row's two spans, under its parent subagent's
-// invoke_agent span when the row names a parent, else under the turn.
-func (b *Bridge) emit(ctx context.Context, row core.Subagent) {
+// invoke_agent span when it has one, else under the turn.
+func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Subagent, tid trace.TraceID) {
 	ids := idsOf(row)
-	parent := b.parentContext(ctx, row, ids.trace)
+	ids.trace = tid
+	parent := b.parentContext(ctx, row, parentRow, ids.trace)
 	tool, toolSpan := b.tracer.Start(withIDs(parent, ids.trace, ids.tool), toolSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(row.ObservedAt),
 		trace.WithAttributes(toolAttributes(row)...))
@@ -205,12 +282,11 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent) {
 // parentContext is where a row's execute_tool span starts: its parent
 // subagent's invoke_agent span (by the ids that span was given), or the
 // turn's; tid is the row's trace.
-func (b *Bridge) parentContext(ctx context.Context, row core.Subagent, tid trace.TraceID) context.Context {
-	if row.ParentToolCallID != nil {
-		p := row
-		p.ToolCallID, p.ParentToolCallID = *row.ParentToolCallID, nil
+func (b *Bridge) parentContext(ctx context.Context, row core.Subagent, parent *core.Subagent,
+	tid trace.TraceID) context.Context {
+	if parent != nil {
 		return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
-			TraceID: tid, SpanID: idsOf(p).agent, TraceFlags: trace.FlagsSampled, Remote: true,
+			TraceID: tid, SpanID: idsOf(*parent).agent, TraceFlags: trace.FlagsSampled, Remote: true,
 		}))
 	}
 	if b.turn != nil {

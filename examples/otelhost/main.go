@@ -42,8 +42,8 @@ func Tracing(lc fx.Lifecycle, endpoint string) (trace.TracerProvider, error) {
 // it each written row (through fxmodule's option group), and it sends a
 // subagent's spans once its row settles, never waiting on the exporter.
 var Bridge = fx.Options(
-	fx.Provide(func(lc fx.Lifecycle, tp trace.TracerProvider) *otelbridge.Bridge {
-		b := otelbridge.New(tp)
+	fx.Provide(func(lc fx.Lifecycle, tp trace.TracerProvider, store core.Store) *otelbridge.Bridge {
+		b := otelbridge.New(tp, otelbridge.WithStore(store)) // spans from the stored rows: the replay's
 		lc.Append(fx.StopHook(b.Close))
 		return b
 	}),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/fx/fxtest"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/otelbridge"
@@ -284,5 +286,108 @@ func TestUnderTheHostsTurn(t *testing.T) {
 	got, _ := rcv.byRow()
 	if p := got["top"]; p.tool == nil || fmt.Sprintf("%x", p.tool.ParentSpanId) != turn.SpanContext().SpanID().String() {
 		t.Errorf("the subagent's execute_tool span is not under the host's turn span: %+v", p.tool)
+	}
+}
+
+// TestLiveSpansAreTheRecord (docs/CONTRACT.md §9, Decision 8.17): a parent
+// and its child recovered from history; the parent's live frames resume
+// it under an execution in a later turn, with the host restarting between
+// them (a new recorder and bridge); a late live child. The live spans are
+// the stored rows' — history's observed_at and source, its turn's trace —
+// and equal their replay in ids, times and attributes; the history's child
+// sits under its parent's span across the seam.
+func TestLiveSpansAreTheRecord(t *testing.T) {
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	lc := fxtest.NewLifecycle(t)
+	tp, err := Tracing(lc, srv.URL+"/v1/traces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.RequireStart()
+	ctx := context.Background()
+	store := memory.New()
+	settled := t0.Add(3 * time.Second)
+	for _, h := range []core.Subagent{
+		{ID: "m-parent", ToolCallID: "parent", ObservedAt: t0, ToolStatus: ptr("in_progress"), TotalTokens: ptr(int64(1000))},
+		{ID: "m-child", ToolCallID: "child", ParentToolCallID: ptr("parent"), ObservedAt: t0.Add(time.Second),
+			SettledAt: &settled, ToolStatus: ptr("completed"), TotalTokens: ptr(int64(400))},
+	} {
+		h.TaskSessionID, h.TaskID, h.TurnID, h.AgentExecutionID = "sess", "task", ptr("turn-1"), core.UnknownExecution
+		h.Source = core.SourceBackfill
+		if err := store.Upsert(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resumed := func(tool, parent, status string, at time.Duration) core.Frame {
+		f := frame(tool, parent, status, at, core.Payload{SubagentType: "planner"})
+		f.TurnID = "turn-2" // the session resumed in a later turn
+		return f
+	}
+	boot := func() (*core.Recorder, *otelbridge.Bridge) {
+		b := otelbridge.New(tp, otelbridge.WithStore(store))
+		rec, err := core.NewRecorder(store, core.WithWritten(b.Written))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec, b
+	}
+	rec, b := boot()
+	rec.Record(ctx, resumed("parent", "", "in_progress", 10*time.Second))
+	rec.Close(ctx)
+	b.Close(ctx)
+	rec, b = boot() // the host restarted between the parent's frames
+	rec.Record(ctx, resumed("parent", "", "completed", 20*time.Second))
+	rec.Record(ctx, resumed("late", "parent", "completed", 25*time.Second))
+	rec.Close(ctx)
+	b.Close(ctx)
+	if err := tp.(interface{ ForceFlush(context.Context) error }).ForceFlush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rcv.mu.Lock()
+	live := len(rcv.spans)
+	rcv.mu.Unlock()
+	if _, err := otelbridge.New(tp).Replay(ctx, store.Export(ctx, core.ExportQuery{})); err != nil {
+		t.Fatal(err)
+	}
+	lc.RequireStop()
+
+	rcv.mu.Lock()
+	spans := slices.Clone(rcv.spans)
+	rcv.mu.Unlock()
+	if live != 4 || len(spans) != 10 {
+		t.Fatalf("%d live spans, %d in all; want the parent's and the late child's 4, then 6 replayed", live, len(spans))
+	}
+	key := func(s *tracepb.Span) string { return fmt.Sprintf("%x/%x", s.TraceId, s.SpanId) }
+	replayed := map[string]*tracepb.Span{}
+	for _, s := range spans[live:] {
+		replayed[key(s)] = s
+	}
+	for _, s := range spans[:live] {
+		r := replayed[key(s)]
+		switch {
+		case r == nil:
+			t.Errorf("live span %s %s has no replay with its ids", s.Name, key(s))
+		case string(r.ParentSpanId) != string(s.ParentSpanId) || r.StartTimeUnixNano != s.StartTimeUnixNano ||
+			r.EndTimeUnixNano != s.EndTimeUnixNano || fmt.Sprint(attributes(r)) != fmt.Sprint(attributes(s)):
+			t.Errorf("live span %s differs from its replay:\n live   %v %d-%d %v\n replay %v %d-%d %v", s.Name,
+				s.ParentSpanId, s.StartTimeUnixNano, s.EndTimeUnixNano, attributes(s), r.ParentSpanId,
+				r.StartTimeUnixNano, r.EndTimeUnixNano, attributes(r))
+		}
+	}
+	rows, _ := rcv.byRow()
+	parent, child, late := rows["parent"], rows["child"], rows["late"]
+	pa := attributes(parent.agent)
+	if parent.tool.StartTimeUnixNano != uint64(t0.UnixNano()) || pa["subagentctx.source"] != "backfill" ||
+		pa["subagentctx.total_tokens"] != "1000" {
+		t.Errorf("the parent's spans are not the stored row's (history's observed_at, source, tokens): %v",
+			attributes(parent.agent))
+	}
+	for name, c := range map[string]pair{"history's child": child, "the late child": late} {
+		if string(c.tool.ParentSpanId) != string(parent.agent.SpanId) ||
+			string(c.tool.TraceId) != string(parent.tool.TraceId) {
+			t.Errorf("%s is not under the parent's invoke_agent span", name)
+		}
 	}
 }

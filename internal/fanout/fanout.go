@@ -22,29 +22,19 @@ type Node struct {
 }
 
 // Build groups rows (in AC-13 order) by turn, in order of each turn's first
-// row, and nests each row under the row of its parent tool call id in the
-// same session and execution (wherever that row's turn is). A row whose
+// row, and nests each row under its parent as core.Parents resolves it
+// (wherever that row's turn is), across the seam between history and live
+// capture. A row whose
 // parent is not among the rows is a root of its own turn; so is the first
 // row (in row order) of a cycle of parent links, which no tree can hold.
 // Linear in the rows: a chain of thirty thousand nests as fast as a flat
 // turn.
 func Build(rows []core.Subagent) []Turn {
 	nodes := make([]*Node, len(rows))
-	byKey := make(map[core.RowKey]int, len(rows))
 	for i, r := range rows {
 		nodes[i] = &Node{Row: r}
-		byKey[r.Key()] = i
 	}
-	parent := make([]int, len(rows))
-	for i, r := range rows {
-		parent[i] = -1
-		if p := r.ParentToolCallID; p != nil {
-			k := core.RowKey{TaskSessionID: r.TaskSessionID, AgentExecutionID: r.AgentExecutionID, ToolCallID: *p}
-			if j, ok := byKey[k]; ok && j != i {
-				parent[i] = j
-			}
-		}
-	}
+	parent := core.Parents(rows)
 	// Whatever no root reaches is on a cycle, or below one: its first row
 	// becomes a root, cutting the link that closed the cycle.
 	reached := make([]bool, len(rows))
