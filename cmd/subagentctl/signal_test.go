@@ -101,3 +101,21 @@ func TestSignalStopsMigrate(t *testing.T) {
 		t.Errorf("migrate after SIGTERM: exit %d after %v:\n%s", code, took, out)
 	}
 }
+
+// TestSignalAfterEverythingWritten: record, its input still open, every
+// frame it read written, exits 0 on SIGTERM, saying so: nothing was lost.
+func TestSignalAfterEverythingWritten(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
+	p := start(t, "--db", e.DSN, "record")
+	for i := range 3 {
+		fmt.Fprintln(p.stdin, jsonFrame("s1", fmt.Sprint("toolu_", i), "exec-1", "in_progress", time.Now(), `{}`))
+	}
+	for deadline := time.Now().Add(10 * time.Second); e.Count(t) < 3 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, out, _ := p.signal(t, syscall.SIGTERM)
+	if code != 0 || !strings.Contains(out, "every frame read was written") || !strings.Contains(out, "persisted 3") {
+		t.Errorf("SIGTERM with everything written: exit %d:\n%s", code, out)
+	}
+}
