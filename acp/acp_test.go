@@ -121,13 +121,15 @@ var providers = []struct {
 	}},
 	// Codex as codex-acp speaks: siblings on one spawn, their states and
 	// model in rawInput, activity frames (a thread no spawn named is a row
-	// of its own; a second thread on one wire id a row apart; a terminal
-	// activity settles; a status never moves back), the proposed
-	// toolName/subAgent shape, a spawn from a child's thread nested.
+	// of its own when it starts, typed and described by its path; a second
+	// thread on one wire id a row apart; a terminal activity settles; a
+	// status never moves back), the proposed toolName/subAgent shape, a
+	// spawn from a child's thread nested.
 	{"codex-real", acp.AgentCodex, []string{
-		`act_11 type=explorer desc="-" tool=completed settled agent=completed async=false tokens=- uses=- ms=- ` +
+		`act_11 type=explorer desc="explorer" tool=completed settled agent=completed async=false tokens=- uses=- ms=- ` +
 			`parent=- child=thr-r model=- id=-`,
-		`act_11/thr-s type=explorer desc="-" tool=in_progress open agent=started async=false tokens=- uses=- ms=- ` +
+		`act_11/thr-s type=explorer desc="explorer" tool=in_progress open agent=started async=false tokens=- uses=- ` +
+			`ms=- ` +
 			`parent=- child=thr-s model=- id=-`,
 		`agent_1 type=reviewer desc="Review the diff" tool=completed settled agent=- async=false tokens=- uses=- ms=- ` +
 			`parent=- child=thr-n model=gpt-5 id=run-7`,
@@ -142,9 +144,9 @@ var providers = []struct {
 	// row per child session, keyed by the parent tool use its frames name
 	// or by its session id; the child's own calls are no rows.
 	{"native", "", []string{
-		`child-2 type=reviewer desc="Review the diff" tool=failed settled agent=failed async=false tokens=- uses=- ` +
+		`child-2 type=- desc="reviewer" tool=failed settled agent=failed async=false tokens=- uses=- ` +
 			`ms=- parent=- child=child-2 model=- id=-`,
-		`child-3 type=helper desc="Grep the logs" tool=completed settled agent=completed async=false tokens=- ` +
+		`child-3 type=- desc="helper" tool=completed settled agent=completed async=false tokens=- ` +
 			`uses=- ms=- parent=toolu_P1 child=child-3 model=- id=-`,
 		`toolu_P1 type=explorer desc="Map the repo" tool=completed settled agent=completed async=false tokens=- ` +
 			`uses=- ms=- parent=- child=child-1 model=- id=-`,
@@ -204,13 +206,18 @@ func TestAgentNames(t *testing.T) {
 		"codex": acp.AgentCodex, "codex-acp": acp.AgentCodex, "Codex-ACP": acp.AgentCodex,
 		"claude-agent-acp": acp.AgentClaudeCode, "claude-code": acp.AgentClaudeCode, "opencode": acp.AgentOpenCode,
 		"cursor-agent": acp.AgentCursor, "auggie": acp.AgentAuggie, "": "",
+		// the reference host's names, and <agent>-acp for every agent
+		"claude-acp": acp.AgentClaudeCode, "cursor-acp": acp.AgentCursor, "claude-code-acp": acp.AgentClaudeCode,
+		"opencode-acp": acp.AgentOpenCode, "auggie-acp": acp.AgentAuggie, "cursor-agent-acp": acp.AgentCursor,
 	} {
 		if got, err := acp.ParseAgent(name); err != nil || got != want {
 			t.Errorf("ParseAgent(%q) = %q, %v; want %q", name, got, err, want)
 		}
 	}
-	if _, err := acp.ParseAgent("gpt-engineer"); err == nil || !strings.Contains(err.Error(), "codex-acp") {
-		t.Errorf("an unknown agent: %v, want an error listing the known names", err)
+	for _, unknown := range []string{"gpt-engineer", "gpt-engineer-acp", "-acp", "codex-acp-acp"} {
+		if _, err := acp.ParseAgent(unknown); err == nil || !strings.Contains(err.Error(), "codex-acp") {
+			t.Errorf("the unknown agent %q: %v, want an error listing the known names", unknown, err)
+		}
 	}
 	for _, name := range []acp.Agent{acp.AgentCodex, "codex-acp"} {
 		id := identity("s-names")

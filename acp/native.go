@@ -17,9 +17,11 @@ import (
 // names are all in this file.
 //
 // Each child session is a row: keyed by the parent tool use id its frames
-// carry, or by the child session id when none does; its name as the
-// subagent type, its task (description) as the description, its state as
-// the agent status, a terminal state settling it. The row is written once
+// carry, or by the child session id when none does; its name (or title) —
+// a short label, what Claude Code's Task tool calls its description — as
+// the description, a type only where the draft names one (subagentType),
+// its state as the agent status, a terminal state settling it. Its task
+// (the prompt) is content, not a column. The row is written once
 // its key is known — at the first child frame naming the parent tool use,
 // or at a terminal state — observed when the child was spawned. The
 // child's own tool calls are never rows.
@@ -38,7 +40,7 @@ type child struct {
 	id             Identity // the host's identity for the parent session
 	parent         string   // the parent ACP session
 	key            string   // its row's tool call id, once known
-	name, task     string
+	name, kind     string
 	state          string
 	spawned        time.Time
 	parentChildKey string // the parent session's own row, when it is a child too
@@ -63,7 +65,7 @@ func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []co
 		t.natives[session] = c
 	}
 	c.name = cmpOr(upd.first("name", "title"), c.name)
-	c.task = cmpOr(upd.first("task", "description"), c.task)
+	c.kind = cmpOr(upd.first("subagentType", "subagent_type", "agentType"), c.kind)
 	if state := upd.first("state", "status"); state != "" && nativeTerminal[c.state] == "" {
 		c.state = state // a terminal state is final
 	}
@@ -103,7 +105,7 @@ func (t *Tracker) nativeRow(session string, c *child) []core.Frame {
 		ParentToolCallID: c.parentChildKey,
 		ToolStatus:       nativeTerminal[c.state],
 		ObservedAt:       c.spawned,
-		Payload: &core.Payload{SubagentType: c.name, Description: c.task, Status: c.state,
+		Payload: &core.Payload{SubagentType: c.kind, Description: c.name, Status: c.state,
 			ChildSessionID: session},
 	}}
 }

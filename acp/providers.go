@@ -96,11 +96,11 @@ func (openCode) fill(_ *session, _ string, c *call, f *core.Frame) {
 	meta := (jsonMap{"out": c.output}).object("out").object("metadata")
 	p.ChildSessionID = meta.first("sessionId", "sessionID")
 	if m := meta.object("model"); m != nil {
-		if provider, model := m.first("providerID", "providerId"), m.first("modelID", "modelId"); model != "" {
-			p.Model = model
-			if provider != "" {
-				p.Model = provider + "/" + model
-			}
+		// provider/model with both; either alone when only one is sent.
+		provider, model := m.first("providerID", "providerId"), m.first("modelID", "modelId")
+		p.Model = provider + "/" + model
+		if provider == "" || model == "" {
+			p.Model = provider + model
 		}
 	} else {
 		p.Model = meta.str("model")
@@ -128,35 +128,58 @@ func (cursor) fill(_ *session, _ string, c *call, f *core.Frame) {
 // auggieTitle is Auggie's subagent title: sub-agent-<type>: <description>.
 var auggieTitle = regexp.MustCompile(`^sub-agent-([^:\s]+):\s*(.*)$`)
 
+// auggie: the title names the type and the description; rawInput's
+// description and subagent_type, when it has them, win (the title fills
+// only what the input lacks).
 type auggie struct{}
 
 func (auggie) fill(_ *session, _ string, c *call, f *core.Frame) {
+	p := f.Payload
+	input(c, p)
 	if m := auggieTitle.FindStringSubmatch(c.title); m != nil {
-		f.Payload.SubagentType, f.Payload.Description = m[1], strings.TrimSpace(m[2])
+		p.SubagentType, p.Description = cmpOr(p.SubagentType, m[1]), cmpOr(p.Description, strings.TrimSpace(m[2]))
 	}
 }
 
-// codex (only when the host says the agent is Codex) reads both of
-// codex-acp's metadata shapes: _meta.codex.collaboration {tool,
-// senderThreadId, receiverThreadIds} on a collaboration call (its rawInput
-// carrying the model and agentsStates: each child thread's status and
-// message) with _meta.codex.subagent {threadId, path, activity} on a
-// subagent's activity frames; and the proposed _meta.codex {toolName
-// "Agent", subAgent {agentThreadId, runId}}. A spawnAgent call is a row
-// per child thread it names (none named yet: one row); an activity frame
-// updates the row of the call that spawned its thread, or is a row of its
-// own for a thread no spawn named (real runs may send no spawn, or leave
-// its receivers empty: "started" is the dependable signal), settled by a
-// terminal activity. Siblings on one wire id are rows apart: the first
-// child thread a call names keeps the call's id, each further one is
-// "<call id>/<thread id>". A spawn sent from a known child's thread nests
-// under that child's row. A child's status only moves forward (pending,
-// then running, then a terminal state), whatever order its frames come in.
+// codex (only when the host says the agent is Codex) reads codex-acp's
+// notifications each on its own, as the reference host does
+// (docs/CONTRACT.md §7, Codex):
+//
+//   - a spawn, _meta.codex.collaboration {tool "spawnAgent", senderThreadId,
+//     receiverThreadIds} (tool_call or tool_call_update), is a row per child
+//     thread it names — from the meta's receivers, else rawInput's
+//     receiverThreadIds, and rawInput.agentsStates' keys — with the child as
+//     child_session_id, its agentsStates status (else rawInput.status) as
+//     agent_status, its agentsStates message (else rawInput's description,
+//     else the prompt) as description, rawInput.model as model, and the
+//     call's ACP status as tool_status; other collaboration tools (interact,
+//     wait, close) are not subagents;
+//   - an activity, _meta.codex.subagent {threadId, path, activity}, belongs
+//     to the row of the spawn that named its thread, under whatever tool
+//     call id it comes (the correlation outlives the spawn's settling): it
+//     gives the row its subagent_type (the base name of the path) and the
+//     child's state as agent_status; on the spawn's own id its ACP status is
+//     the call's; under another id only a terminal activity carries its ACP
+//     status, and settles the row. An activity for a thread no spawn named
+//     makes a row only when it is "started" (child, type and description from
+//     the path, its own ACP status); any other — a terminal state, the
+//     non-creating "interacted" — makes none;
+//   - a result without children (a tool_call_update naming no receiver and
+//     no state, or no Codex metadata at all) belongs to the call's only row;
+//     under a wire id several children share, it is ambiguous and ignored;
+//   - the proposed _meta.codex {toolName "Agent", subAgent {agentThreadId,
+//     runId}} is a row as Claude Code's is.
+//
+// Siblings on one wire id are rows apart: the first child thread a call
+// names keeps the call's id, each further one is "<call id>/<thread id>". A
+// spawn sent from a known child's thread nests under that child's row. A
+// child's state only moves forward (pending, started, running, then a
+// terminal state), whatever order its frames come in.
 type codex struct{}
 
-// codexShape is the Codex metadata a call carries, if any.
+// codexShape is the Codex metadata of a call's latest notification.
 func codexShape(c *call) (collab, sub, agent jsonMap) {
-	meta := c.meta.object("codex")
+	meta := c.lastMeta.object("codex")
 	if meta.str("toolName") == "Agent" {
 		agent = meta
 	}
@@ -176,15 +199,20 @@ func (codex) rows(s *session, tool string, c *call, base core.Frame) []core.Fram
 		p.Model = c.input.first("model")
 		s.spawned(tool, c, p.ChildSessionID)
 		return []core.Frame{f}
-	case collab != nil:
+	case collab.str("tool") == "spawnAgent":
 		return codexSpawn(s, tool, c, collab, base)
+	case sub != nil:
+		return codexActivity(s, tool, c, sub, base)
+	case collab != nil:
+		return nil // another collaboration tool: not a spawn's
 	}
-	return []core.Frame{codexActivity(s, tool, c, sub, base)}
+	return codexResult(tool, c, base)
 }
 
 // codexSpawn is a spawn's rows: one per child thread it names.
 func codexSpawn(s *session, tool string, c *call, collab jsonMap, base core.Frame) []core.Frame {
-	states := c.input.object("agentsStates")
+	in := c.lastInput
+	states := in.object("agentsStates")
 	var children []string
 	add := func(id string) {
 		if id != "" && !slices.Contains(children, id) {
@@ -192,17 +220,19 @@ func codexSpawn(s *session, tool string, c *call, collab jsonMap, base core.Fram
 		}
 	}
 	add(collab.first("receiverThreadId", "newThreadId"))
-	if ids, ok := collab["receiverThreadIds"].([]any); ok {
-		for _, id := range ids {
-			s, _ := id.(string)
-			add(s)
+	for _, from := range []jsonMap{collab, in} {
+		if ids, ok := from["receiverThreadIds"].([]any); ok {
+			for _, id := range ids {
+				s, _ := id.(string)
+				add(s)
+			}
 		}
 	}
 	for _, id := range sortedKeys(states) {
 		add(id)
 	}
 	if len(children) == 0 {
-		children = []string{""}
+		return codexResult(tool, c, base)
 	}
 	parent, nested := s.children[collab.first("senderThreadId")]
 	var out []core.Frame
@@ -210,19 +240,15 @@ func codexSpawn(s *session, tool string, c *call, collab jsonMap, base core.Fram
 		f := base
 		p := core.Payload{}
 		f.Payload = &p
-		input(c, &p)
-		p.SubagentType = cmpOr(collab.first("agentType", "agent_type"), p.SubagentType)
-		p.Description = cmpOr(collab.first("description"), p.Description)
-		p.Model = cmpOr(collab.first("model"), c.input.first("model"))
-		p.Status = collab.first("status")
-		if child != "" {
-			state := states.object(child)
-			p.ChildSessionID = child
-			p.Description = cmpOr(state.str("message"), p.Description)
-			p.Status = cmpOr(state.str("status"), p.Status)
-			f.ToolCallID = s.spawned(tool, c, child)
-		}
-		p.Status = s.forward(cmpOr(child, f.ToolCallID), p.Status)
+		state := states.object(child)
+		p.ChildSessionID = child
+		p.SubagentType = cmpOr(collab.first("agentType", "agent_type"), in.first("subagent_type", "subagentType"))
+		p.Description = cmpOr(state.str("message"), cmpOr(collab.first("description"),
+			cmpOr(in.first("description"), in.first("prompt"))))
+		p.Model = cmpOr(collab.first("model"), in.first("model"))
+		p.Status = cmpOr(state.str("status"), cmpOr(in.first("status"), collab.first("status")))
+		f.ToolCallID = s.spawned(tool, c, child)
+		p.Status = s.forward(child, p.Status)
 		if nested && parent != f.ToolCallID {
 			f.ParentToolCallID = parent
 		}
@@ -231,49 +257,84 @@ func codexSpawn(s *session, tool string, c *call, collab jsonMap, base core.Fram
 	return out
 }
 
-// codexActivity is an activity frame's row: the spawn's of its thread, or
-// its own.
-func codexActivity(s *session, tool string, c *call, sub jsonMap, base core.Frame) core.Frame {
+// codexResult is a notification naming no child: the call's status (and
+// what its input says) for its only row; nothing when several children
+// share the wire id, or when no spawn made a row of it.
+func codexResult(tool string, c *call, base core.Frame) []core.Frame {
+	switch len(c.threads) {
+	case 0:
+		if c.lastMeta.object("codex").object("collaboration").str("tool") != "spawnAgent" {
+			return nil
+		}
+	case 1:
+		base.Payload.ChildSessionID = c.threads[0]
+	default:
+		return nil // whose result it is cannot be told
+	}
+	base.Payload.Model = c.lastInput.first("model")
+	return []core.Frame{base}
+}
+
+// codexActivity is an activity frame's row: the spawn's of its thread, or,
+// for a "started" thread no spawn named, its own.
+func codexActivity(s *session, tool string, c *call, sub jsonMap, base core.Frame) []core.Frame {
 	f := base
 	p := core.Payload{}
 	f.Payload = &p
 	thread := sub.first("threadId")
-	p.ChildSessionID = thread
-	path := sub.first("path")
-	p.SubagentType = path[strings.LastIndex(path, "/")+1:]
-	p.SubagentType = cmpOr(sub.first("agentType", "agent_type"), p.SubagentType)
-	p.Description, p.Model = sub.first("description"), sub.first("model")
 	activity := cmpOr(sub.first("activity"), sub.first("status"))
-	if row, ok := s.children[thread]; ok {
-		// The thread's row: the activity call's own ACP status is not its.
-		f.ToolCallID, f.ToolStatus = row, ""
-	} else {
+	if thread == "" || codexEvents[activity] {
+		return nil
+	}
+	path := sub.first("path")
+	p.ChildSessionID = thread
+	p.SubagentType = cmpOr(sub.first("agentType", "agent_type"), path[strings.LastIndex(path, "/")+1:])
+	p.Model = sub.first("model")
+	terminal := codexRank(activity) == codexTerminal
+	switch row, known := s.children[thread]; {
+	case known:
+		f.ToolCallID = row
+		if row != tool && !terminal {
+			f.ToolStatus = "" // another call's ACP status is not the spawn's
+		}
+		p.Description = sub.first("description")
+	case activity == "started":
 		f.ToolCallID = s.spawned(tool, c, thread)
+		p.Description = cmpOr(sub.first("description"), p.SubagentType)
+	default:
+		return nil // only "started" announces a child no spawn named
 	}
-	if settled := codexTerminal[activity]; settled != "" {
-		f.ToolStatus = settled // the subagent is over: its row settles
+	if terminal {
+		f.Settled = true // the child is over, and so is the call that spawned it
 	}
-	p.Status = s.forward(cmpOr(thread, f.ToolCallID), activity)
-	return f
+	p.Status = s.forward(thread, activity)
+	return []core.Frame{f}
 }
 
-// codexTerminal maps a subagent's terminal activity to the tool status
-// that settles its own row.
-var codexTerminal = map[string]string{
-	"completed": "completed", "failed": "failed", "errored": "failed", "error": "failed",
-	"cancelled": "cancelled", "interrupted": "cancelled", "shutdown": "cancelled",
-}
+// codexEvents are activities that report something the child did, not a
+// state it is in: they change no row.
+var codexEvents = map[string]bool{"interacted": true}
 
-// codexRank orders a child's statuses: pending, then running (any status
+// Codex child states, in the order they move.
+const (
+	codexPending = iota
+	codexStarted
+	codexRunning
+	codexTerminal
+)
+
+// codexRank orders a child's states: pending, started, running (any state
 // not known here), then terminal.
 func codexRank(status string) int {
-	switch {
-	case status == "pending" || status == "pendingInit" || status == "queued":
-		return 0
-	case codexTerminal[status] != "":
-		return 2
+	switch status {
+	case "pending", "pendingInit", "queued":
+		return codexPending
+	case "started":
+		return codexStarted
+	case "completed", "failed", "errored", "error", "cancelled", "interrupted", "shutdown", "notFound":
+		return codexTerminal
 	}
-	return 1
+	return codexRunning
 }
 
 // spawned registers a child thread of the call and returns the id of its
@@ -301,17 +362,14 @@ func (s *session) spawned(tool string, c *call, child string) string {
 	return row
 }
 
-// forward is the status to write for a child (by its thread id or row):
-// the given one, unless an earlier frame has shown a later state.
+// forward is the state to write for a child thread: the given one, unless
+// an earlier frame has shown a later state (a terminal one is final).
 func (s *session) forward(child, status string) string {
 	if status == "" || child == "" {
 		return status
 	}
-	if prev, ok := s.statuses[child]; ok && codexRank(prev) > codexRank(status) {
+	if prev, ok := s.statuses[child]; ok && (codexRank(prev) > codexRank(status) || codexRank(prev) == codexTerminal) {
 		return prev
-	}
-	if prev, ok := s.statuses[child]; ok && codexRank(prev) == 2 {
-		return prev // a terminal state is final
 	}
 	s.statuses[child] = status
 	return status

@@ -365,3 +365,93 @@ func TestBoundedInBytes(t *testing.T) {
 		t.Errorf("after the session ended: %d bytes, %d calls", tr.Bytes(), tr.Calls())
 	}
 }
+
+// TestCodexCorrelation (docs/CONTRACT.md §7, Codex): activities reach the
+// row of the spawn that named their thread across tool call ids, after the
+// spawn settled and its turn ended; a non-terminal one under another id
+// leaves the spawn's tool status alone, a terminal one settles it; a
+// result naming no child is ambiguous, and ignored, where two children
+// share the wire id; a child's state never moves back.
+func TestCodexCorrelation(t *testing.T) {
+	tr := acp.NewTracker()
+	id := identity("s")
+	id.Agent = "codex-acp"
+	var frames []core.Frame
+	feed := func(kind, tool, fields string) {
+		f, err := tr.UpdateJSON(id, line("acp-1", kind, tool, fields))
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f...)
+	}
+	spawn := func(tool, child, status string) {
+		feed("tool_call", tool, `,"status":"in_progress","rawInput":{"prompt":"Do `+child+`","agentsStates":{"`+child+
+			`":{"status":"`+status+`"}}},"_meta":{"codex":{"collaboration":{"tool":"spawnAgent",`+
+			`"senderThreadId":"main","receiverThreadIds":["`+child+`"]}}}`)
+	}
+	activity := func(tool, child, activity, status string) {
+		feed("tool_call", tool, `,"status":"`+status+`","_meta":{"codex":{"subagent":{"threadId":"`+child+
+			`","path":"/root/worker_agent","activity":"`+activity+`"}}}`)
+	}
+	spawn("spawn-a", "thr-a", "running")
+	activity("act-1", "thr-a", "started", "completed") // another id, not terminal: the spawn's status stays
+	feed("tool_call_update", "spawn-a", `,"status":"completed"`)
+	tr.EndTurn("acp-1") // the spawn settled and its turn ended: the correlation stays
+	activity("act-2", "thr-a", "completed", "completed")
+	activity("act-3", "thr-a", "started", "in_progress") // late: the state does not move back
+	spawn("shared", "thr-b", "running")
+	spawn("shared", "thr-c", "running")
+	feed("tool_call_update", "shared", `,"status":"failed"`) // whose? ambiguous
+	activity("act-4", "thr-unknown", "interrupted", "completed")
+	rows := rowsOf(t, frames)
+	want := map[string]string{
+		"spawn-a": `spawn-a type=worker_agent desc="Do thr-a" tool=completed settled agent=completed async=false ` +
+			`tokens=- uses=- ms=- parent=- child=thr-a model=- id=-`,
+		"shared": `shared type=- desc="Do thr-b" tool=in_progress open agent=running async=false tokens=- uses=- ms=- ` +
+			`parent=- child=thr-b model=- id=-`,
+		"shared/thr-c": `shared/thr-c type=- desc="Do thr-c" tool=in_progress open agent=running async=false ` +
+			`tokens=- uses=- ms=- parent=- child=thr-c model=- id=-`,
+	}
+	for tool, r := range rows {
+		if got := describe(r); got != want[tool] {
+			t.Errorf("row %s\n got %s\nwant %s", tool, got, want[tool])
+		}
+	}
+	if len(rows) != len(want) {
+		t.Errorf("%d rows, want %d (no row for a terminal activity no spawn announced)", len(rows), len(want))
+	}
+}
+
+// TestProviderDetails (docs/CONTRACT.md §7): OpenCode's model from either
+// half of rawOutput.metadata.model, or both as provider/model; Auggie's
+// rawInput description and subagent_type over its title, which fills only
+// what the input lacks.
+func TestProviderDetails(t *testing.T) {
+	for _, c := range []struct {
+		name, fields string
+		want         []string
+	}{
+		{"opencode provider only", `,"title":"task","status":"completed","rawOutput":{"metadata":{"model":` +
+			`{"providerID":"opencode"}}}`, []string{`model=opencode `}},
+		{"opencode model only", `,"title":"task","status":"completed","rawOutput":{"metadata":{"model":` +
+			`{"modelID":"big-pickle"}}}`, []string{`model=big-pickle `}},
+		{"opencode both", `,"title":"task","status":"completed","rawOutput":{"metadata":{"model":` +
+			`{"providerID":"opencode","modelID":"big-pickle"}}}`, []string{`model=opencode/big-pickle `}},
+		{"auggie input wins", `,"title":"sub-agent-explorer: Map it","status":"completed","rawInput":` +
+			`{"description":"Map the auth module","subagent_type":"code-explorer"}`,
+			[]string{`type=code-explorer `, `desc="Map the auth module"`}},
+		{"auggie title fills", `,"title":"sub-agent-explorer: Map it","status":"completed","rawInput":` +
+			`{"subagent_type":"code-explorer"}`, []string{`type=code-explorer `, `desc="Map it"`}},
+	} {
+		frames, err := acp.NewTracker().UpdateJSON(identity("s"), line("acp", "tool_call", "call-1", c.fields))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := describe(rowsOf(t, frames)["call-1"])
+		for _, want := range c.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: %s, want %s", c.name, got, want)
+			}
+		}
+	}
+}

@@ -43,14 +43,25 @@ const (
 )
 
 // agentNames are the names hosts use for the agents: each agent's own and
-// its ACP adapter's.
+// its ACP adapter's (docs/CONTRACT.md §7's table); any of them followed by
+// "-acp" names the same agent (the reference host's claude-acp, cursor-acp
+// and codex-acp among them).
 var agentNames = map[string]Agent{
-	"claude-code": AgentClaudeCode, "claude": AgentClaudeCode, "claude-code-acp": AgentClaudeCode,
-	"claude-agent-acp": AgentClaudeCode,
-	"opencode":         AgentOpenCode,
-	"cursor":           AgentCursor, "cursor-agent": AgentCursor,
+	"claude-code": AgentClaudeCode, "claude": AgentClaudeCode, "claude-agent": AgentClaudeCode,
+	"opencode": AgentOpenCode,
+	"cursor":   AgentCursor, "cursor-agent": AgentCursor,
 	"auggie": AgentAuggie,
-	"codex":  AgentCodex, "codex-acp": AgentCodex,
+	"codex":  AgentCodex,
+}
+
+// agentOf is the agent a name stands for (case aside, "-acp" aside).
+func agentOf(name string) (Agent, bool) {
+	name = strings.ToLower(name)
+	a, ok := agentNames[name]
+	if !ok {
+		a, ok = agentNames[strings.TrimSuffix(name, "-acp")]
+	}
+	return a, ok
 }
 
 // ParseAgent reads an agent's name as hosts give it ("" when the host does
@@ -60,7 +71,7 @@ func ParseAgent(name string) (Agent, error) {
 	if name == "" {
 		return "", nil
 	}
-	if a, ok := agentNames[strings.ToLower(name)]; ok {
+	if a, ok := agentOf(name); ok {
 		return a, nil
 	}
 	known := make([]string, 0, len(agentNames))
@@ -68,12 +79,13 @@ func ParseAgent(name string) (Agent, error) {
 		known = append(known, n)
 	}
 	slices.Sort(known)
-	return "", core.Errorf("acp: unknown agent %q: want one of %s", name, strings.Join(known, ", "))
+	return "", core.Errorf("acp: unknown agent %q: want one of %s, each also with -acp (codex-acp)", name,
+		strings.Join(known, ", "))
 }
 
 // canonical is the agent a name a host gave stands for.
 func (a Agent) canonical() Agent {
-	if c, ok := agentNames[strings.ToLower(string(a))]; ok {
+	if c, ok := agentOf(string(a)); ok {
 		return c
 	}
 	return a
@@ -186,6 +198,10 @@ type call struct {
 	cursor   jsonMap  // merged cursor/task params
 	threads  []string // Codex: the child threads it names, in order
 	size     int      // the JSON its updates arrived in, while it keeps them
+	// Codex reads each notification on its own (a spawn, an activity, a
+	// result), not the call's merged view: the latest update's _meta and
+	// rawInput (nil when it had none).
+	lastMeta, lastInput jsonMap
 }
 
 // update is one tool_call or tool_call_update, decoded.
@@ -479,9 +495,11 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	if u.status != nil {
 		c.status = *u.status
 	}
-	if in := (jsonMap{"in": u.input}).object("in"); in != nil {
+	in := (jsonMap{"in": u.input}).object("in")
+	if in != nil {
 		c.input = in // ACP: an update replaces the raw input
 	}
+	c.lastMeta, c.lastInput = u.meta, in
 	if u.output != nil {
 		c.output = u.output
 	}
@@ -504,7 +522,7 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 		// A finished call that is no subagent keeps nothing of its
 		// payload: a turn of large file reads must not be held to its end.
 		t.bytes -= c.size
-		c.size, c.input, c.output, c.meta = 0, nil, nil, nil
+		c.size, c.input, c.output, c.meta, c.lastMeta, c.lastInput = 0, nil, nil, nil, nil, nil
 	}
 	t.shrink()
 	return frames
