@@ -455,3 +455,36 @@ func TestProviderDetails(t *testing.T) {
 		}
 	}
 }
+
+// TestTapWritesFollowsRequests: the host's stream to the agent passes
+// through TapWrites unchanged, in any chunking; a session/load request
+// on it starts its session's replay (the agent's replayed history then
+// records nothing), and a line too long to follow is passed on unread
+// without confusing the lines after it.
+func TestTapWritesFollowsRequests(t *testing.T) {
+	tr := acp.NewTracker()
+	var out strings.Builder
+	w := acp.TapWrites(&out, tr)
+	long := `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"prompt":"` + strings.Repeat("x", 2<<20) + `"}}`
+	load := `{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"acp-9","cwd":"/"}}`
+	in := long + "\n" + load + "\n"
+	for i := 0; i < len(in); i += 4093 { // chunks that split lines anywhere
+		if _, err := w.Write([]byte(in[i:min(i+4093, len(in))])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out.String() != in {
+		t.Error("TapWrites changed what it passed on")
+	}
+	replayed := line("acp-9", "tool_call", "toolu_old", `,"title":"Task","status":"completed",`+
+		`"_meta":{"claudeCode":{"toolName":"Agent"}}`)
+	if f, err := tr.UpdateJSON(identity("s"), replayed); err != nil || len(f) != 0 {
+		t.Errorf("the replayed history after a session/load the host wrote: %d frames, %v", len(f), err)
+	}
+	if _, err := tr.Line(identity("s"), []byte(`{"jsonrpc":"2.0","id":2,"result":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := tr.UpdateJSON(identity("s"), replayed); err != nil || len(f) != 1 {
+		t.Errorf("after the load's response: %d frames, %v; want the live call's", len(f), err)
+	}
+}

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 
@@ -67,3 +68,44 @@ func (p *tap) take(line []byte) {
 		p.record(f)
 	}
 }
+
+// TapWrites returns a writer to w — the host's stream to the agent (its
+// stdin) — that hands every line the host writes to the tracker first
+// (Line), then writes it on unchanged: so that a session/load request the
+// host sends marks its session's replay before the agent can answer, and
+// the history the agent replays (read through Tap) records nothing, as
+// Line does for a capture holding both directions. With Tap on the
+// agent's output it is the whole of a host's wiring:
+//
+//	conn := sdk.NewClientSideConnection(client, acp.TapWrites(agentStdin, tracker), acp.Tap(agentStdout, …))
+func TapWrites(w io.Writer, t *Tracker) io.Writer { return &tapWrites{w: w, t: t} }
+
+type tapWrites struct {
+	w        io.Writer
+	t        *Tracker
+	partial  []byte // the line being written, until its newline
+	skipping bool   // the line being written is too long to follow
+}
+
+func (p *tapWrites) Write(b []byte) (int, error) {
+	for rest := b; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if p.partial = append(p.partial, rest...); len(p.partial) > maxRequestLine {
+				p.partial, p.skipping = p.partial[:0], true
+			}
+			break
+		}
+		if line := append(p.partial, rest[:i+1]...); !p.skipping {
+			// A request names no subagent: the tracker only follows it.
+			_, _ = p.t.Line(Identity{}, line)
+		}
+		p.partial, p.skipping, rest = p.partial[:0], false, rest[i+1:]
+	}
+	return p.w.Write(b)
+}
+
+// maxRequestLine bounds the line TapWrites holds until its newline: a
+// session/load request is small; a longer line (a prompt with large
+// content) is passed on without being read.
+const maxRequestLine = 1 << 20

@@ -69,16 +69,19 @@ func (c *RecordingClient) LoadSession(
 
 // README: tap
 // Connect is the host's connection to an agent process with the tracker
-// on the agent's output stream instead: every line the agent writes
-// reaches the tracker as written — Cursor's cursor/task requests included,
-// which the SDK answers itself and never hands over, and integers past
-// 2^53 — and then the SDK. The host's client then records nothing itself.
+// on both streams instead: every line the agent writes reaches the tracker
+// as written — Cursor's cursor/task requests included, which the SDK
+// answers itself and never hands over, and integers past 2^53 — and then
+// the SDK; every line the host writes to the agent reaches it too, so a
+// session/load request gates the history the agent replays. The host's
+// client then records nothing itself, and wraps nothing.
 func Connect(
 	client sdk.Client, agentStdin io.Writer, agentStdout io.Reader, tracker *acp.Tracker, rec *core.Recorder,
 	identity func(acpSession string) acp.Identity,
 ) *sdk.ClientSideConnection {
 	record := func(f core.Frame) { rec.Record(context.Background(), f) }
-	return sdk.NewClientSideConnection(client, agentStdin, acp.Tap(agentStdout, tracker, identity, record))
+	return sdk.NewClientSideConnection(client, acp.TapWrites(agentStdin, tracker),
+		acp.Tap(agentStdout, tracker, identity, record))
 }
 
 // README: end

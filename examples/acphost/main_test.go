@@ -166,3 +166,69 @@ func TestConnectTapsCursor(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestConnectGatesAReplay: a host wired with Connect alone (the tap on
+// both streams, no Replay call of its own) runs a session, restarts — a
+// new tracker and connection — and resumes it with a plain session/load:
+// the history the agent replays leaves no second row; the live call after
+// it is recorded.
+func TestConnectGatesAReplay(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	rec, err := core.NewRecorder(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := func(string) acp.Identity {
+		return acp.Identity{TaskSessionID: "session-4", TaskID: "task-4", TurnID: "turn-1", ExecutionID: "exec-4"}
+	}
+	run := func(do func(agent *replayAgent, conn *sdk.ClientSideConnection)) {
+		toAgentR, toAgentW := io.Pipe()
+		toClientR, toClientW := io.Pipe()
+		defer toAgentW.Close()
+		defer toClientW.Close()
+		agent := &replayAgent{}
+		agent.conn = sdk.NewAgentSideConnection(agent, toClientW, toAgentR)
+		do(agent, Connect(&hostClient{}, toAgentW, toClientR, acp.NewTracker(), rec, identity))
+	}
+	rows := func(want int) []string {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := store.ListBySession(ctx, "session-4", core.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range got {
+				ids = append(ids, r.ToolCallID)
+			}
+			if len(ids) >= want || time.Now().After(deadline) {
+				return ids
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	run(func(agent *replayAgent, _ *sdk.ClientSideConnection) { // the first run: the history happens live
+		for _, h := range history {
+			if err := agent.conn.SessionUpdate(ctx, notification(t, h)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows(2)
+	})
+	run(func(agent *replayAgent, conn *sdk.ClientSideConnection) { // after the restart
+		if _, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: "acp-resume", Cwd: "/work",
+			McpServers: []sdk.McpServer{}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := agent.conn.SessionUpdate(ctx, notification(t, live)); err != nil {
+			t.Fatal(err)
+		}
+		if ids := rows(3); strings.Join(ids, ",") != "toolu_old1,toolu_old2,toolu_new1" {
+			t.Errorf("rows %v, want the first run's two and the live call, none twice", ids)
+		}
+	})
+	if v := rec.Counters().Values(); v.Persisted != 3 {
+		t.Errorf("counters %+v: the replay was recorded", v)
+	}
+}
