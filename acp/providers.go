@@ -354,12 +354,29 @@ func (s *session) spawned(tool string, c *call, child string) string {
 	if i > 0 {
 		row = tool + "/" + child
 	}
-	if _, ok := s.children[child]; !ok && len(s.children) >= s.maxCalls {
-		clear(s.children)
-		clear(s.statuses)
+	prev, ok := s.children[child]
+	if !ok && len(s.children) >= s.maxCalls {
+		s.forgetCorrelations()
 	}
+	if !ok {
+		s.kept += correlationBytes + len(child)
+	}
+	s.kept += len(row) - len(prev)
 	s.children[child] = row
 	return row
+}
+
+// forgetCorrelations drops the session's Codex correlations (past the cap
+// on calls: children of calls long gone).
+func (s *session) forgetCorrelations() {
+	for child, row := range s.children {
+		s.kept -= correlationBytes + len(child) + len(row)
+	}
+	for child, status := range s.statuses {
+		s.kept -= correlationBytes + len(child) + len(status)
+	}
+	clear(s.children)
+	clear(s.statuses)
 }
 
 // forward is the state to write for a child thread: the given one, unless
@@ -368,9 +385,14 @@ func (s *session) forward(child, status string) string {
 	if status == "" || child == "" {
 		return status
 	}
-	if prev, ok := s.statuses[child]; ok && (codexRank(prev) > codexRank(status) || codexRank(prev) == codexTerminal) {
+	prev, ok := s.statuses[child]
+	if ok && (codexRank(prev) > codexRank(status) || codexRank(prev) == codexTerminal) {
 		return prev
 	}
+	if !ok {
+		s.kept += correlationBytes + len(child)
+	}
+	s.kept += len(status) - len(prev)
 	s.statuses[child] = status
 	return status
 }

@@ -3,6 +3,7 @@ package acp_test
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -486,5 +487,67 @@ func TestTapWritesFollowsRequests(t *testing.T) {
 	}
 	if f, err := tr.UpdateJSON(identity("s"), replayed); err != nil || len(f) != 1 {
 		t.Errorf("after the load's response: %d frames, %v; want the live call's", len(f), err)
+	}
+}
+
+// TestBoundIsTotal (docs/CONTRACT.md §7, Memory): everything the tracker
+// keeps counts toward WithMaxBytes and Bytes — cursor/task metadata
+// waiting for a tool call that never comes (4,000 of 64 KiB, naming no
+// session and naming one), and Codex's correlations of child threads —
+// so under a 1 MiB bound neither Bytes nor the heap grows with the
+// stream; the newest waiting metadata still reaches its call.
+func TestBoundIsTotal(t *testing.T) {
+	const limit = 1 << 20
+	tr := acp.NewTracker(acp.WithMaxBytes(limit))
+	big := strings.Repeat("m", 64<<10)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 4000 {
+		sess := ""
+		if i%2 == 1 {
+			sess = `"sessionId":"cur-1",`
+		}
+		msg := `{"jsonrpc":"2.0","id":` + fmt.Sprint(i) + `,"method":"cursor/task","params":{` + sess +
+			`"toolCallId":"tc_` + fmt.Sprint(i) + `","agentId":"bc","description":"` + big + `"}}`
+		if _, err := tr.Line(identity("s"), []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if n := tr.Bytes(); n > limit || n <= 0 {
+			t.Fatalf("after %d cursor/task messages Bytes is %d, want within (0, %d]", i+1, n, limit)
+		}
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 16<<20 {
+		t.Errorf("the heap grew by %d MiB under a 1 MiB bound", grew>>20)
+	}
+	f, err := tr.UpdateJSON(identity("s"), line("cur-1", "tool_call", "tc_3999",
+		`,"title":"Task","status":"completed","rawInput":{"_toolName":"Task"}`))
+	if err != nil || len(f) != 1 || f[0].Payload.AgentID != "bc" {
+		t.Errorf("the newest waiting metadata did not reach its call: %+v, %v", f, err)
+	}
+
+	codex := acp.NewTracker(acp.WithMaxBytes(limit))
+	id := identity("s")
+	id.Agent = acp.AgentCodex
+	thread := strings.Repeat("t", 4<<10)
+	for i := range 2000 {
+		codex.UpdateJSON(id, line("acp-1", "tool_call", fmt.Sprint("spawn-", i), `,"status":"completed",`+
+			`"rawInput":{"agentsStates":{"`+thread+fmt.Sprint(i)+`":{"status":"completed"}}},`+
+			`"_meta":{"codex":{"collaboration":{"tool":"spawnAgent"}}}`))
+		codex.EndTurn("acp-1") // the calls go; their correlations stay, counted
+		if n := codex.Bytes(); n > limit {
+			t.Fatalf("after %d spawns Codex's correlations hold %d bytes, over %d", i+1, n, limit)
+		}
+	}
+	if codex.Bytes() == 0 {
+		t.Error("Codex's correlations are not counted")
+	}
+	codex.EndSession("acp-1")
+	tr.EndSession("cur-1")
+	if codex.Bytes() != 0 {
+		t.Errorf("after the session ended: %d bytes", codex.Bytes())
 	}
 }

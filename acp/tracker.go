@@ -120,7 +120,7 @@ type Tracker struct {
 	maxCalls    int
 	maxSessions int
 	maxBytes    int
-	bytes       int // the JSON the kept calls hold, as Bytes reports it
+	bytes       int // what the tracker keeps, as Bytes reports it
 	now         func() time.Time
 	// replaying are the ACP sessions whose traffic is a replay (Replay);
 	// loads, the session/load requests Line has seen unanswered, by their
@@ -129,12 +129,26 @@ type Tracker struct {
 	loads     []load
 	// cursor holds cursor/task params that name no ACP session (Cursor's
 	// do not) for tool calls not seen yet, by tool call id (at most
-	// maxCalls).
-	cursor map[string]jsonMap
+	// maxCalls), oldest first in cursorOrder (ids no longer held are
+	// skipped there).
+	cursor      map[string]pending
+	cursorOrder []string
 	// natives are the native subagent sessions (native.go), by their ACP
 	// session id (at most maxSessions).
 	natives map[string]*child
 }
+
+// pending is cursor/task metadata waiting for its tool call, and the JSON
+// it arrived in.
+type pending struct {
+	meta jsonMap
+	size int
+}
+
+// correlationBytes is what one kept Codex correlation (a child thread's
+// row, or its furthest state) counts toward the byte bound besides its
+// strings: a map entry's own weight.
+const correlationBytes = 64
 
 // load is a session/load request awaiting its response.
 type load struct{ rpcID, session string }
@@ -145,10 +159,13 @@ type Option func(*Tracker)
 // WithMaxCalls bounds the tool calls kept per ACP session (at least 1).
 func WithMaxCalls(n int) Option { return func(t *Tracker) { t.maxCalls = max(n, 1) } }
 
-// WithMaxBytes bounds the JSON the tracker keeps of tool calls' inputs,
-// outputs and metadata, over every session (default DefaultMaxBytes, at
-// least 1): past it, the oldest calls of the least recently used session
-// are forgotten. A call's size is the length of the JSON it arrived in.
+// WithMaxBytes bounds everything the tracker keeps, over every session
+// (default DefaultMaxBytes, at least 1): tool calls' inputs, outputs and
+// metadata, cursor/task metadata waiting for its tool call, Codex's
+// correlations of child threads to rows. Past it, cursor/task metadata
+// that named no session is forgotten first, oldest first, then the
+// oldest calls of the least recently used session, then that session. A
+// call's size, and metadata's, is the length of the JSON it arrived in.
 func WithMaxBytes(n int) Option { return func(t *Tracker) { t.maxBytes = max(n, 1) } }
 
 // WithMaxSessions bounds the ACP sessions kept (at least 1).
@@ -162,7 +179,7 @@ func NewTracker(opts ...Option) *Tracker {
 	t := &Tracker{
 		sessions:    map[string]*session{},
 		replaying:   map[string]bool{},
-		cursor:      map[string]jsonMap{},
+		cursor:      map[string]pending{},
 		natives:     map[string]*child{},
 		maxCalls:    DefaultMaxCalls,
 		maxBytes:    DefaultMaxBytes,
@@ -179,11 +196,15 @@ func NewTracker(opts ...Option) *Tracker {
 type session struct {
 	calls    map[string]*call
 	order    []string           // tool call ids, oldest first, for the cap
-	cursor   map[string]jsonMap // cursor/task params waiting for their tool call
+	cursor   map[string]pending // cursor/task params waiting for their tool call
+	waiting  []string           // cursor's ids, oldest first (ids no longer held are skipped)
 	children map[string]string  // Codex: child thread id → its row's tool call id
 	statuses map[string]string  // Codex: a child's furthest status, by thread id (or row)
 	used     uint64
 	maxCalls int
+	// kept is what the session holds besides its calls (its pending
+	// cursor/task metadata and its correlations), toward the byte bound.
+	kept int
 }
 
 // call is one tool call, as its notifications have shown it so far.
@@ -258,11 +279,12 @@ func (t *Tracker) CursorTask(id Identity, params []byte) ([]core.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.cursorParams(p), nil
+	return t.cursorParams(p, len(params)), nil
 }
 
-// cursorParams is CursorTask on decoded params.
-func (t *Tracker) cursorParams(p jsonMap) []core.Frame {
+// cursorParams is CursorTask on decoded params, which arrived in size
+// bytes of JSON.
+func (t *Tracker) cursorParams(p jsonMap, size int) []core.Frame {
 	tool := p.str("toolCallId")
 	if tool == "" {
 		return nil
@@ -278,22 +300,39 @@ func (t *Tracker) cursorParams(p jsonMap) []core.Frame {
 	} else if s = t.sessionOfCall(tool); s == nil {
 		// Cursor's params name no session: they wait for their tool call
 		// in whichever session it comes.
-		if len(t.cursor) >= t.maxCalls {
-			clear(t.cursor) // metadata for calls that never came
+		prev, held := t.cursor[tool]
+		if !held {
+			for len(t.cursor) >= t.maxCalls {
+				t.dropOldestCursor() // metadata for calls that never came
+			}
+			t.cursorOrder = append(compact(t.cursorOrder, t.cursor), tool)
 		}
-		t.cursor[tool] = mergeMaps(t.cursor[tool], p)
+		t.cursor[tool] = pending{mergeMaps(prev.meta, p), prev.size + size}
+		t.bytes += size
+		t.shrink()
 		return nil
 	}
 	c := s.calls[tool]
 	if c == nil {
-		if len(s.cursor) >= t.maxCalls {
-			clear(s.cursor) // metadata for calls that never came
+		if _, held := s.cursor[tool]; !held && len(s.cursor) >= t.maxCalls {
+			t.bytes -= s.clearCursor() // metadata for calls that never came
 		}
-		s.cursor[tool] = mergeMaps(s.cursor[tool], p)
+		prev, held := s.cursor[tool]
+		if !held {
+			s.waiting = append(compact(s.waiting, s.cursor), tool)
+		}
+		s.cursor[tool] = pending{mergeMaps(prev.meta, p), prev.size + size}
+		s.kept += size
+		t.bytes += size
+		t.shrink()
 		return nil
 	}
 	c.cursor = mergeMaps(c.cursor, p)
-	return t.frames(s, tool, c)
+	c.size += size
+	t.bytes += size
+	frames := t.frames(s, tool, c)
+	t.shrink()
+	return frames
 }
 
 // sessionOfCall is the session that holds the tool call, the most
@@ -329,7 +368,7 @@ func (t *Tracker) EndTurn(acpSessionID string) {
 		kept = append(kept, id)
 	}
 	s.order = kept
-	clear(s.cursor)
+	t.bytes -= s.clearCursor()
 }
 
 // EndSession releases everything kept for an ACP session.
@@ -345,6 +384,7 @@ func (t *Tracker) forget(acpSessionID string) {
 		for _, c := range s.calls {
 			t.bytes -= c.size
 		}
+		t.bytes -= s.kept
 		delete(t.sessions, acpSessionID)
 	}
 }
@@ -445,7 +485,7 @@ func (t *Tracker) session(id string) *session {
 		}
 		s = &session{
 			calls:    map[string]*call{},
-			cursor:   map[string]jsonMap{},
+			cursor:   map[string]pending{},
 			children: map[string]string{},
 			statuses: map[string]string{},
 			maxCalls: t.maxCalls,
@@ -481,11 +521,13 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 		c = &call{id: id}
 		s.calls[u.toolCallID] = c
 		s.order = append(s.order, u.toolCallID)
-		if pending, ok := s.cursor[u.toolCallID]; ok {
-			c.cursor = pending
+		// Waiting metadata joins its call, and its bytes the call's.
+		if p, ok := s.cursor[u.toolCallID]; ok {
+			c.cursor, c.size = p.meta, p.size
+			s.kept -= p.size
 			delete(s.cursor, u.toolCallID)
-		} else if pending, ok := t.cursor[u.toolCallID]; ok {
-			c.cursor = pending
+		} else if p, ok := t.cursor[u.toolCallID]; ok {
+			c.cursor, c.size = p.meta, p.size
 			delete(t.cursor, u.toolCallID)
 		}
 	}
@@ -522,25 +564,38 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 		// A finished call that is no subagent keeps nothing of its
 		// payload: a turn of large file reads must not be held to its end.
 		t.bytes -= c.size
-		c.size, c.input, c.output, c.meta, c.lastMeta, c.lastInput = 0, nil, nil, nil, nil, nil
+		c.size, c.input, c.output, c.meta, c.cursor, c.lastMeta, c.lastInput = 0, nil, nil, nil, nil, nil, nil
 	}
 	t.shrink()
 	return frames
 }
 
-// shrink forgets the oldest calls of the least recently used sessions
-// until the kept JSON is within its bound. t.mu is held.
+// shrink forgets what the tracker keeps, oldest first, until it is within
+// its bound: cursor/task metadata that named no session, then, in the
+// least recently used session, its waiting metadata, its oldest calls,
+// and last the session itself (its correlations). t.mu is held.
 func (t *Tracker) shrink() {
+	for t.bytes > t.maxBytes && len(t.cursor) > 0 {
+		t.dropOldestCursor()
+	}
 	for t.bytes > t.maxBytes {
 		var lru string
 		var oldest *session
 		for id, s := range t.sessions {
-			if len(s.order) > 0 && (oldest == nil || s.used < oldest.used) {
+			if oldest == nil || s.used < oldest.used {
 				lru, oldest = id, s
 			}
 		}
 		if oldest == nil {
 			return
+		}
+		if n := oldest.dropOldestCursor(); n > 0 {
+			t.bytes -= n
+			continue
+		}
+		if len(oldest.order) == 0 {
+			t.forget(lru)
+			continue
 		}
 		t.bytes -= oldest.calls[oldest.order[0]].size
 		delete(oldest.calls, oldest.order[0])
@@ -548,6 +603,64 @@ func (t *Tracker) shrink() {
 			t.forget(lru)
 		}
 	}
+}
+
+// dropOldestCursor forgets the oldest cursor/task metadata that named no
+// session. t.mu is held.
+func (t *Tracker) dropOldestCursor() {
+	for len(t.cursorOrder) > 0 {
+		tool := t.cursorOrder[0]
+		t.cursorOrder = t.cursorOrder[1:]
+		if p, ok := t.cursor[tool]; ok {
+			t.bytes -= p.size
+			delete(t.cursor, tool)
+			return
+		}
+	}
+}
+
+// compact drops from order the ids held no longer (their calls came), once
+// they outnumber the held ones: the order stays as small as what it
+// orders.
+func compact(order []string, held map[string]pending) []string {
+	if len(order) <= 2*len(held)+16 {
+		return order
+	}
+	kept := order[:0]
+	for _, id := range order {
+		if _, ok := held[id]; ok {
+			kept = append(kept, id)
+		}
+	}
+	return kept
+}
+
+// clearCursor forgets a session's waiting cursor/task metadata and
+// returns the bytes it held.
+func (s *session) clearCursor() int {
+	n := 0
+	for _, p := range s.cursor {
+		n += p.size
+	}
+	clear(s.cursor)
+	s.waiting = s.waiting[:0]
+	s.kept -= n
+	return n
+}
+
+// dropOldestCursor forgets the session's oldest waiting cursor/task
+// metadata and returns the bytes it held (0: none was waiting).
+func (s *session) dropOldestCursor() int {
+	for len(s.waiting) > 0 {
+		tool := s.waiting[0]
+		s.waiting = s.waiting[1:]
+		if p, ok := s.cursor[tool]; ok {
+			delete(s.cursor, tool)
+			s.kept -= p.size
+			return p.size
+		}
+	}
+	return 0
 }
 
 // frames recognises the call if it is not yet, and returns its frame: the
@@ -570,7 +683,9 @@ func (t *Tracker) frames(s *session, tool string, c *call) []core.Frame {
 		ObservedAt:    t.now(),
 		Payload:       &core.Payload{},
 	}
+	kept := s.kept
 	out := c.provider.rows(s, tool, c, f)
+	t.bytes += s.kept - kept // the correlations the call added
 	for i := range out {
 		if p := out[i].Payload; p.Status == "async_launched" || p.IsAsync {
 			// An async launch returns once the subagent is started: the
@@ -702,7 +817,7 @@ func (t *Tracker) Line(id Identity, line []byte) ([]core.Frame, error) {
 	case method == "session/update":
 		return t.updateParams(id, params, len(line)), nil
 	case method == "cursor/task":
-		return t.cursorParams(params), nil
+		return t.cursorParams(params, len(line)), nil
 	case method != "" || m["update"] == nil:
 		return nil, nil
 	}
