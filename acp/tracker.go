@@ -121,6 +121,8 @@ type Tracker struct {
 	maxSessions int
 	maxBytes    int
 	bytes       int // what the tracker keeps, as Bytes reports it
+	content     bool                   // WithContent: frames carry the call's content
+	readable    func(path string) bool // WithContent's check of an output file
 	now         func() time.Time
 	// replaying are the ACP sessions whose traffic is a replay (Replay);
 	// loads, the session/load requests Line has seen unanswered, by their
@@ -202,8 +204,12 @@ type session struct {
 	statuses map[string]string  // Codex: a child's furthest status, by thread id (or row)
 	used     uint64
 	maxCalls int
+	// current is each row's frame as its frames so far make it (Current),
+	// by the row's tool call id.
+	current map[string]core.Frame
 	// kept is what the session holds besides its calls (its pending
-	// cursor/task metadata and its correlations), toward the byte bound.
+	// cursor/task metadata, its correlations, its current frames), toward
+	// the byte bound.
 	kept int
 }
 
@@ -487,6 +493,7 @@ func (t *Tracker) session(id string) *session {
 			calls:    map[string]*call{},
 			cursor:   map[string]pending{},
 			children: map[string]string{},
+			current:  map[string]core.Frame{},
 			statuses: map[string]string{},
 			maxCalls: t.maxCalls,
 		}
@@ -692,6 +699,12 @@ func (t *Tracker) frames(s *session, tool string, c *call) []core.Frame {
 			// tool call is over, whatever status ACP reported with it (§7).
 			p.IsAsync, out[i].Settled = true, true
 		}
+		if t.content {
+			t.fillContent(c, &out[i])
+		}
+	}
+	for _, f := range out {
+		t.bytes += s.remember(f)
 	}
 	return out
 }
