@@ -120,7 +120,7 @@ type Tracker struct {
 	maxCalls    int
 	maxSessions int
 	maxBytes    int
-	bytes       int // what the tracker keeps, as Bytes reports it
+	bytes       int                    // what the tracker keeps, as Bytes reports it
 	content     bool                   // WithContent: frames carry the call's content
 	readable    func(path string) bool // WithContent's check of an output file
 	now         func() time.Time
