@@ -41,6 +41,7 @@ type child struct {
 	parent         string   // the parent ACP session
 	key            string   // its row's tool call id, once known
 	name, kind     string
+	task           string // the prompt: content, for WithContent only
 	state          string
 	spawned        time.Time
 	parentChildKey string // the parent session's own row, when it is a child too
@@ -66,6 +67,9 @@ func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []co
 	}
 	c.name = cmpOr(upd.first("name", "title"), c.name)
 	c.kind = cmpOr(upd.first("subagentType", "subagent_type", "agentType"), c.kind)
+	if t.content {
+		c.task = cmpOr(upd.first("task"), c.task)
+	}
 	if state := upd.first("state", "status"); state != "" && nativeTerminal[c.state] == "" {
 		c.state = state // a terminal state is final
 	}
@@ -105,7 +109,7 @@ func (t *Tracker) nativeRow(session string, c *child) []core.Frame {
 		ParentToolCallID: c.parentChildKey,
 		ToolStatus:       nativeTerminal[c.state],
 		ObservedAt:       c.spawned,
-		Payload: &core.Payload{SubagentType: c.kind, Description: c.name, Status: c.state,
+		Payload: &core.Payload{SubagentType: c.kind, Description: c.name, Prompt: c.task, Status: c.state,
 			ChildSessionID: session},
 	}}
 }

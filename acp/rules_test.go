@@ -551,3 +551,34 @@ func TestBoundIsTotal(t *testing.T) {
 		t.Errorf("after the session ended: %d bytes", codex.Bytes())
 	}
 }
+
+// TestNativeTaskIsContent: a native child session's task (its prompt)
+// reaches the caller's frame only with WithContent, and never a column.
+func TestNativeTaskIsContent(t *testing.T) {
+	spawned := []byte(`{"sessionId":"acp-n","update":{"sessionUpdate":"subagent_spawned",` +
+		`"subagentSessionId":"child-1","name":"Fix the build","task":"Make the build pass"}}`)
+	done := []byte(`{"sessionId":"acp-n","update":{"sessionUpdate":"subagent_state_update",` +
+		`"subagentSessionId":"child-1","state":"completed"}}`)
+	for _, content := range []bool{false, true} {
+		var opts []acp.Option
+		if content {
+			opts = append(opts, acp.WithContent(nil))
+		}
+		tr := acp.NewTracker(opts...)
+		var frames []core.Frame
+		for _, l := range [][]byte{spawned, done} {
+			f, err := tr.UpdateJSON(identity("s"), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames = append(frames, f...)
+		}
+		if len(frames) != 1 || frames[0].Payload.Description != "Fix the build" ||
+			(frames[0].Payload.Prompt == "Make the build pass") != content {
+			t.Fatalf("content %v: %+v", content, frames)
+		}
+		if r := rowsOf(t, frames)["child-1"]; strings.Contains(describe(r), "Make the build pass") {
+			t.Errorf("the task reached the row: %s", describe(r))
+		}
+	}
+}
