@@ -83,13 +83,14 @@ const (
 	exitUsage = 2 // also: any other error
 )
 
-// usageError is a bad command line: reported in one line with the usage,
-// exit 2, before any database is touched.
-type usageError struct{ msg string }
+// usageError is a bad command line: reported in one line naming what was
+// wrong and where the command's help is, exit 2, before any database is
+// touched; cmd is the command it was given to ("" before one was named).
+type usageError struct{ msg, cmd string }
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
 
 // exitError carries a command's exit code past the generic error path.
 type exitError struct{ code int }
@@ -227,7 +228,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "subagentctl: error: %s\n\n%s", e.dsn.redact(ue.msg), usage)
+		help := "subagentctl help"
+		if ue.cmd != "" {
+			help += " " + ue.cmd
+		}
+		fmt.Fprintf(stderr, "subagentctl: error: %s (see %s)\n", e.dsn.redact(ue.msg), help)
 		return exitUsage
 	case errors.As(err, &ee):
 		return ee.code
@@ -240,15 +245,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // command, then the command's own flags and arguments, in any order.
 func (e *env) dispatch(ctx context.Context, args []string) error {
 	var version bool
-	global := func(fs *flag.FlagSet) {
-		fs.StringVar(&e.db, "db", e.db, "")
-		fs.StringVar(&e.tables.Sessions, "sessions-table", e.tables.Sessions, "")
-		fs.StringVar(&e.tables.Messages, "messages-table", e.tables.Messages, "")
-		fs.StringVar(&e.tables.Meta, "meta-table", e.tables.Meta, "")
-		fs.BoolVar(&version, "version", version, "")
-	}
 	fs := newFlags("subagentctl")
-	global(fs)
+	e.globalFlags(fs, &version)
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
@@ -261,17 +259,28 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 	name := fs.Arg(0)
 	cmd, ok := commands[name]
 	if !ok {
-		return usagef("unknown command %q (see subagentctl help)", name)
+		return usagef("unknown command %q", name)
 	}
+	err := e.command(ctx, name, cmd, fs.Args()[1:], &version)
+	var ue usageError
+	if errors.As(err, &ue) && ue.cmd == "" && name != "help" {
+		ue.cmd = name
+		return ue
+	}
+	return err
+}
+
+// command parses a command's flags and arguments and runs it.
+func (e *env) command(ctx context.Context, name string, cmd command, args []string, version *bool) error {
 	o := &opts{}
 	cfs := newFlags(name)
-	global(cfs)
+	e.globalFlags(cfs, version)
 	cmd.flags(cfs, o)
 	var err error
-	if o.pos, err = parseInterspersed(cfs, fs.Args()[1:]); err != nil {
+	if o.pos, err = parseInterspersed(cfs, args); err != nil {
 		return flagError(err, name)
 	}
-	if version {
+	if *version {
 		return cmdVersion(ctx, e, nil)
 	}
 	if err := cmd.args(o.pos); err != nil {
@@ -279,7 +288,7 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 	}
 	if !cmd.noDB {
 		if err := e.tables.Validate(); err != nil {
-			return usageError{err.Error()}
+			return usageError{msg: err.Error()}
 		}
 		if e.db == "" {
 			e.db = os.Getenv("SUBAGENTCTL_DB")
@@ -288,10 +297,19 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 			e.db = "./subagents.db"
 		}
 		if e.dsn, err = parseDSN(e.db); err != nil {
-			return usageError{err.Error()}
+			return usageError{msg: err.Error()}
 		}
 	}
 	return cmd.run(ctx, e, o)
+}
+
+// globalFlags are the flags every command takes, before it or after it.
+func (e *env) globalFlags(fs *flag.FlagSet, version *bool) {
+	fs.StringVar(&e.db, "db", e.db, "")
+	fs.StringVar(&e.tables.Sessions, "sessions-table", e.tables.Sessions, "")
+	fs.StringVar(&e.tables.Messages, "messages-table", e.tables.Messages, "")
+	fs.StringVar(&e.tables.Meta, "meta-table", e.tables.Meta, "")
+	fs.BoolVar(version, "version", *version, "")
 }
 
 func newFlags(name string) *flag.FlagSet {
@@ -323,7 +341,7 @@ func flagError(err error, command ...string) error {
 	if len(command) > 0 {
 		return usagef("%s: %v", command[0], err)
 	}
-	return usageError{err.Error()}
+	return usageError{msg: err.Error()}
 }
 
 func cmdVersion(_ context.Context, e *env, _ *opts) error {

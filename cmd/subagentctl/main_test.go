@@ -274,14 +274,18 @@ func TestUsageErrorsTouchNoDatabase(t *testing.T) {
 		"command flag":     {"--db", path, "stats", "--nope"},
 		"stats two scopes": {"--db", path, "stats", "--session", "a", "--task", "b"},
 	} {
+		// One line naming what was wrong and where the command's help is.
 		r := cli(t, "", args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "usage: subagentctl") ||
-			strings.Count(strings.SplitN(r.stderr, "\n\n", 2)[0], "\n") != 0 {
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "subagentctl: error: ") ||
+			!strings.Contains(r.stderr, "(see subagentctl help") {
 			t.Errorf("%s: exit %d, stderr:\n%s", name, r.code, r.stderr)
 		}
 		if strings.Contains(r.stderr, "hunter2") {
 			t.Errorf("%s: password in output", name)
 		}
+	}
+	if r := cli(t, "", "--db", path, "stats", "--nope"); !strings.HasSuffix(r.stderr, "(see subagentctl help stats)\n") {
+		t.Errorf("a command's usage error does not name its help: %q", r.stderr)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Error("a usage error created the database file")
