@@ -1,7 +1,8 @@
-# Sourced by scripts/test: finds a Chromium for the browser test, installing
-# Debian's chromium with apt-get when missing (as PostgreSQL is), and
-# exports SUBAGENTCTX_TEST_CHROMIUM. Where it cannot be installed the
-# browser test skips, saying so.
+# Sourced by scripts/test: finds a Chromium and its WebDriver for the
+# browser tests, installing Debian's chromium and chromium-driver with
+# apt-get when missing (as PostgreSQL is), and exports
+# SUBAGENTCTX_TEST_CHROMIUM and SUBAGENTCTX_TEST_CHROMEDRIVER. Where they
+# cannot be installed the browser tests skip, saying so.
 
 chromium_find() {
   local p
@@ -12,13 +13,20 @@ chromium_find() {
 }
 
 chromium_install() {
-  if ! chromium_find >/dev/null; then
-    echo "Chromium not found: installing Debian's chromium with apt-get" >&2
+  if ! chromium_find >/dev/null || ! command -v chromedriver >/dev/null; then
+    echo "Chromium or chromedriver not found: installing Debian's chromium and chromium-driver with apt-get" >&2
     if [ "$(id -u)" = 0 ]; then
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 || true
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 || true
     else
-      { sudo -n apt-get update -qq && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 || true
+      { sudo -n apt-get update -qq &&
+        sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 || true
     fi
+  fi
+  if command -v chromedriver >/dev/null; then
+    SUBAGENTCTX_TEST_CHROMEDRIVER=$(command -v chromedriver)
+    export SUBAGENTCTX_TEST_CHROMEDRIVER
+  else
+    echo "chromedriver could not be installed: the form test skips" >&2
   fi
   local p
   if p=$(chromium_find); then

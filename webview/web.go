@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/fanout"
@@ -148,7 +149,9 @@ func (s *server) secure(h http.Handler) http.Handler {
 	if len(s.frameAncestors) > 0 {
 		frames = strings.Join(s.frameAncestors, " ")
 	}
-	csp := "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; " +
+	// form-action 'self': the view's own filter form submits to the view
+	// (a GET of its own page); nothing else may be a form's target.
+	csp := "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; " +
 		"frame-ancestors " + frames
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
@@ -211,6 +214,9 @@ func parseWindow(v url.Values, now time.Time) (window, error) {
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%s=%q is not an RFC 3339 instant", name, v.Get(name))
 		}
+		if y := t.UTC().Year(); y < 1 || y > 9999 {
+			return time.Time{}, fmt.Errorf("%s=%q is outside years 1-9999", name, v.Get(name))
+		}
 		return t.UTC(), nil
 	}
 	var err error
@@ -252,6 +258,29 @@ func parseWindow(v url.Values, now time.Time) (window, error) {
 	return w, nil
 }
 
+// checkQuery names the first of the parameters whose value no store could
+// be asked for: invalid UTF-8, a NUL byte, or longer than an identifier
+// may be (docs/CONTRACT.md §2), or given twice.
+func checkQuery(v url.Values, names ...string) error {
+	for _, name := range names {
+		values := v[name]
+		if len(values) > 1 {
+			return fmt.Errorf("%s is given %d times: want it once", name, len(values))
+		}
+		for _, value := range values {
+			switch {
+			case !utf8.ValidString(value):
+				return fmt.Errorf("%s=%q is not valid UTF-8", name, value)
+			case strings.ContainsRune(value, 0):
+				return fmt.Errorf("%s=%q holds a NUL byte", name, value)
+			case len(value) > core.MaxIDBytes:
+				return fmt.Errorf("%s is %d bytes long: at most %d", name, len(value), core.MaxIDBytes)
+			}
+		}
+	}
+	return nil
+}
+
 // query is the window as a query string, on the page after the key after
 // (nil: the first page). A range ending now stays a range, so that the
 // next page moves with it only by the time it takes to read.
@@ -285,6 +314,9 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := s.now().UTC()
 	win, err := parseWindow(r.URL.Query(), now)
+	if err == nil {
+		err = checkQuery(r.URL.Query(), "range", "since", "until", "q", "after", "after_id")
+	}
 	if err != nil {
 		http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest)
 		return
@@ -342,6 +374,10 @@ type sessionPage struct {
 func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.URL.Query().Get("id")
+	if err := checkQuery(r.URL.Query(), "id", "from"); err != nil {
+		http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	p := sessionPage{ID: id, Generated: time.Now().UTC(), Prev: -1, Next: -1}
 	if v := r.URL.Query().Get("from"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -460,3 +460,28 @@ func TestSessionPagedByTurns(t *testing.T) {
 		t.Errorf("from=-1: %d %q", res.StatusCode, body)
 	}
 }
+
+// TestBadQueriesAre400: every parameter of either page with a value no
+// store could be asked for — invalid UTF-8, a NUL byte, longer than an
+// identifier may be, given twice, an instant outside years 1-9999 — is a
+// 400 naming the parameter, never the store's error (a 500).
+func TestBadQueriesAre400(t *testing.T) {
+	s := memory.New()
+	testenv.Record(t, s, kandevtest.Stream("demo-", t0))
+	h := webview.New(s, webview.WithClock(clock))
+	long := strings.Repeat("x", core.MaxIDBytes+1)
+	for _, c := range []struct{ path, param string }{
+		{"/?q=%ff", "q"}, {"/?q=%00", "q"}, {"/?q=" + long, "q"}, {"/?q=a&q=b", "q"},
+		{"/?range=%ff", "range"}, {"/?range=1y", "range"},
+		{"/?since=%00", "since"}, {"/?since=0000-01-01T00:00:00Z", "since"}, {"/?until=yesterday", "until"},
+		{"/?after=2026-01-01T00:00:00Z&after_id=%ff", "after_id"}, {"/?after=%00", "after"},
+		{"/session?id=%ff", "id"}, {"/session?id=a%00b", "id"}, {"/session?id=" + long, "id"},
+		{"/session?id=demo-sess&from=-1", "from"}, {"/session?id=demo-sess&from=%ff", "from"},
+		{"/session?id=demo-sess&from=99999999999999999999", "from"},
+	} {
+		res, body := get(t, h, "GET", c.path)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, c.param) {
+			t.Errorf("%.80s: %d %q, want 400 naming %s", c.path, res.StatusCode, body, c.param)
+		}
+	}
+}
