@@ -58,7 +58,15 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"add":        func(a, b int) int { return a + b },
 	"figures":    func(v *string, part string, f core.Figures) figuresRow { return figuresRow{v, part, f} },
 	"pageURL":    func(window, *core.SessionKey) string { return "" },
+	"head":       func(title string, refresh int) head { return head{title, refresh} },
 }).ParseFS(assets, "assets/*.html"))
+
+// head is what a page's head says: its title, and how often a page that
+// is still moving reloads itself (seconds; 0: never).
+type head struct {
+	Title   string
+	Refresh int
+}
 
 // Option configures the view.
 type Option func(*server)
@@ -70,6 +78,13 @@ func WithSessions(n int) Option { return func(s *server) { s.sessions = n } }
 // WithTurns sets how many turns a session's page draws (default 25; the
 // next ones follow by a link).
 func WithTurns(n int) Option { return func(s *server) { s.turns = max(n, 1) } }
+
+// WithRefresh sets how often the page of a session with a subagent not
+// settled yet reloads itself (default 5 s, at least 1 s): with no script,
+// by the page's own refresh; a settled session's page never does.
+func WithRefresh(d time.Duration) Option {
+	return func(s *server) { s.refresh = max(int(d.Round(time.Second)/time.Second), 1) }
+}
 
 // WithClock sets the clock the overview's ranges end at (default
 // time.Now): a host's test pins it.
@@ -106,6 +121,7 @@ type server struct {
 	frameAncestors []string
 	pages          *template.Template
 	now            func() time.Time
+	refresh        int // seconds (WithRefresh)
 }
 
 // New returns the view over src. It only reads: GET (and HEAD) of the
@@ -113,7 +129,7 @@ type server struct {
 // ".." and "/" included, opens) and the stylesheet (prefix/style.css);
 // any other method is refused (405) and any other path is 404.
 func New(src Source, opts ...Option) http.Handler {
-	s := &server{src: src, sessions: 50, turns: 25, log: slog.New(slog.DiscardHandler), now: time.Now}
+	s := &server{src: src, sessions: 50, turns: 25, log: slog.New(slog.DiscardHandler), now: time.Now, refresh: 5}
 	for _, o := range opts {
 		o(s)
 	}
@@ -369,6 +385,9 @@ type sessionPage struct {
 	// start the neighbouring pages (-1: none).
 	From, AllTurns, Prev, Next int
 	Generated                  time.Time
+	// Refresh is how often the page reloads itself while a subagent of the
+	// session is not settled (seconds; 0 once all have settled).
+	Refresh int
 }
 
 func (s *server) session(w http.ResponseWriter, r *http.Request) {
@@ -395,6 +414,12 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		p.Stats, err = s.src.Stats(ctx, core.StatsQuery{TaskSessionID: id})
+	}
+	for _, r := range rows {
+		if r.SettledAt == nil {
+			p.Refresh = s.refresh // a subagent in flight: the page follows it
+			break
+		}
 	}
 	if err == nil {
 		if len(p.Stats.Sessions) == 1 {

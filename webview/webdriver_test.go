@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/webview"
@@ -151,5 +152,40 @@ func TestFormSubmitsInBrowser(t *testing.T) {
 	if !strings.Contains(src, `href="`+prefix+`/session?id=demo-sess"`) || strings.Contains(src, "other-sess") ||
 		!strings.Contains(src, `value="demo-"`) {
 		t.Errorf("the submitted page is not the filtered overview:\n%.3000s", src)
+	}
+}
+
+// TestRunningSessionMoves: in a real Chromium, the page of a session with
+// a subagent in flight follows it without a script (it reloads itself):
+// the subagent's settling shows by itself; once every subagent has
+// settled the page stops — a row recorded afterwards does not appear
+// until someone reloads.
+func TestRunningSessionMoves(t *testing.T) {
+	s := memory.New()
+	frame := func(tool, status string, at time.Duration) core.Frame {
+		return core.Frame{TaskSessionID: "live-sess", TaskID: "t", TurnID: "turn-1", ExecutionID: "e",
+			ToolCallID: tool, ToolStatus: status, ObservedAt: t0.Add(at), Payload: &core.Payload{SubagentType: "explorer"}}
+	}
+	testenv.Record(t, s, []core.Frame{frame("toolu_run", "in_progress", 0)})
+	srv := httptest.NewServer(webview.New(s, webview.WithClock(clock), webview.WithRefresh(time.Second)))
+	defer srv.Close()
+	d := startDriver(t)
+	d.call("POST", "/url", map[string]string{"url": srv.URL + "/session?id=live-sess"})
+	if src := d.text("/source"); !strings.Contains(src, `http-equiv="refresh"`) {
+		t.Fatalf("a session in flight does not follow itself:\n%.2000s", src)
+	}
+	testenv.Record(t, s, []core.Frame{frame("toolu_run", "completed", time.Second)})
+	settled := false
+	for deadline := time.Now().Add(10 * time.Second); !settled && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		settled = !strings.Contains(d.text("/source"), `http-equiv="refresh"`)
+	}
+	if !settled {
+		t.Fatal("the page did not follow the subagent's settling")
+	}
+	testenv.Record(t, s, []core.Frame{frame("toolu_late", "completed", 2*time.Second)})
+	time.Sleep(2500 * time.Millisecond) // over two refresh periods
+	if strings.Contains(d.text("/source"), "toolu_late") {
+		t.Error("a settled session's page reloaded itself")
 	}
 }
