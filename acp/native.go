@@ -45,6 +45,7 @@ type child struct {
 	state          string
 	spawned        time.Time
 	parentChildKey string // the parent session's own row, when it is a child too
+	size           int    // what it counts toward the tracker's byte bound
 }
 
 // nativeUpdate reads one draft notification on the parent session
@@ -57,7 +58,7 @@ func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []co
 	c := t.natives[session]
 	if c == nil {
 		if len(t.natives) >= t.maxSessions {
-			clear(t.natives) // children of sessions long gone
+			t.forgetNatives() // children of sessions long gone
 		}
 		c = &child{id: id, parent: acpSession, spawned: t.now()}
 		if p := t.natives[acpSession]; p != nil {
@@ -76,7 +77,43 @@ func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []co
 	if c.key == "" && nativeTerminal[c.state] != "" {
 		c.key = session
 	}
-	return t.nativeRow(session, c)
+	t.resize(session, c)
+	frames := t.nativeRow(session, c)
+	t.shrink()
+	return frames
+}
+
+// resize counts a child's strings toward the byte bound. t.mu is held.
+func (t *Tracker) resize(session string, c *child) {
+	size := correlationBytes + len(session) + len(c.parent) + len(c.key) + len(c.name) + len(c.kind) + len(c.task) +
+		len(c.state) + len(c.parentChildKey)
+	t.bytes += size - c.size
+	c.size = size
+}
+
+// forgetNatives drops every native child session kept. t.mu is held.
+func (t *Tracker) forgetNatives() {
+	for _, c := range t.natives {
+		t.bytes -= c.size
+	}
+	clear(t.natives)
+}
+
+// dropOldestNative forgets the native child session spawned first; false
+// when none is kept. t.mu is held.
+func (t *Tracker) dropOldestNative() bool {
+	oldest := ""
+	for id, c := range t.natives {
+		if oldest == "" || c.spawned.Before(t.natives[oldest].spawned) {
+			oldest = id
+		}
+	}
+	if oldest == "" {
+		return false
+	}
+	t.bytes -= t.natives[oldest].size
+	delete(t.natives, oldest)
+	return true
 }
 
 // nativeChildCall reads a tool call on a child session: never a row of its
@@ -89,6 +126,7 @@ func (t *Tracker) nativeChildCall(session string, c *child, u update) []core.Fra
 	if c.key = u.meta.object("claudeCode").str("parentToolUseId"); c.key == "" {
 		return nil
 	}
+	t.resize(session, c)
 	return t.nativeRow(session, c)
 }
 

@@ -495,7 +495,8 @@ func TestTapWritesFollowsRequests(t *testing.T) {
 // waiting for a tool call that never comes (4,000 of 64 KiB, naming no
 // session and naming one), and Codex's correlations of child threads —
 // so under a 1 MiB bound neither Bytes nor the heap grows with the
-// stream; the newest waiting metadata still reaches its call.
+// stream; the newest waiting metadata still reaches its call. Native
+// child sessions count too.
 func TestBoundIsTotal(t *testing.T) {
 	const limit = 1 << 20
 	tr := acp.NewTracker(acp.WithMaxBytes(limit))
@@ -544,6 +545,14 @@ func TestBoundIsTotal(t *testing.T) {
 	}
 	if codex.Bytes() == 0 {
 		t.Error("Codex's correlations are not counted")
+	}
+	natives := acp.NewTracker(acp.WithMaxBytes(limit))
+	for i := range 2000 { // native child sessions, each named by 4 KiB
+		natives.UpdateJSON(identity("s"), []byte(`{"sessionId":"acp-n","update":{"sessionUpdate":"subagent_spawned",`+
+			`"subagentSessionId":"child-`+fmt.Sprint(i)+`","name":"`+thread+`"}}`))
+		if n := natives.Bytes(); n > limit || n == 0 {
+			t.Fatalf("after %d native children Bytes is %d, want within (0, %d]", i+1, n, limit)
+		}
 	}
 	codex.EndSession("acp-1")
 	tr.EndSession("cur-1")

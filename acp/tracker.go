@@ -594,7 +594,10 @@ func (t *Tracker) shrink() {
 			}
 		}
 		if oldest == nil {
-			return
+			if !t.dropOldestNative() { // what is left: the native child sessions
+				return
+			}
+			continue
 		}
 		if n := oldest.dropOldestCursor(); n > 0 {
 			t.bytes -= n
