@@ -17,6 +17,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -353,5 +354,28 @@ func TestRecorderKilled(t *testing.T) {
 	}
 	if lost := attempted - failed - rows; lost > killQueue+core.DefaultBatchSize {
 		t.Errorf("%d frames lost without being counted failed, more than the queue (%d) and one batch", lost, killQueue)
+	}
+}
+
+// TestTriggerReplacedWhenItsBodyChanges: a trigger an earlier build left
+// under the same name with another body is replaced by this build's at
+// the next pass (the catalog compares its text), as PostgreSQL's function
+// is by its digest; an unchanged one is left alone, no DDL sent.
+func TestTriggerReplacedWhenItsBodyChanges(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	var want string
+	if err := e.DB.Raw(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'subagentctx_absorb_v1'`).
+		Scan(&want).Error; err != nil || want == "" {
+		t.Fatalf("this build's trigger: %q, %v", want, err)
+	}
+	e.Exec(t, `DROP TRIGGER subagentctx_absorb_v1`)
+	e.Exec(t, `CREATE TRIGGER subagentctx_absorb_v1 AFTER INSERT ON task_session_subagents BEGIN SELECT 1; END`)
+	if r := backfill.New(e.Store).Run(context.Background()); r.Failed() {
+		t.Fatalf("pass: %s", r)
+	}
+	var got string
+	e.DB.Raw(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'subagentctx_absorb_v1'`).Scan(&got)
+	if got != want {
+		t.Errorf("after the pass the trigger is\n%s\nwant this build's\n%s", got, want)
 	}
 }

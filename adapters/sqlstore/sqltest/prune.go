@@ -3,6 +3,7 @@ package sqltest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,6 +112,13 @@ func testPruneRefused(t *testing.T, d *Driver) {
 	activate(t, e, time.Now().UTC().Add(-2*time.Hour))
 	if _, err := e.Store.Prune(context.Background(), time.Now().Add(time.Hour)); err == nil || e.Count(t) != 1 {
 		t.Errorf("a boundary in the future: %v, %d rows", err, e.Count(t))
+	}
+	// capture_since without backfill_through: the next pass's backfill
+	// would run, recovering what a prune deletes — refused, naming the key.
+	e.Exec(t, `DELETE FROM `+e.Tables.Meta+` WHERE "key" = ?`, core.BackfillThroughKey)
+	_, err = e.Store.Prune(context.Background(), time.Now().UTC())
+	if err == nil || !strings.Contains(err.Error(), core.BackfillThroughKey) || e.Count(t) != 1 {
+		t.Errorf("prune with backfill_through missing: %v, %d rows", err, e.Count(t))
 	}
 }
 
