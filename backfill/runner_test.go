@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/faultproxy"
@@ -113,17 +112,7 @@ func TestReportAfterAnAmbiguousCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy, dsn := faultproxy.Between(t, e.DSN)
-	db, err := postgres.OpenDB(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sqlDB, err := db.DB(); err == nil {
-		defer sqlDB.Close()
-	}
-	store, err := postgres.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := testenv.PostgresStore(t, dsn)
 	var once sync.Once
 	deafAtCommit := backfill.WithHook(func(stage string) error {
 		if stage == "before commit" {

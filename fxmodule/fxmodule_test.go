@@ -334,17 +334,7 @@ func TestReadyAsTheApplicationRole(t *testing.T) {
 				}
 				return stmts
 			})
-			db, err := postgres.OpenDB(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sqlDB, err := db.DB(); err == nil {
-				defer sqlDB.Close()
-			}
-			store, err := postgres.New(db)
-			if err != nil {
-				t.Fatal(err)
-			}
+			store := testenv.PostgresStore(t, dsn)
 			var logs testlog.Buffer
 			var rec *core.Recorder
 			var runner *backfill.Runner

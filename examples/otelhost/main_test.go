@@ -226,6 +226,21 @@ func TestSpansThroughOTLP(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// tracing is the host's tracing, started, exporting to a receiver of the
+// test's own; stop the lifecycle to flush it.
+func tracing(t *testing.T) (*receiver, trace.TracerProvider, *fxtest.Lifecycle) {
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	lc := fxtest.NewLifecycle(t)
+	tp, err := Tracing(lc, srv.URL+"/v1/traces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.RequireStart()
+	return rcv, tp, lc
+}
+
 // TestFailingExporterCostsNoFrame: an endpoint that refuses every export
 // costs the record nothing: every frame is persisted.
 func TestFailingExporterCostsNoFrame(t *testing.T) {
@@ -260,15 +275,7 @@ func TestFailingExporterCostsNoFrame(t *testing.T) {
 // TestUnderTheHostsTurn: with WithTurn, a subagent without a parent on
 // record starts under the span the host gives for its turn.
 func TestUnderTheHostsTurn(t *testing.T) {
-	rcv := &receiver{}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
-	lc := fxtest.NewLifecycle(t)
-	tp, err := Tracing(lc, srv.URL+"/v1/traces")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc.RequireStart()
+	rcv, tp, lc := tracing(t)
 	turnCtx, turn := tp.Tracer("host").Start(context.Background(), "turn")
 	b := otelbridge.New(tp, otelbridge.WithTurn(func(context.Context, core.Subagent) context.Context { return turnCtx }))
 	settled := t0.Add(time.Second)
@@ -297,15 +304,7 @@ func TestUnderTheHostsTurn(t *testing.T) {
 // and equal their replay in ids, times and attributes; the history's child
 // sits under its parent's span across the seam.
 func TestLiveSpansAreTheRecord(t *testing.T) {
-	rcv := &receiver{}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
-	lc := fxtest.NewLifecycle(t)
-	tp, err := Tracing(lc, srv.URL+"/v1/traces")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc.RequireStart()
+	rcv, tp, lc := tracing(t)
 	ctx := context.Background()
 	store := memory.New()
 	settled := t0.Add(3 * time.Second)

@@ -374,3 +374,19 @@ func Record(t testing.TB, s core.Store, frames []core.Frame) {
 		t.Fatal(err)
 	}
 }
+
+// PostgresStore is a store on a handle of its own to dsn (another role's,
+// or through a fault proxy), closed at the test's cleanup.
+func PostgresStore(t testing.TB, dsn string) *sqlstore.Store {
+	t.Helper()
+	db, err := postgres.OpenDB(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAtCleanup(t, db)
+	s, err := postgres.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
