@@ -39,6 +39,7 @@ type Recorder struct {
 	drain, writeTimeout  time.Duration
 	ready                <-chan struct{}
 	written              func(Subagent)
+	observer             Observer
 	shards               []*shard
 	seed                 maphash.Seed
 
@@ -139,6 +140,31 @@ func WithWriteTimeout(d time.Duration) RecorderOption {
 // logged. A bridge that follows the rows as they are written — the
 // OpenTelemetry bridge, say — hands them on from here.
 func WithWritten(fn func(Subagent)) RecorderOption { return func(r *Recorder) { r.written = fn } }
+
+// Observer receives what the recorder's writers do, for a host's metrics
+// (package otelbridge publishes it on OpenTelemetry's metrics API). Batch
+// is called after each attempt to write a batch — on a SQL store, one
+// transaction — with its frames, how long it took and its outcome: nil
+// (every frame answered: committed, or refused alone), or the error that
+// made the writer keep the frames and retry (retried) or give them up.
+// It runs on the writer's goroutine and must return promptly; a panic in
+// it is logged, never the frames'.
+type Observer interface {
+	Batch(frames int, took time.Duration, outcome BatchOutcome)
+}
+
+// BatchOutcome is how an attempt to write a batch ended.
+type BatchOutcome string
+
+// The outcomes.
+const (
+	BatchWritten BatchOutcome = "written"  // every frame answered
+	BatchRetried BatchOutcome = "retried"  // the database's passing state: kept, retried with backoff
+	BatchGivenUp BatchOutcome = "given_up" // the frames failed (a store's fault, not the frames')
+)
+
+// WithObserver hands each batch attempt to o (Observer).
+func WithObserver(o Observer) RecorderOption { return func(r *Recorder) { r.observer = o } }
 
 // WithReady holds the writers until ready is closed (frames queue
 // meanwhile): the migration pass's backfill.Runner.Ready, so that the first
@@ -516,10 +542,12 @@ func (r *Recorder) write(s *shard) {
 			}
 		}
 		for delay := r.retryMin; len(batch) > 0; delay = min(2*delay, r.retryMax) {
+			start := time.Now()
 			rowErrs, err, abandoned := r.attempt(s, batch)
 			if abandoned {
 				return
 			}
+			r.observe(len(batch), time.Since(start), err)
 			for i, e := range rowErrs {
 				r.resolve(r.ctx, batch[i], e)
 			}
@@ -542,6 +570,40 @@ func (r *Recorder) write(s *shard) {
 			}
 		}
 	}
+}
+
+// observe hands an attempt to the Observer, whose panic is the host's bug,
+// logged, never the frames'.
+func (r *Recorder) observe(frames int, took time.Duration, err error) {
+	if r.observer == nil {
+		return
+	}
+	outcome := BatchWritten
+	switch {
+	case err != nil && passing(err):
+		outcome = BatchRetried
+	case err != nil:
+		outcome = BatchGivenUp
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.LogAttrs(r.ctx, slog.LevelError, "subagentctx: the Observer panicked", slog.Any("panic", p))
+		}
+	}()
+	r.observer.Batch(frames, took, outcome)
+}
+
+// QueueDepth is how many frames wait in the recorder's queues, not yet
+// taken by a writer (0 on a nil Recorder, or a Synchronous store's).
+func (r *Recorder) QueueDepth() int {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for _, s := range r.shards {
+		n += len(s.queue)
+	}
+	return n
 }
 
 // attempt writes batch once, under its deadline. The store's answer is

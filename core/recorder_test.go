@@ -590,3 +590,68 @@ func TestWarnFloodSummarised(t *testing.T) {
 		t.Errorf("no summary of the 90 suppressed lines:\n%s", logs.String())
 	}
 }
+
+// observerFunc is an Observer.
+type observerFunc func(frames int, took time.Duration, outcome core.BatchOutcome)
+
+func (f observerFunc) Batch(frames int, took time.Duration, outcome core.BatchOutcome) {
+	f(frames, took, outcome)
+}
+
+// TestObserverSeesEveryAttempt: the Observer is handed each batch attempt
+// — retried while the database is unavailable, then written — with its
+// frames and a duration; one that panics costs no frame; QueueDepth counts
+// the frames a writer has not taken.
+func TestObserverSeesEveryAttempt(t *testing.T) {
+	var fails atomic.Int32
+	fails.Store(2)
+	store := batchFunc{batch: func(rows []core.Subagent) ([]error, error) {
+		if fails.Add(-1) >= 0 {
+			return nil, fmt.Errorf("%w: injected", core.ErrUnavailable)
+		}
+		return make([]error, len(rows)), nil
+	}}
+	var mu sync.Mutex
+	var seen []string
+	obs := observerFunc(func(frames int, took time.Duration, outcome core.BatchOutcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%d %s", frames, outcome))
+		if took <= 0 {
+			t.Errorf("a batch took %v", took)
+		}
+	})
+	rec, _ := core.NewRecorder(store, core.WithObserver(obs), core.WithWriters(1), core.WithBatch(8),
+		core.WithRetry(time.Millisecond, time.Millisecond), quiet())
+	release := make(chan struct{})
+	held, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { return wait(release) }),
+		core.WithWriters(1), core.WithBatch(1), core.WithQueue(8), quiet())
+	defer close(release)
+	for i := range 3 {
+		rec.Record(context.Background(), frame(fmt.Sprint("t", i)))
+		held.Record(context.Background(), frame(fmt.Sprint("h", i)))
+	}
+	flush(t, rec)
+	mu.Lock()
+	got := strings.Join(seen, ", ")
+	mu.Unlock()
+	if !strings.HasSuffix(got, "written") || strings.Count(got, "retried") != 2 {
+		t.Errorf("attempts %q, want two retried then written", got)
+	}
+	depth := held.QueueDepth()
+	for deadline := time.Now().Add(5 * time.Second); depth != 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		depth = held.QueueDepth()
+	}
+	if depth != 2 { // one in the store's hands, two waiting
+		t.Errorf("QueueDepth %d, want 2", depth)
+	}
+	panicky, _ := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { return nil }),
+		core.WithObserver(observerFunc(func(int, time.Duration, core.BatchOutcome) { panic("the host's bug") })),
+		quiet())
+	panicky.Record(context.Background(), frame("p"))
+	flush(t, panicky)
+	if v := panicky.Counters().Values(); v.Persisted != 1 {
+		t.Errorf("a panicking observer cost a frame: %+v", v)
+	}
+}

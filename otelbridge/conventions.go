@@ -12,6 +12,17 @@ import (
 const (
 	instrumentationName = "github.com/subagentctx/subagentctx/otelbridge"
 
+	// The recorder's metrics (Metrics), in the semantic conventions'
+	// style: a dotted namespace, UCUM units, outcomes as attributes.
+	metricFrames        = "subagentctx.recorder.frames"
+	metricFramesDropped = "subagentctx.recorder.frames.dropped"
+	metricFramesPending = "subagentctx.recorder.frames.pending"
+	metricQueueDepth    = "subagentctx.recorder.queue.depth"
+	metricBatchDuration = "subagentctx.recorder.batch.duration"
+	metricBatchRetries  = "subagentctx.recorder.batch.retries"
+	attrFrameOutcome    = "subagentctx.frame.outcome"
+	attrBatchOutcome    = "subagentctx.batch.outcome"
+
 	operationName = "gen_ai.operation.name"
 	opExecuteTool = "execute_tool"
 	opInvokeAgent = "invoke_agent"

@@ -10,10 +10,17 @@ package main
 import (
 	"context"
 	"log"
+	"net/http"
 	"os"
 	"time"
 
+	prom "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
@@ -51,6 +58,52 @@ var Bridge = fx.Options(
 		func(b *otelbridge.Bridge) core.RecorderOption { return core.WithWritten(b.Written) },
 		fx.ResultTags(`group:"`+fxmodule.RecorderOptions+`"`),
 	)),
+)
+
+// README: end
+
+// README: metrics
+// Meters is the host's own metrics, as it has them: an OTLP/HTTP exporter
+// behind an SDK MeterProvider, read every interval and flushed at stop.
+func Meters(lc fx.Lifecycle, endpoint string, interval time.Duration) (metric.MeterProvider, error) {
+	exporter, err := otlpmetrichttp.New(context.Background(), otlpmetrichttp.WithEndpointURL(endpoint))
+	if err != nil {
+		return nil, err
+	}
+	mp := sdkmetric.NewMeterProvider(
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exporter, sdkmetric.WithInterval(interval))))
+	lc.Append(fx.StopHook(mp.Shutdown))
+	return mp, nil
+}
+
+// Scraped is the same for a host whose metrics Prometheus scrapes: an
+// SDK MeterProvider behind OpenTelemetry's Prometheus exporter, its
+// registry served by the handler the host mounts at /metrics.
+func Scraped(lc fx.Lifecycle) (metric.MeterProvider, http.Handler, error) {
+	registry := prom.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(registry))
+	if err != nil {
+		return nil, nil, err
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	lc.Append(fx.StopHook(mp.Shutdown))
+	return mp, promhttp.HandlerFor(registry, promhttp.HandlerOpts{}), nil
+}
+
+// RecorderMetrics puts the recorder on the host's MeterProvider: each
+// batch its writers attempt (through fxmodule's option group), and its
+// counters and queue depth at every collection — the last one after the
+// recorder drained at stop.
+var RecorderMetrics = fx.Options(
+	fx.Provide(otelbridge.NewMetrics),
+	fx.Provide(fx.Annotate(
+		func(m *otelbridge.Metrics) core.RecorderOption { return core.WithObserver(m) },
+		fx.ResultTags(`group:"`+fxmodule.RecorderOptions+`"`),
+	)),
+	fx.Invoke(func(m *otelbridge.Metrics, rec *core.Recorder) error {
+		_, err := m.Observe(rec)
+		return err
+	}),
 )
 
 // README: end

@@ -6,12 +6,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -20,8 +24,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
+	"github.com/subagentctx/subagentctx/adapters/sqlite"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/fxmodule"
+	"github.com/subagentctx/subagentctx/internal/await"
+	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/otelbridge"
 )
 
@@ -388,5 +397,156 @@ func TestLiveSpansAreTheRecord(t *testing.T) {
 			string(c.tool.TraceId) != string(parent.tool.TraceId) {
 			t.Errorf("%s is not under the parent's invoke_agent span", name)
 		}
+	}
+}
+
+// metricsReceiver is an OTLP/HTTP metrics endpoint: it decodes each
+// export's protobuf and keeps the last value of each instrument's points.
+type metricsReceiver struct {
+	mu     sync.Mutex
+	points map[string]int64  // sums and gauges, by name and outcome
+	counts map[string]uint64 // histograms' counts, by name and outcome
+	units  map[string]string // each instrument's unit
+}
+
+func (r *metricsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	var msg collectormetrics.ExportMetricsServiceRequest
+	if err == nil {
+		err = proto.Unmarshal(body, &msg)
+	}
+	if err != nil || req.URL.Path != "/v1/metrics" {
+		http.Error(w, "bad export", http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	for _, rm := range msg.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				r.units[m.Name] = m.Unit
+				key := func(kvs []*commonpb.KeyValue) string {
+					for _, kv := range kvs {
+						if strings.HasSuffix(kv.Key, ".outcome") {
+							return m.Name + "{" + kv.Value.GetStringValue() + "}"
+						}
+					}
+					return m.Name
+				}
+				for _, p := range m.GetSum().GetDataPoints() {
+					r.points[key(p.Attributes)] = p.GetAsInt()
+				}
+				for _, p := range m.GetHistogram().GetDataPoints() {
+					r.counts[key(p.Attributes)] = p.Count
+				}
+			}
+		}
+	}
+	r.mu.Unlock()
+	out, _ := proto.Marshal(&collectormetrics.ExportMetricsServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(out)
+}
+
+// TestMetricsThroughOTLP (docs/CONTRACT.md §9, Metrics): an fx host on
+// SQLite with RecorderMetrics exports, through the SDK's OTLP/HTTP metric
+// exporter, the recorder's instruments — frames by outcome, dropped,
+// pending, the queue's depth, every batch's write duration — with their
+// values after the recorder drained at stop.
+func TestMetricsThroughOTLP(t *testing.T) {
+	rcv := &metricsReceiver{points: map[string]int64{}, counts: map[string]uint64{}, units: map[string]string{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	meteredHost(t, fx.Provide(func(lc fx.Lifecycle) (metric.MeterProvider, error) {
+		return Meters(lc, srv.URL+"/v1/metrics", time.Hour) // exported at stop
+	}), nil)
+
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for name, want := range map[string]int64{
+		"subagentctx.recorder.frames{persisted}": 40, "subagentctx.recorder.frames{failed}": 0,
+		"subagentctx.recorder.frames{skipped}": 1, "subagentctx.recorder.frames.dropped": 0,
+		"subagentctx.recorder.frames.pending": 0, "subagentctx.recorder.queue.depth": 0,
+	} {
+		if got, ok := rcv.points[name]; !ok || got != want {
+			t.Errorf("%s = %d (exported %v), want %d", name, got, ok, want)
+		}
+	}
+	if c := rcv.counts["subagentctx.recorder.batch.duration{written}"]; c == 0 {
+		t.Errorf("no batch write duration exported: %v", rcv.counts)
+	}
+	if u := rcv.units["subagentctx.recorder.batch.duration"]; u != "s" {
+		t.Errorf("the write duration's unit is %q, want s", u)
+	}
+	if u := rcv.units["subagentctx.recorder.frames"]; u != "{frame}" {
+		t.Errorf("the frames' unit is %q, want {frame}", u)
+	}
+}
+
+// meteredHost runs an fx host on SQLite with RecorderMetrics on the
+// MeterProvider meters gives, records 40 frames and one without identity,
+// calls before (when not nil) with the recorder drained, then stops.
+func meteredHost(t *testing.T, meters fx.Option, before func()) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "host.db")
+	db, err := sqlite.OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := sqlstore.Tables{}.WithDefaults()
+	if err := kandevtest.CreateTables(context.Background(), db, tables); err != nil {
+		t.Fatal(err)
+	}
+	kandevtest.InsertSession(context.Background(), db, tables, "sess", "task")
+	var rec *core.Recorder
+	var runner *backfill.Runner
+	app := fxtest.New(t,
+		fx.Provide(func() (*sqlstore.Store, error) { return sqlite.New(db) }),
+		fxmodule.SQL,
+		RecorderMetrics,
+		meters,
+		fx.Decorate(func(*core.Counters) *core.Counters { return core.NewCounters() }), // this app's own
+		fx.Populate(&rec, &runner),
+		fx.NopLogger,
+	)
+	app.RequireStart()
+	await.Recv(t, runner.Ready(), "the table ready")
+	for i := range 40 {
+		rec.Record(context.Background(), frame(fmt.Sprint("t", i), "", "completed", time.Duration(i), core.Payload{}))
+	}
+	rec.Record(context.Background(), core.Frame{TaskSessionID: "sess"}) // no identity: skipped
+	if before != nil {
+		if err := rec.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		before()
+	}
+	app.RequireStop()
+}
+
+// TestMetricsScrapedByPrometheus: the same instruments through
+// OpenTelemetry's Prometheus exporter, as a scrape of /metrics reads them.
+func TestMetricsScrapedByPrometheus(t *testing.T) {
+	var handler http.Handler
+	var scrape string
+	meteredHost(t, fx.Options(
+		fx.Provide(func(lc fx.Lifecycle) (metric.MeterProvider, http.Handler, error) { return Scraped(lc) }),
+		fx.Populate(&handler),
+	), func() {
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+		scrape = w.Body.String()
+	})
+	for _, want := range []string{
+		`subagentctx_recorder_frames_total{otel_scope_name="github.com/subagentctx/subagentctx/otelbridge"`,
+		`subagentctx_frame_outcome="persisted"} 40`, `subagentctx_frame_outcome="skipped"} 1`,
+		"subagentctx_recorder_frames_pending", "subagentctx_recorder_queue_depth",
+		"subagentctx_recorder_batch_duration_seconds_bucket",
+	} {
+		if !strings.Contains(scrape, want) {
+			t.Errorf("the scrape lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", scrape)
 	}
 }
