@@ -153,12 +153,30 @@ func (b *Bridge) run() {
 	for {
 		select {
 		case row := <-b.queue:
-			b.live(context.Background(), row)
+			b.live(context.Background(), b.drain(row))
 		case <-b.done:
 			return
 		}
 	}
 }
+
+// drain is row and the settled rows queued behind it, up to a batch: their
+// sessions are read once each (WithStore), not once a row.
+func (b *Bridge) drain(row core.Subagent) []core.Subagent {
+	rows := []core.Subagent{row}
+	for len(rows) < liveBatch {
+		select {
+		case r := <-b.queue:
+			rows = append(rows, r)
+		default:
+			return rows
+		}
+	}
+	return rows
+}
+
+// liveBatch bounds the settled rows the live path turns into spans at once.
+const liveBatch = 256
 
 // Close stops the live path once the rows already queued have their
 // spans (or ctx ends); it does not flush the host's exporter, which a host
@@ -173,7 +191,7 @@ func (b *Bridge) Close(ctx context.Context) error {
 	for {
 		select {
 		case row := <-b.queue:
-			b.live(ctx, row)
+			b.live(ctx, b.drain(row))
 		default:
 			return nil
 		}
@@ -215,28 +233,44 @@ func (b *Bridge) Replay(ctx context.Context, rows iter.Seq2[core.Subagent, error
 	return n, nil
 }
 
-// live writes the spans of a row the live path saw settle: from the
-// stored row and its session's, with a store (WithStore); else from the
-// frames, under the parent of the same execution.
-func (b *Bridge) live(ctx context.Context, row core.Subagent) {
-	if b.store != nil {
-		if rows, err := b.store.ListBySession(ctx, row.TaskSessionID, core.Page{}); err == nil {
-			parents := core.Parents(rows)
-			for i, r := range rows {
-				if r.Key() == row.Key() && r.SettledAt != nil {
-					b.emit(ctx, r, parentOf(rows, parents[i]), traceOf(rows, parents, i))
-					return
+// live writes the spans of rows the live path saw settle: from the
+// stored rows and their sessions', each session read once, with a store
+// (WithStore); else from the frames, under the parent of the same
+// execution.
+func (b *Bridge) live(ctx context.Context, settled []core.Subagent) {
+	type session struct {
+		rows    []core.Subagent
+		parents []int
+		at      map[core.RowKey]int
+	}
+	sessions := map[string]*session{}
+	for _, row := range settled {
+		s, read := sessions[row.TaskSessionID]
+		if !read && b.store != nil {
+			s = &session{at: map[core.RowKey]int{}}
+			if rows, err := b.store.ListBySession(ctx, row.TaskSessionID, core.Page{}); err == nil {
+				s.rows, s.parents = rows, core.Parents(rows)
+				for i, r := range rows {
+					s.at[r.Key()] = i
 				}
 			}
+			sessions[row.TaskSessionID] = s
 		}
+		if s != nil {
+			if i, ok := s.at[row.Key()]; ok && s.rows[i].SettledAt != nil {
+				b.emit(ctx, s.rows[i], parentOf(s.rows, s.parents[i]), traceOf(s.rows, s.parents, i))
+				continue
+			}
+		}
+		// From the frames (no store, or the store could not say).
+		var parent *core.Subagent
+		if row.ParentToolCallID != nil {
+			p := row
+			p.ToolCallID, p.ParentToolCallID = *row.ParentToolCallID, nil
+			parent = &p
+		}
+		b.emit(ctx, row, parent, idsOf(row).trace)
 	}
-	var parent *core.Subagent
-	if row.ParentToolCallID != nil {
-		p := row
-		p.ToolCallID, p.ParentToolCallID = *row.ParentToolCallID, nil
-		parent = &p
-	}
-	b.emit(ctx, row, parent, idsOf(row).trace)
 }
 
 func parentOf(rows []core.Subagent, i int) *core.Subagent {

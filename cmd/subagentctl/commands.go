@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -425,6 +427,8 @@ func cmdExport(ctx context.Context, e *env, o *opts) error {
 		return usagef("export: give --after-session and --after-id together")
 	case o.afterSession != "":
 		q.After = &core.ExportKey{TaskSessionID: o.afterSession, ID: o.afterID}
+	case o.keys && o.format != "jsonl":
+		return usagef("export --keys: the keys travel in JSON lines only, not %s", o.format)
 	}
 	if err := q.Validate(); err != nil {
 		return usagef("%v", err)
@@ -440,6 +444,15 @@ func cmdExport(ctx context.Context, e *env, o *opts) error {
 		return err
 	}
 	w := bufio.NewWriter(e.stdout)
+	if o.keys {
+		keys, err := s.Keys(ctx)
+		if err != nil {
+			return err
+		}
+		if err := json.NewEncoder(w).Encode(keysLine{keys}); err != nil {
+			return err
+		}
+	}
 	write := exportJSONLine(w)
 	if o.format == "csv" {
 		write = exportCSV(w)
@@ -567,4 +580,68 @@ var partDoc = map[sqlstore.Part]string{
 	sqlstore.PartLive:    "live: the recorder, record, record --acp, and the pass at boot once the owner has migrated",
 	sqlstore.PartRead:    "read: list, stats, activation, health, export, serve",
 	sqlstore.PartPrune:   "prune",
+}
+
+// keysLine is the line export --keys writes first: the record's keys
+// (sqlstore.Store.Keys), which import carries to the target.
+type keysLine struct {
+	Keys map[string]string `json:"subagentctx_keys"`
+}
+
+// cmdImport loads an export into the store (docs/CONTRACT.md §3.3).
+func cmdImport(ctx context.Context, e *env, o *opts) error {
+	in := e.stdin
+	if name := firstOr(o.pos, "-"); name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	s, err := e.open(ctx, writing)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	keys := map[string]string{}
+	n := 0
+	rows := func(yield func(core.Subagent, error) bool) {
+		r := bufio.NewReaderSize(in, 1<<16)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(strings.TrimSpace(string(line))) > 0 {
+				n++
+				var k keysLine
+				if json.Unmarshal(line, &k) == nil && k.Keys != nil {
+					maps.Copy(keys, k.Keys)
+				} else {
+					var row core.Subagent
+					if err := json.Unmarshal(line, &row); err != nil {
+						yield(core.Subagent{}, fmt.Errorf("line %d: %w", n, err))
+						return
+					}
+					if !yield(row, nil) {
+						return
+					}
+				}
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					yield(core.Subagent{}, err)
+				}
+				return
+			}
+		}
+	}
+	res, err := s.Import(ctx, keys, rows)
+	if err != nil {
+		e.warnf("%s before the error", res)
+		return err
+	}
+	if o.json {
+		return writeJSON(e.stdout, res)
+	}
+	fmt.Fprintln(e.stdout, res)
+	return nil
 }

@@ -54,9 +54,15 @@ commands:
                                          starts at capture_since (or the retention boundary) unless --since is
                                          later (1h: the last hour; or an RFC 3339 instant); the missing and
                                          excess pairs are listed, at most N each (default 20)
-  export [--since T] [--until T] [--format jsonl|csv] [--after-session ID --after-id ID]
+  export [--since T] [--until T] [--format jsonl|csv] [--after-session ID --after-id ID] [--keys]
                                          every row (last written in [since, until), when given), by session then
-                                         id, byte by byte, streamed; resume after the last row printed
+                                         id, byte by byte, streamed; resume after the last row printed; stderr
+                                         ends "next since: T"; --keys: the activation keys and the retention
+                                         boundary first, on a line of their own (for import)
+  import [--json] [FILE|-]               load what export --keys wrote (JSON lines, default stdin) into this
+                                         store: rows by the merge rules, the activation keys if absent, the
+                                         retention boundary forward; a second import changes nothing but
+                                         updated_at; run it again to resume
   prune --before DURATION|TIME [--json]  delete the rows last written before the time (90d: use 2160h), in short
                                          batches, after moving the retention boundary there; health and coverage
                                          then start at it
@@ -128,7 +134,7 @@ type command struct {
 
 // opts holds every command's parsed flags.
 type opts struct {
-	json, tree, acp          bool
+	json, tree, acp, keys    bool
 	session, turn, execution string
 	task, addr, agent        string
 	since, until, before     string
@@ -187,7 +193,14 @@ func init() {
 			fs.StringVar(&o.format, "format", "jsonl", "")
 			fs.StringVar(&o.afterSession, "after-session", "", "")
 			fs.StringVar(&o.afterID, "after-id", "", "")
+			fs.BoolVar(&o.keys, "keys", false, "")
 		}, args: none("export"), run: cmdExport},
+		"import": {flags: jsonOnly, run: cmdImport, args: func(pos []string) error {
+			if len(pos) > 1 {
+				return usagef("import: one input at most, got %d", len(pos))
+			}
+			return nil
+		}},
 		"prune": {flags: func(fs *flag.FlagSet, o *opts) {
 			fs.BoolVar(&o.json, "json", false, "")
 			fs.StringVar(&o.before, "before", "", "")

@@ -1,0 +1,157 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/subagentctx/subagentctx/core"
+)
+
+// The record moves between stores as an export (docs/CONTRACT.md §3.3,
+// Moving the record): its keys — the activation keys and the retention
+// boundary, as Keys reads them — then its rows, which Import writes into
+// any store by the merge rules.
+
+// Keys are the record's meta keys that travel with it: the three
+// activation keys and the retention boundary, by name, as stored (byte
+// for byte: a key is never rewritten, whatever its form). An absent key
+// is not in the map.
+func (s *Store) Keys(ctx context.Context) (map[string]string, error) {
+	a, err := s.Activation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name, k := range map[string]core.KeyReading{
+		core.CaptureSinceKey: a.CaptureSince, core.ExecutionSinceKey: a.ExecutionSince,
+		core.BackfillThroughKey: a.BackfillThrough, core.PrunedBeforeKey: a.PrunedBefore,
+	} {
+		if k.Present {
+			out[name] = k.Raw
+		}
+	}
+	return out, nil
+}
+
+// ImportResult is what an import did.
+type ImportResult struct {
+	// Rows is how many rows were written (merged into a row already there
+	// by the merge rules, or inserted).
+	Rows int64 `json:"rows"`
+	// KeysWritten are the keys the target did not have; KeysKept, those it
+	// had with another value, which it keeps (a key is written once).
+	KeysWritten []string `json:"keys_written"`
+	KeysKept    []string `json:"keys_kept"`
+}
+
+// importBatch is how many rows one transaction of an import writes.
+const importBatch = 256
+
+// Import loads a record — keys (Keys' form) and rows (an export's) — into
+// the store, streaming, in batches of its own transactions: each row by
+// the merge rules (AC-14: one upsert each; a row already there merges, the
+// write-once columns keeping the target's), updated_at the time of the
+// import; each activation key written if absent (one present with another
+// value is kept, and reported); the retention boundary moved forward to
+// the source's. A second import of the same record changes no column but
+// updated_at; an import stopped half-way is resumed by running it again.
+// Rows are written before the keys, so that a reader never sees the keys
+// of a record not yet there. A row the store refuses (a session the host
+// does not have: ErrConstraint) stops the import with its error; the rows
+// before it are written.
+func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Seq2[core.Subagent, error],
+) (ImportResult, error) {
+	var res ImportResult
+	if s.readOnly {
+		return res, core.Errorf("import: the store is read-only")
+	}
+	batch := make([]core.Subagent, 0, importBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		rowErrs, err := s.UpsertBatch(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for _, e := range rowErrs {
+			if e != nil {
+				return e
+			}
+		}
+		res.Rows += int64(len(batch))
+		batch = batch[:0]
+		return nil
+	}
+	for r, err := range rows {
+		if err != nil {
+			return res, core.Errorf("import: read row %d: %w", res.Rows+int64(len(batch))+1, err)
+		}
+		if batch = append(batch, r); len(batch) == importBatch {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return res, err
+	}
+	return res, s.importKeys(ctx, keys, &res)
+}
+
+// importKeys writes the activation keys absent here and moves the
+// retention boundary forward.
+func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *ImportResult) error {
+	have, err := s.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	db := s.db.WithContext(ctx)
+	for _, name := range []string{core.BackfillThroughKey, core.CaptureSinceKey, core.ExecutionSinceKey} {
+		v, ok := keys[name]
+		switch {
+		case !ok:
+		case have[name] == v:
+		case hasKey(have, name): // written once: the target's stays
+			res.KeysKept = append(res.KeysKept, name)
+		default:
+			wrote, err := s.writeKey(db, name, v)
+			if err != nil {
+				return s.opError("import the keys", err)
+			}
+			if wrote {
+				res.KeysWritten = append(res.KeysWritten, name)
+			}
+		}
+	}
+	if v, ok := keys[core.PrunedBeforeKey]; ok {
+		k := core.ParseKey(true, v)
+		if !k.Usable() {
+			return core.Errorf("import: %s %q is not an instant", core.PrunedBeforeKey, v)
+		}
+		if _, moved, err := s.advanceBoundary(ctx, *k.Time); err != nil {
+			return s.opError("import the retention boundary", err)
+		} else if moved {
+			res.KeysWritten = append(res.KeysWritten, core.PrunedBeforeKey)
+		}
+	}
+	return nil
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// String says what an import did.
+func (r ImportResult) String() string {
+	s := fmt.Sprintf("imported %d rows", r.Rows)
+	if len(r.KeysWritten) > 0 {
+		s += fmt.Sprintf("; keys written: %v", r.KeysWritten)
+	}
+	if len(r.KeysKept) > 0 {
+		s += fmt.Sprintf("; keys kept as the target had them: %v", r.KeysKept)
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/await"
+	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/kandevtest"
+)
+
+// hostData is the host's side of a moved record, which the host moves
+// itself: its sessions and messages.
+func hostData(t *testing.T, e *sqltest.Env, ids []string, msgs []kandevtest.Message) {
+	t.Helper()
+	for _, id := range ids {
+		kandevtest.InsertSession(context.Background(), e.DB, e.Tables, id, id+"-task")
+	}
+	if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reads are every read of a record, through the command line, as the
+// round trip compares them: the rows (updated_at aside: the import's
+// write), the keys, health (its last write aside) and the statistics.
+func reads(t *testing.T, dsn string, sessions []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, id := range sessions {
+		var rows []map[string]any
+		json.Unmarshal([]byte(cli(t, "", "--db", dsn, "list", "--session", id, "--json").want(t, 0).stdout), &rows)
+		for _, r := range rows {
+			delete(r, "updated_at")
+			fmt.Fprintln(&b, r)
+		}
+	}
+	b.WriteString(cli(t, "", "--db", dsn, "activation").want(t, 0).stdout)
+	var h map[string]any
+	json.Unmarshal([]byte(cli(t, "", "--db", dsn, "health", "--json").stdout), &h)
+	delete(h, "last_write_at")
+	fmt.Fprintln(&b, h)
+	b.WriteString(cli(t, "", "--db", dsn, "stats").want(t, 0).stdout)
+	return b.String()
+}
+
+// TestImportRoundTrip (docs/CONTRACT.md §3.3, Moving the record): a record
+// moved SQLite → PostgreSQL → Citus → SQLite by export --keys and import
+// reads the same everywhere — every row, the keys byte for byte, health,
+// statistics; a second import changes nothing; an import into a target
+// whose live frames flow merges by the rules and loses none of them.
+func TestImportRoundTrip(t *testing.T) {
+	ids, msgs := kandevtest.History("mv-", 3, 40, time.Now().UTC().Add(-2*time.Hour))
+	chain := []*sqltest.Driver{testenv.SQLite(), testenv.Postgres(), testenv.Citus(), testenv.SQLite()}
+	envs := make([]*sqltest.Env, len(chain))
+	for i, d := range chain {
+		envs[i] = d.Env(t)
+		hostData(t, envs[i], ids, msgs)
+	}
+	src := envs[0]
+	cli(t, "", "--db", src.DSN, "migrate").want(t, 0)
+	var live strings.Builder
+	for i := range 20 {
+		live.WriteString(jsonFrame(ids[i%3], fmt.Sprint("toolu_live", i), "exec-1", "completed",
+			time.Now().UTC().Add(-time.Duration(i)*time.Second), `{"description":"d","prompt":"","subagent_type":"x",`+
+				`"total_tokens":`+fmt.Sprint(100+i)+`}`) + "\n")
+	}
+	cli(t, live.String(), "--db", src.DSN, "record").want(t, 0)
+	cli(t, "", "--db", src.DSN, "prune", "--before", "3h").want(t, 0) // a retention boundary, before every row
+	want := reads(t, src.DSN, ids)
+
+	dir := t.TempDir()
+	for i := 1; i < len(envs); i++ {
+		dump := filepath.Join(dir, fmt.Sprint("step", i, ".jsonl"))
+		r := cli(t, "", "--db", envs[i-1].DSN, "export", "--keys").want(t, 0)
+		os.WriteFile(dump, []byte(r.stdout), 0o600)
+		cli(t, "", "--db", envs[i].DSN, "import", dump).want(t, 0)
+		if got := reads(t, envs[i].DSN, ids); got != want {
+			t.Fatalf("%s after the import differs from the source:\n--- source\n%s\n--- %s\n%s", chain[i].Name, want,
+				chain[i].Name, got)
+		}
+		r = cli(t, "", "--db", envs[i].DSN, "import", "--json", dump).want(t, 0) // again: nothing changes
+		var res struct {
+			KeysWritten []string `json:"keys_written"`
+			KeysKept    []string `json:"keys_kept"`
+		}
+		json.Unmarshal([]byte(r.stdout), &res)
+		if got := reads(t, envs[i].DSN, ids); got != want || len(res.KeysWritten) != 0 || len(res.KeysKept) != 0 {
+			t.Errorf("%s: a second import changed something (%s)", chain[i].Name, r.stdout)
+		}
+	}
+
+	// Into a live target: frames of the same and of new invocations flow
+	// while the record is imported; every frame lands, history merges.
+	target := testenv.Postgres().Env(t)
+	hostData(t, target, ids, msgs)
+	dump := filepath.Join(dir, "live.jsonl")
+	os.WriteFile(dump, []byte(cli(t, "", "--db", src.DSN, "export", "--keys").want(t, 0).stdout), 0o600)
+	var flowing strings.Builder
+	for i := range 200 {
+		flowing.WriteString(jsonFrame(ids[i%3], fmt.Sprint("toolu_live", i%40), "exec-1", "completed",
+			time.Now().UTC(), `{"description":"","prompt":"","subagent_type":"","model":"m-live"}`) + "\n")
+	}
+	done := make(chan result, 1)
+	go func() { done <- cli(t, flowing.String(), "--db", target.DSN, "record") }()
+	cli(t, "", "--db", target.DSN, "import", dump).want(t, 0)
+	if r := await.Recv(t, done, "the record during the import"); r.code != 0 ||
+		!strings.Contains(r.stdout, "persisted 200 ") {
+		t.Errorf("frames during the import: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	var rows []core.Subagent
+	for _, id := range ids {
+		var got []core.Subagent
+		json.Unmarshal([]byte(cli(t, "", "--db", target.DSN, "list", "--session", id, "--json").stdout), &got)
+		rows = append(rows, got...)
+	}
+	byKey := map[string]core.Subagent{}
+	for _, r := range rows {
+		byKey[r.TaskSessionID+"/"+r.ToolCallID+"/"+r.AgentExecutionID] = r
+	}
+	for i := range 20 {
+		r, ok := byKey[ids[i%3]+"/"+fmt.Sprint("toolu_live", i)+"/exec-1"]
+		if !ok || r.Model == nil || *r.Model != "m-live" || r.TotalTokens == nil || *r.TotalTokens != int64(100+i) {
+			t.Errorf("toolu_live%d after the import and the frames: %+v", i, r)
+		}
+	}
+	if n := len(byKey); n != len(rows) || reflect.DeepEqual(rows, nil) {
+		t.Errorf("%d keys for %d rows", n, len(rows))
+	}
+}
