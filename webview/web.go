@@ -39,6 +39,7 @@ type Source interface {
 	core.Store
 	core.Reader
 	core.Overviewer
+	core.Timeliner
 }
 
 //go:embed assets
@@ -190,6 +191,9 @@ type overviewPage struct {
 	Sessions   []core.SessionSummary
 	Next       *core.SessionKey
 	Generated  time.Time
+	// Charts are the window over time: subagents, failures and tokens per
+	// bucket.
+	Charts []chart
 }
 
 // figuresRow is one line of a breakdown's table: a group's figures over
@@ -347,8 +351,14 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	// capture works now, at a cost that does not grow with the window
 	// (subagentctl health --since answers for any other).
 	var wg sync.WaitGroup
-	errs := make([]error, 4)
+	errs := make([]error, 5)
 	for i, read := range []func() error{
+		func() error {
+			t, err := s.src.Timeline(ctx, core.TimelineQuery{Since: win.Since, Until: win.Until,
+				Bucket: bucketFor(win, now)})
+			p.Charts = charts(t, now)
+			return err
+		},
 		func() (err error) {
 			p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: now.Add(-healthWindow)})
 			return

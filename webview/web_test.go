@@ -485,3 +485,42 @@ func TestBadQueriesAre400(t *testing.T) {
 		}
 	}
 }
+
+// TestOverviewOverTime (docs/CONTRACT.md §5.6): the overview draws its
+// window over time — subagents, failures and tokens per bucket, minutes
+// for an hour, hours for a day, days for a month — as inline SVG, each
+// bar labelled with its bucket and its value as the store's timeline
+// gives it (core.TimelineOf over the same rows), the captions saying the
+// measure and the bucket in words.
+func TestOverviewOverTime(t *testing.T) {
+	s := memory.New()
+	frames := kandevtest.Stream("demo-", t0)
+	testenv.Record(t, s, frames)
+	h := webview.New(s, webview.WithClock(clock))
+	rows, _ := s.ListBySession(context.Background(), "demo-sess", pageAll)
+	for _, c := range []struct {
+		rng, bucket string
+		size        time.Duration
+	}{{"1h", "minute", time.Minute}, {"24h", "hour", time.Hour}, {"30d", "day", 24 * time.Hour}} {
+		_, body := get(t, h, "GET", "/?range="+c.rng)
+		for _, caption := range []string{"Subagents per " + c.bucket, "Failed per " + c.bucket,
+			"Tokens (reported) per " + c.bucket} {
+			if !strings.Contains(body, caption) {
+				t.Errorf("range %s: no chart %q", c.rng, caption)
+			}
+		}
+		now := clock()
+		q := core.TimelineQuery{Since: now.Add(-map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour,
+			"30d": 30 * 24 * time.Hour}[c.rng]).UTC(), Bucket: c.size}
+		for _, b := range core.TimelineOf(rows, q).Buckets {
+			want := fmt.Sprintf("<title>%s: %d</title>", b.Start.UTC().Format("2006-01-02 15:04:05.000000Z"),
+				b.Invocations)
+			if !strings.Contains(body, want) {
+				t.Errorf("range %s: no bar labelled %q", c.rng, want)
+			}
+		}
+		if !strings.Contains(body, "<svg role=\"img\"") {
+			t.Errorf("range %s: no chart drawn", c.rng)
+		}
+	}
+}

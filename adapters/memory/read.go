@@ -109,6 +109,17 @@ func (s *Store) Overview(ctx context.Context, q core.OverviewQuery) (core.Overvi
 	return core.OverviewOf(s.snapshot(), q), nil
 }
 
+// Timeline implements core.Timeliner over the rows in memory.
+func (s *Store) Timeline(ctx context.Context, q core.TimelineQuery) (core.Timeline, error) {
+	if err := q.Validate(); err != nil {
+		return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+	}
+	return core.TimelineOf(s.snapshot(), q), nil
+}
+
 // NextSince implements core.Exporter: a write is visible as soon as it
 // is made, so the next window starts at Until, or now.
 func (s *Store) NextSince(_ context.Context, q core.ExportQuery) (time.Time, error) {

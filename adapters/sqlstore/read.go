@@ -584,3 +584,55 @@ func sumFigures(g *core.Group) {
 	}
 	a.Duration = &core.Distribution{Reported: reported}
 }
+
+// Timeline implements core.Timeliner (docs/CONTRACT.md §5.6): one grouped
+// statement over the window's rows, read through the observed_at index,
+// each row's bucket its instant's Unix microseconds divided by the
+// bucket's, rounded down, in SQL integers — no time zone, no collation —
+// and the tokens' sum exact (in two 32-bit halves, as the statistics').
+func (s *Store) Timeline(ctx context.Context, q core.TimelineQuery) (core.Timeline, error) {
+	if err := q.Validate(); err != nil {
+		return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+	}
+	sql, args := s.timelineStatement(q)
+	var rows []map[string]any
+	err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) {
+		rows, err = rowmaps.Query(db, sql, args...)
+		return err
+	})
+	if err != nil {
+		return core.Timeline{}, s.opError("timeline", err)
+	}
+	t := core.Timeline{Query: q}
+	for _, r := range rows {
+		var v [5]*big.Int
+		for i, col := range []string{"k", "n", "failed", "reported", "hi"} {
+			if v[i], err = integer(r[col]); err != nil {
+				return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+			}
+		}
+		lo, err := integer(r["lo"])
+		if err != nil {
+			return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+		}
+		sum := v[4].Lsh(v[4], 32)
+		sum.Add(sum, lo)
+		t.Buckets = append(t.Buckets, core.BucketFromSQL(q, v[0].Int64(), v[1].Int64(), v[2].Int64(), v[3].Int64(), sum))
+	}
+	return t, nil
+}
+
+// timelineStatement groups the window's rows by bucket, the earliest
+// first.
+func (s *Store) timelineStatement(q core.TimelineQuery) (string, []any) {
+	within, args := s.d.Within("observed_at", q.Since, q.Until)
+	b := q.Bucket.Microseconds()
+	i := s.d.Instant("observed_at")
+	failed := "'" + strings.Join(core.FailedToolStatuses(), "', '") + "'"
+	// (i - ((i % b) + b) % b) / b is i / b rounded down, whatever i's sign.
+	return fmt.Sprintf(`SELECT k, count(*) AS n, SUM(CASE WHEN tool_status IN (%s) THEN 1 ELSE 0 END) AS failed,
+	count(total_tokens) AS reported, SUM(total_tokens / 4294967296) AS hi, SUM(total_tokens %% 4294967296) AS lo
+FROM (SELECT (%s - ((%s %% %d) + %d) %% %d) / %d AS k, tool_status, total_tokens
+	FROM %s WHERE %s) w
+GROUP BY k ORDER BY k`, failed, i, i, b, b, b, b, s.d.ThroughIndex(Table, observedAtIndex), within), args
+}

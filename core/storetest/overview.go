@@ -188,3 +188,51 @@ func jsonOf(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// testTimeline: a window's timeline — invocations, failures and exact token
+// sums per bucket, counted from the Unix epoch in UTC — equals the
+// reference (core.TimelineOf) over the same rows, for buckets of a minute
+// and of an hour, a part of the window, and around the epoch itself, where
+// a bucket's start is rounded down before 1970.
+func testTimeline(t *testing.T, s *suite) {
+	tl, ok := s.Store.(core.Timeliner)
+	if !ok {
+		t.Fatal("the store does not implement core.Timeliner")
+	}
+	start, rows := s.seedWindow(t, 200)
+	epoch := time.Unix(0, 0).UTC()
+	sess := s.session(t, "tl-epoch")
+	for i, at := range []time.Duration{-1500 * time.Millisecond, -time.Microsecond, 0, 700 * time.Millisecond} {
+		row, _ := core.Normalize(core.Frame{TaskSessionID: sess, TaskID: s.id("task", "t"), ExecutionID: "e",
+			ToolCallID: s.id("tool", fmt.Sprint("epoch", i)), ToolStatus: "failed", ObservedAt: epoch.Add(at),
+			Payload: &core.Payload{TotalTokens: int64(10 + i)}})
+		if err := s.Store.Upsert(context.Background(), row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows = append(rows, s.rows(t, sess)...)
+	for _, q := range []core.TimelineQuery{
+		{Since: start, Until: start.Add(time.Hour), Bucket: time.Minute},
+		{Since: start, Until: start.Add(time.Hour), Bucket: time.Hour},
+		{Since: start.Add(10*time.Minute + time.Nanosecond), Until: start.Add(40 * time.Minute), Bucket: 7 * time.Minute},
+		{Since: epoch.Add(-2 * time.Second), Until: epoch.Add(2 * time.Second), Bucket: time.Second},
+	} {
+		got, err := tl.Timeline(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := jsonOf(t, got), jsonOf(t, core.TimelineOf(rows, q)); g != w {
+			t.Errorf("timeline of [%s, %s) by %v:\n got  %s\n want %s", q.Since, q.Until, q.Bucket, g, w)
+		}
+	}
+	if got, _ := tl.Timeline(context.Background(), core.TimelineQuery{Since: epoch.Add(-2 * time.Second),
+		Until: epoch.Add(2 * time.Second), Bucket: time.Second}); len(got.Buckets) != 3 ||
+		!got.Buckets[0].Start.Equal(epoch.Add(-2*time.Second)) || got.Buckets[1].Invocations != 1 {
+		t.Errorf("around the epoch: %s, want buckets from -2 s, -1 s and 0", jsonOf(t, got))
+	}
+	_, err := tl.Timeline(context.Background(), core.TimelineQuery{Bucket: time.Millisecond})
+	WantError(t, "a bucket under a second", err, nil)
+	_, err = tl.Timeline(context.Background(), core.TimelineQuery{Since: start, Until: start.Add(24 * time.Hour),
+		Bucket: time.Second})
+	WantError(t, "too many buckets", err, nil)
+}

@@ -94,6 +94,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"AC26_RecorderAnswersAlike", testRecorderAlike},
 		{"ExportInByteOrderResumable", testExport},
 		{"OverviewAgreesWithTheReference", testOverview},
+		{"TimelineAgreesWithTheReference", testTimeline},
 		{"SessionsWindowPrefixAndKeysetPaging", testSessionsWindow},
 	}
 	for _, tc := range tests {
