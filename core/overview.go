@@ -26,6 +26,9 @@ type OverviewQuery struct {
 	// first (0: DefaultOverviewGroups; at most MaxOverviewGroups); the
 	// rest are counted in Breakdown.Others.
 	Groups int
+	// Failed counts the failed rows alone (a tool status in
+	// FailedToolStatuses): what the failures cost, apart from the rest.
+	Failed bool
 }
 
 // The overview's bound on the groups of one breakdown.
@@ -55,6 +58,12 @@ func (q OverviewQuery) GroupsOrDefault() int {
 // the stores' microsecond.
 func (q OverviewQuery) Contains(observedAt time.Time) bool {
 	return inWindow(observedAt, q.Since, q.Until)
+}
+
+// counts reports whether the overview counts a row: in its window, and
+// failed when it asks for the failed ones.
+func (q OverviewQuery) counts(r Subagent) bool {
+	return q.Contains(r.ObservedAt) && (!q.Failed || r.ToolStatus != nil && IsFailedToolStatus(*r.ToolStatus))
 }
 
 func inWindow(t, since, until time.Time) bool {
@@ -147,7 +156,7 @@ func OverviewOf(rows []Subagent, q OverviewQuery) Overview {
 	}
 	var in []Subagent
 	for _, r := range rows {
-		if q.Contains(r.ObservedAt) {
+		if q.counts(r) {
 			in = append(in, r)
 			if r.Source == SourceBackfill {
 				o.Backfill++

@@ -40,6 +40,7 @@ type Source interface {
 	core.Reader
 	core.Overviewer
 	core.Timeliner
+	core.FailureLister
 }
 
 //go:embed assets
@@ -47,19 +48,21 @@ var assets embed.FS
 
 // pages are the templates; each handler binds url to its prefix.
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"url":        func(string) string { return "" },
-	"sessionURL": func(string) string { return "" },
-	"turnsURL":   func(string, int) string { return "" },
-	"when":       when,
-	"num":        num,
-	"human":      human,
-	"ms":         ms,
-	"text":       text,
-	"average":    average,
-	"add":        func(a, b int) int { return a + b },
-	"figures":    func(v *string, part string, f core.Figures) figuresRow { return figuresRow{v, part, f} },
-	"pageURL":    func(window, *core.SessionKey) string { return "" },
-	"head":       func(title string, refresh int) head { return head{title, refresh} },
+	"url":            func(string) string { return "" },
+	"sessionURL":     func(string) string { return "" },
+	"turnsURL":       func(string, int) string { return "" },
+	"when":           when,
+	"num":            num,
+	"human":          human,
+	"ms":             ms,
+	"text":           text,
+	"average":        average,
+	"add":            func(a, b int) int { return a + b },
+	"figures":        func(v *string, part string, f core.Figures) figuresRow { return figuresRow{v, part, f} },
+	"pageURL":        func(window, *core.SessionKey) string { return "" },
+	"failuresURL":    func(window, core.FailureKey) string { return "" },
+	"failedStatuses": core.FailedToolStatuses,
+	"head":           func(title string, refresh int) head { return head{title, refresh} },
 }).ParseFS(assets, "assets/*.html"))
 
 // head is what a page's head says: its title, and how often a page that
@@ -141,6 +144,14 @@ func New(src Source, opts ...Option) http.Handler {
 			return s.prefix + "/session?id=" + url.QueryEscape(id) + "&from=" + strconv.Itoa(from)
 		},
 		"pageURL": func(w window, after *core.SessionKey) string { return s.prefix + "/?" + w.query(after).Encode() },
+		"failuresURL": func(w window, after core.FailureKey) string {
+			v := w.query(nil)
+			v.Set("failed_after", after.ObservedAt.UTC().Format(time.RFC3339Nano))
+			v.Set("failed_session", after.TaskSessionID)
+			v.Set("failed_tool", after.ToolCallID)
+			v.Set("failed_exec", after.AgentExecutionID)
+			return s.prefix + "/?" + v.Encode() + "#failures"
+		},
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+s.prefix+"/{$}", s.overview)
@@ -194,6 +205,12 @@ type overviewPage struct {
 	// Charts are the window over time: subagents, failures and tokens per
 	// bucket.
 	Charts []chart
+	// Failed is the overview of the failed rows alone: what they cost,
+	// apart from the rest; Failures lists them, newest first, a page at a
+	// time (NextFailures: the next page's key).
+	Failed       core.Overview
+	Failures     []core.Subagent
+	NextFailures *core.FailureKey
 }
 
 // figuresRow is one line of a breakdown's table: a group's figures over
@@ -212,7 +229,12 @@ type window struct {
 	Since, Until time.Time
 	Prefix       string
 	After        *core.SessionKey
+	// FailedAfter is the last failure of the previous page of failures.
+	FailedAfter *core.FailureKey
 }
+
+// failuresPage is how many failed subagents the overview lists a page.
+const failuresPage = 25
 
 // healthWindow is how far back the overview's health check reaches.
 const healthWindow = time.Hour
@@ -275,6 +297,14 @@ func parseWindow(v url.Values, now time.Time) (window, error) {
 		}
 		w.After = &core.SessionKey{LastObservedAt: t, TaskSessionID: v.Get("after_id")}
 	}
+	if v.Has("failed_after") {
+		t, err := instant("failed_after")
+		if err != nil {
+			return w, err
+		}
+		w.FailedAfter = &core.FailureKey{ObservedAt: t, TaskSessionID: v.Get("failed_session"),
+			ToolCallID: v.Get("failed_tool"), AgentExecutionID: v.Get("failed_exec")}
+	}
 	return w, nil
 }
 
@@ -335,7 +365,8 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	now := s.now().UTC()
 	win, err := parseWindow(r.URL.Query(), now)
 	if err == nil {
-		err = checkQuery(r.URL.Query(), "range", "since", "until", "q", "after", "after_id")
+		err = checkQuery(r.URL.Query(), "range", "since", "until", "q", "after", "after_id", "failed_after",
+			"failed_session", "failed_tool", "failed_exec")
 	}
 	if err != nil {
 		http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest)
@@ -351,8 +382,22 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	// capture works now, at a cost that does not grow with the window
 	// (subagentctl health --since answers for any other).
 	var wg sync.WaitGroup
-	errs := make([]error, 5)
+	errs := make([]error, 7)
 	for i, read := range []func() error{
+		func() (err error) {
+			p.Failed, err = s.src.Overview(ctx, core.OverviewQuery{Since: win.Since, Until: win.Until, Failed: true})
+			return
+		},
+		func() (err error) {
+			p.Failures, err = s.src.Failures(ctx, core.FailureQuery{Since: win.Since, Until: win.Until,
+				Limit: failuresPage + 1, After: win.FailedAfter})
+			if len(p.Failures) > failuresPage {
+				p.Failures = p.Failures[:failuresPage]
+				k := core.KeyOf(p.Failures[failuresPage-1])
+				p.NextFailures = &k
+			}
+			return
+		},
 		func() error {
 			t, err := s.src.Timeline(ctx, core.TimelineQuery{Since: win.Since, Until: win.Until,
 				Bucket: bucketFor(win, now)})

@@ -368,9 +368,21 @@ func TestOverviewAnswers(t *testing.T) {
 			t.Errorf("the tool status %q is not counted", status)
 		}
 	}
-	if strings.Count(hour, `href="/session?id=`) != 1 || strings.Count(day, `href="/session?id=`) != 2 {
+	// The sessions' table (the failures' table above it links sessions too).
+	sessions := func(body string) string { return body[strings.Index(body, "<h2>Sessions</h2>"):] }
+	if strings.Count(sessions(hour), `href="/session?id=`) != 1 ||
+		strings.Count(sessions(day), `href="/session?id=`) != 2 {
 		t.Errorf("windows: the last hour lists %d sessions (want 1), the last day %d (want 2)",
-			strings.Count(hour, `href="/session?id=`), strings.Count(day, `href="/session?id=`))
+			strings.Count(sessions(hour), `href="/session?id=`), strings.Count(sessions(day), `href="/session?id=`))
+	}
+	// The failures: newest first, each with its session's link; and what
+	// they cost by type and model apart.
+	failed := hour[strings.Index(hour, `<table class="failures">`):strings.Index(hour, "<h2>Sessions</h2>")]
+	if i, j, k := strings.Index(failed, ">cancelled<"), strings.Index(failed, ">error<"),
+		strings.Index(failed, ">failed<"); i < 0 || j < i || k < j || strings.Contains(failed, ">completed<") ||
+		strings.Count(failed, `href="/session?id=s1"`) != 3 || !strings.Contains(failed, "What the failed ones cost") ||
+		!strings.Contains(failed, `title="2000400">2 M`) {
+		t.Errorf("the failures, newest first, with what they cost:\n%s", failed)
 	}
 	// Paging by key: two sessions, then the third, never one twice.
 	next := regexp.MustCompile(`<a href="([^"]+)">next sessions`).FindStringSubmatch(all)
@@ -379,7 +391,7 @@ func TestOverviewAnswers(t *testing.T) {
 	}
 	_, second := get(t, h, "GET", html.UnescapeString(next[1]))
 	for body, want := range map[string][]string{all: {"s1", "s2"}, second: {"s3"}} {
-		got := regexp.MustCompile(`href="/session\?id=([^"]+)"`).FindAllStringSubmatch(body, -1)
+		got := regexp.MustCompile(`href="/session\?id=([^"]+)"`).FindAllStringSubmatch(sessions(body), -1)
 		var ids []string
 		for _, g := range got {
 			ids = append(ids, g[1])
@@ -388,7 +400,7 @@ func TestOverviewAnswers(t *testing.T) {
 			t.Errorf("a page lists %v, want %v", ids, want)
 		}
 	}
-	if _, body := get(t, h, "GET", "/?range=all&q=s3"); strings.Count(body, `href="/session?id=`) != 1 ||
+	if _, body := get(t, h, "GET", "/?range=all&q=s3"); strings.Count(sessions(body), `href="/session?id=`) != 1 ||
 		!strings.Contains(body, `href="/session?id=s3"`) {
 		t.Error("the id prefix s3 does not list s3 alone")
 	}
@@ -475,6 +487,8 @@ func TestBadQueriesAre400(t *testing.T) {
 		{"/?range=%ff", "range"}, {"/?range=1y", "range"},
 		{"/?since=%00", "since"}, {"/?since=0000-01-01T00:00:00Z", "since"}, {"/?until=yesterday", "until"},
 		{"/?after=2026-01-01T00:00:00Z&after_id=%ff", "after_id"}, {"/?after=%00", "after"},
+		{"/?failed_after=yesterday", "failed_after"}, {"/?failed_after=2026-01-01T00:00:00Z&failed_tool=%00", "failed_tool"},
+		{"/?failed_session=%ff", "failed_session"}, {"/?failed_exec=a&failed_exec=b", "failed_exec"},
 		{"/session?id=%ff", "id"}, {"/session?id=a%00b", "id"}, {"/session?id=" + long, "id"},
 		{"/session?id=demo-sess&from=-1", "from"}, {"/session?id=demo-sess&from=%ff", "from"},
 		{"/session?id=demo-sess&from=99999999999999999999", "from"},
@@ -521,6 +535,42 @@ func TestOverviewOverTime(t *testing.T) {
 		}
 		if !strings.Contains(body, "<svg role=\"img\"") {
 			t.Errorf("range %s: no chart drawn", c.rng)
+		}
+	}
+}
+
+// TestFailuresPaged: the overview lists failures 25 at a time, the newest
+// first; its "next failures" link opens the rest, none twice or skipped.
+func TestFailuresPaged(t *testing.T) {
+	s := memory.New()
+	var frames []core.Frame
+	for i := range 30 {
+		frames = append(frames, core.Frame{TaskSessionID: "fs", TaskID: "t", ExecutionID: "e",
+			ToolCallID: fmt.Sprintf("tool-%02d", i), ToolStatus: "failed", ObservedAt: t0.Add(time.Duration(i) * time.Second),
+			Payload: &core.Payload{SubagentType: "explorer"}})
+	}
+	testenv.Record(t, s, frames)
+	h := webview.New(s, webview.WithClock(clock))
+	cells := regexp.MustCompile(`<td>(2026-11-30 09:00:\d\d)\.000000Z</td><td><a href="/session\?id=fs">`)
+	_, first := get(t, h, "GET", "/?range=all")
+	next := regexp.MustCompile(`<a href="([^"]+)">next failures`).FindStringSubmatch(first)
+	if next == nil {
+		t.Fatal("no next page of failures for 30")
+	}
+	link, _, _ := strings.Cut(html.UnescapeString(next[1]), "#") // a browser keeps the fragment to itself
+	_, second := get(t, h, "GET", link)
+	var seen []string
+	for _, body := range []string{first, second} {
+		for _, m := range cells.FindAllStringSubmatch(body, -1) {
+			seen = append(seen, m[1])
+		}
+	}
+	if len(seen) != 30 || seen[0] != "2026-11-30 09:00:29" || seen[29] != "2026-11-30 09:00:00" {
+		t.Errorf("failures over two pages: %d, from %v", len(seen), seen)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] >= seen[i-1] {
+			t.Errorf("failure %d (%s) is not older than the one before (%s)", i, seen[i], seen[i-1])
 		}
 	}
 }

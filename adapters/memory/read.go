@@ -109,6 +109,17 @@ func (s *Store) Overview(ctx context.Context, q core.OverviewQuery) (core.Overvi
 	return core.OverviewOf(s.snapshot(), q), nil
 }
 
+// Failures implements core.FailureLister over the rows in memory.
+func (s *Store) Failures(ctx context.Context, q core.FailureQuery) ([]core.Subagent, error) {
+	if err := q.Validate(); err != nil {
+		return nil, &core.OpError{Op: "failures", Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &core.OpError{Op: "failures", Err: err}
+	}
+	return core.FailuresOf(s.snapshot(), q), nil
+}
+
 // Timeline implements core.Timeliner over the rows in memory.
 func (s *Store) Timeline(ctx context.Context, q core.TimelineQuery) (core.Timeline, error) {
 	if err := q.Validate(); err != nil {

@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -45,8 +47,13 @@ type ImportResult struct {
 	KeysKept    []string `json:"keys_kept"`
 }
 
-// importBatch is how many rows one transaction of an import writes.
-const importBatch = 256
+// importBatch is how many rows one transaction of an import writes;
+// importRetryFor bounds the backoff of a batch the database refused for a
+// passing condition (about 40 s of retries in all).
+const (
+	importBatch    = 256
+	importRetryFor = 20 * time.Second
+)
 
 // Import loads a record — keys (Keys' form) and rows (an export's) — into
 // the store, streaming, in batches of its own transactions: each row by
@@ -71,7 +78,18 @@ func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Se
 		if len(batch) == 0 {
 			return nil
 		}
+		// A live target's own writes may deadlock with a batch, or the
+		// database pass a moment: the batch (rolled back whole) is written
+		// again, with backoff, as the recorder does (docs/CONTRACT.md §6.1).
 		rowErrs, err := s.UpsertBatch(ctx, batch)
+		for delay := 10 * time.Millisecond; errors.Is(err, core.ErrUnavailable) && delay < importRetryFor; delay *= 2 {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			}
+			rowErrs, err = s.UpsertBatch(ctx, batch)
+		}
 		if err != nil {
 			return err
 		}

@@ -636,3 +636,49 @@ FROM (SELECT (%s - ((%s %% %d) + %d) %% %d) / %d AS k, tool_status, total_tokens
 	FROM %s WHERE %s) w
 GROUP BY k ORDER BY k`, failed, i, i, b, b, b, b, s.d.ThroughIndex(Table, observedAtIndex), within), args
 }
+
+// Failures implements core.FailureLister: one statement, the window's
+// failed rows newest first, after the key, through the observed_at index.
+func (s *Store) Failures(ctx context.Context, q core.FailureQuery) ([]core.Subagent, error) {
+	if err := q.Validate(); err != nil {
+		return nil, &core.OpError{Op: "failures", Err: err}
+	}
+	sql, args := s.failuresStatement(q)
+	rows, err := s.db.WithContext(ctx).Raw(sql, args...).Rows()
+	if err != nil {
+		return nil, s.opError("failures", err)
+	}
+	defer rows.Close()
+	out := make([]core.Subagent, 0)
+	dest := make([]any, len(core.Columns))
+	for rows.Next() {
+		r, err := scanRow(rows, dest)
+		if err != nil {
+			return nil, s.opError("failures", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.opError("failures", err)
+	}
+	return out, nil
+}
+
+// failuresStatement selects a page of failures.
+func (s *Store) failuresStatement(q core.FailureQuery) (string, []any) {
+	d := s.d
+	within, args := d.Within("observed_at", q.Since, q.Until)
+	failed := "'" + strings.Join(core.FailedToolStatuses(), "', '") + "'"
+	at, sess, tool, exec := d.Instant("observed_at"), d.Bytewise("task_session_id"), d.Bytewise("tool_call_id"),
+		d.Bytewise("agent_execution_id")
+	sql := "SELECT " + columnList("") + " FROM " + d.ThroughIndex(Table, observedAtIndex) + " WHERE " + within +
+		" AND tool_status IN (" + failed + ")"
+	if a := q.After; a != nil {
+		us := core.CeilMicro(a.ObservedAt).UnixMicro()
+		sql += " AND (" + at + " < ? OR (" + at + " = ? AND (" + sess + " < ? OR (" + sess + " = ? AND (" + tool +
+			" < ? OR (" + tool + " = ? AND " + exec + " < ?))))))"
+		args = append(args, us, us, a.TaskSessionID, a.TaskSessionID, a.ToolCallID, a.ToolCallID, a.AgentExecutionID)
+	}
+	sql += " ORDER BY " + at + " DESC, " + sess + " DESC, " + tool + " DESC, " + exec + " DESC LIMIT ?"
+	return sql, append(args, q.LimitOrDefault())
+}

@@ -282,6 +282,9 @@ func (s *Store) overviewStatement(q core.OverviewQuery) (string, []any) {
 	d := s.d
 	where, args := s.d.Within("observed_at", q.Since, q.Until)
 	failed := "'" + strings.Join(core.FailedToolStatuses(), "', '") + "'"
+	if q.Failed {
+		where += " AND tool_status IN (" + failed + ")"
+	}
 	var groups, ranks []string
 	for _, dim := range overviewDimensions {
 		cols := []string{"'" + dim + "' AS dim", dim + " AS k", "source", "count(*) AS n", "SUM(failed) AS failed",

@@ -101,6 +101,8 @@ func testOverview(t *testing.T, s *suite) {
 		{Since: start, Until: start.Add(time.Hour), Groups: 2},
 		{Since: start.Add(59 * time.Minute), Until: start.Add(time.Hour), Groups: 1},
 		{Since: start.Add(-time.Hour), Until: start},
+		{Since: start, Until: start.Add(time.Hour), Failed: true},
+		{Since: start.Add(10 * time.Minute), Until: start.Add(50 * time.Minute), Failed: true, Groups: 2},
 	} {
 		got, err := o.Overview(context.Background(), q)
 		if err != nil {
@@ -108,7 +110,8 @@ func testOverview(t *testing.T, s *suite) {
 		}
 		want := core.OverviewOf(rows, q)
 		if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
-			t.Errorf("overview of [%s, %s) groups %d:\n got  %s\n want %s", q.Since, q.Until, q.Groups, g, w)
+			t.Errorf("overview of [%s, %s) groups %d failed %v:\n got  %s\n want %s", q.Since, q.Until, q.Groups,
+				q.Failed, g, w)
 		}
 	}
 	whole := core.OverviewQuery{Since: start, Until: start.Add(time.Hour)}
@@ -235,4 +238,47 @@ func testTimeline(t *testing.T, s *suite) {
 	_, err = tl.Timeline(context.Background(), core.TimelineQuery{Since: start, Until: start.Add(24 * time.Hour),
 		Bucket: time.Second})
 	WantError(t, "too many buckets", err, nil)
+}
+
+// testFailures: a window's failures, newest first, equal the reference
+// (core.FailuresOf) page by page, paged by key without a row skipped or
+// repeated; an unfailed row is never listed.
+func testFailures(t *testing.T, s *suite) {
+	fl, ok := s.Store.(core.FailureLister)
+	if !ok {
+		t.Fatal("the store does not implement core.FailureLister")
+	}
+	start, rows := s.seedWindow(t, 150)
+	for _, q := range []core.FailureQuery{
+		{Since: start, Until: start.Add(time.Hour), Limit: 1000},
+		{Since: start.Add(10 * time.Minute), Until: start.Add(40 * time.Minute), Limit: 7},
+	} {
+		want := core.FailuresOf(rows, core.FailureQuery{Since: q.Since, Until: q.Until, Limit: core.MaxFailures})
+		var got []core.Subagent
+		for page := q; ; {
+			part, err := fl.Failures(context.Background(), page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := jsonOf(t, part), jsonOf(t, core.FailuresOf(rows, page)); g != w {
+				t.Fatalf("failures page %+v:\n got  %s\n want %s", page, g, w)
+			}
+			got = append(got, part...)
+			if len(part) < page.LimitOrDefault() {
+				break
+			}
+			k := core.KeyOf(part[len(part)-1])
+			page.After = &k
+		}
+		if g, w := jsonOf(t, got), jsonOf(t, want); g != w || len(want) == 0 {
+			t.Errorf("failures paged %d at a time: %d rows, want %d", q.LimitOrDefault(), len(got), len(want))
+		}
+		for _, r := range got {
+			if r.ToolStatus == nil || !core.IsFailedToolStatus(*r.ToolStatus) {
+				t.Errorf("listed a row that did not fail: %+v", r.Key())
+			}
+		}
+	}
+	_, err := fl.Failures(context.Background(), core.FailureQuery{Limit: core.MaxFailures + 1})
+	WantError(t, "a page too long", err, nil)
 }

@@ -95,6 +95,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ExportInByteOrderResumable", testExport},
 		{"OverviewAgreesWithTheReference", testOverview},
 		{"TimelineAgreesWithTheReference", testTimeline},
+		{"FailuresAgreeWithTheReference", testFailures},
 		{"SessionsWindowPrefixAndKeysetPaging", testSessionsWindow},
 	}
 	for _, tc := range tests {
