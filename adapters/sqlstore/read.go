@@ -644,24 +644,7 @@ func (s *Store) Failures(ctx context.Context, q core.FailureQuery) ([]core.Subag
 		return nil, &core.OpError{Op: "failures", Err: err}
 	}
 	sql, args := s.failuresStatement(q)
-	rows, err := s.db.WithContext(ctx).Raw(sql, args...).Rows()
-	if err != nil {
-		return nil, s.opError("failures", err)
-	}
-	defer rows.Close()
-	out := make([]core.Subagent, 0)
-	dest := make([]any, len(core.Columns))
-	for rows.Next() {
-		r, err := scanRow(rows, dest)
-		if err != nil {
-			return nil, s.opError("failures", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.opError("failures", err)
-	}
-	return out, nil
+	return s.rows(ctx, "failures", sql, args)
 }
 
 // failuresStatement selects a page of failures.

@@ -472,7 +472,12 @@ func (s *Store) list(ctx context.Context, op, column, value string, page core.Pa
 		return nil, &core.OpError{Op: op, Err: err}
 	}
 	q, qargs := s.listStatement(column, value, page)
-	rows, err := s.db.WithContext(ctx).Raw(q, qargs...).Rows()
+	return s.rows(ctx, op, q, qargs)
+}
+
+// rows runs a statement selecting whole rows (columnList) and reads them.
+func (s *Store) rows(ctx context.Context, op, q string, args []any) ([]core.Subagent, error) {
+	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, s.opError(op, err)
 	}

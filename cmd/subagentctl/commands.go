@@ -138,15 +138,11 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 	if err != nil {
 		return usagef("record --agent: %v", err)
 	}
-	in := e.stdin
-	if name := firstOr(o.pos, "-"); name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
+	in, done, err := e.input(o.pos)
+	if err != nil {
+		return err
 	}
+	defer done()
 	s, err := e.open(ctx, writing)
 	if err != nil {
 		return err
@@ -223,6 +219,20 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 		return exitError{exitFail}
 	}
 	return nil
+}
+
+// input is the command's input: the file named, or stdin for none or
+// "-"; done closes it.
+func (e *env) input(pos []string) (io.Reader, func(), error) {
+	name := firstOr(pos, "-")
+	if name == "-" {
+		return e.stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { f.Close() }, nil
 }
 
 // signalGrace is how long record still tries to write what is queued
@@ -590,15 +600,11 @@ type keysLine struct {
 
 // cmdImport loads an export into the store (docs/CONTRACT.md §3.3).
 func cmdImport(ctx context.Context, e *env, o *opts) error {
-	in := e.stdin
-	if name := firstOr(o.pos, "-"); name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
+	in, done, err := e.input(o.pos)
+	if err != nil {
+		return err
 	}
+	defer done()
 	s, err := e.open(ctx, writing)
 	if err != nil {
 		return err
