@@ -76,7 +76,7 @@ func compareFailures(a, b FailureKey) int {
 // FailuresOf is the Go reference of a page of failures: what every
 // store's Failures must return for the same rows.
 func FailuresOf(rows []Subagent, q FailureQuery) []Subagent {
-	var out []Subagent
+	out := []Subagent{} // an empty page is empty, not nil: the stores' answer
 	for _, r := range rows {
 		r = r.Canonical()
 		if r.ToolStatus == nil || !IsFailedToolStatus(*r.ToolStatus) || !inWindow(r.ObservedAt, q.Since, q.Until) {

@@ -225,3 +225,11 @@ func TestValidateNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestFailuresOfAnEmptyPage: the reference's empty page is an empty list,
+// as every store answers it (a page after the last failure).
+func TestFailuresOfAnEmptyPage(t *testing.T) {
+	if got := FailuresOf(nil, FailureQuery{}); got == nil || len(got) != 0 {
+		t.Errorf("FailuresOf with nothing failed: %#v, want an empty, non-nil list", got)
+	}
+}
