@@ -347,16 +347,7 @@ func postgresUnreachable(t testing.TB) (*sqlstore.Store, string) {
 	t.Helper()
 	pgtest.AdminDSN(t) // skip or fail exactly like the other PostgreSQL tests
 	const password = "s3cret-Unreachable"
-	db, err := postgres.OpenDB("postgres://u:" + password + "@127.0.0.1:1/db?sslmode=disable&connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeAtCleanup(t, db)
-	s, err := postgres.New(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, password
+	return PostgresStore(t, "postgres://u:"+password+"@127.0.0.1:1/db?sslmode=disable&connect_timeout=2"), password
 }
 
 // Record writes frames through a Recorder on s and drains it, failing the
