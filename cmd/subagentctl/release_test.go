@@ -14,6 +14,7 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
 
 // previousRelease is the commit of this module's previous release: every
@@ -182,6 +183,58 @@ func TestDeployWhileSubagentsRun(t *testing.T) {
 		if err := json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "stats", "--json").want(t, 0).stdout), &st); err != nil ||
 			st.Subagents != 1 || len(st.FanOutPerTurn) != 1 || st.FanOutPerTurn[0].Subagents != 1 {
 			t.Errorf("stats: %d subagents, fan-out %v, %v; want one", st.Subagents, st.FanOutPerTurn, err)
+		}
+		cli(t, "", "--db", e.DSN, "health").want(t, 0)
+	})
+}
+
+// lastRelease is the release before this build: its databases carry the
+// absorb trigger that ran as its caller.
+const lastRelease = "e87ca7e"
+
+// TestLastReleaseDatabaseAsApplicationRole: a database the last release
+// wrote — migrated and activated by its own command line, a subagent in
+// flight in its history — keeps working with this build: its owner
+// migrates (the trigger's function replaced by this build's), then, on
+// PostgreSQL and Citus, an application role holding exactly the live
+// part's grants records the subagent's completion, absorbing its history
+// into one row; on SQLite this build records it directly.
+func TestLastReleaseDatabaseAsApplicationRole(t *testing.T) {
+	old := buildRelease(t, lastRelease)
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		ctx := context.Background()
+		e.Exec(t, `DROP TABLE task_session_subagents`) // the last release creates it itself
+		e.Exec(t, `DELETE FROM kandev_meta`)
+		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
+			t.Fatal(err)
+		}
+		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+		inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer"})
+		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
+			[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
+				Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(old, "--db", e.DSN, "migrate").CombinedOutput(); err != nil {
+			t.Fatalf("the last release's migrate: %v\n%s", err, out)
+		}
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0) // this build, as the owner
+		writer := e.DSN
+		if e.Dialect.Name() == "postgres" {
+			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
+				return printed(cli(t, "", "grants", "--role", role, "--part", "live").want(t, 0).stdout)
+			})
+		}
+		frame := jsonFrame("s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute),
+			`{"description":"","prompt":"","subagent_type":"","total_tokens":7}`) + "\n"
+		if r := cli(t, frame, "--db", writer, "record").want(t, 0); !strings.Contains(r.stdout, "persisted 1 ") {
+			t.Errorf("record after the upgrade: %s", r.stdout)
+		}
+		var rows []core.Subagent
+		json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "list", "--session", "s1", "--json").want(t, 0).stdout), &rows)
+		if len(rows) != 1 || rows[0].AgentExecutionID != "exec-1" || rows[0].Source != core.SourceBackfill ||
+			rows[0].TotalTokens == nil || *rows[0].TotalTokens != 7 {
+			t.Errorf("rows after the upgrade: %+v, want the history absorbed into exec-1's one row", rows)
 		}
 		cli(t, "", "--db", e.DSN, "health").want(t, 0)
 	})
