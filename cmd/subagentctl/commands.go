@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -618,8 +619,10 @@ func cmdImport(ctx context.Context, e *env, o *opts) error {
 			line, err := r.ReadBytes('\n')
 			if len(strings.TrimSpace(string(line))) > 0 {
 				n++
+				// Only the line export --keys wrote first is decoded twice.
 				var k keysLine
-				if json.Unmarshal(line, &k) == nil && k.Keys != nil {
+				if bytes.HasPrefix(bytes.TrimSpace(line), []byte(`{"subagentctx_keys"`)) &&
+					json.Unmarshal(line, &k) == nil && k.Keys != nil {
 					maps.Copy(keys, k.Keys)
 				} else {
 					var row core.Subagent
