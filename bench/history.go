@@ -153,10 +153,10 @@ func benchHistory(ctx context.Context, c config, dialect string) ([]result, erro
 		flat := last.peakMiB <= first.peakMiB+8
 		out = append(
 			out,
-			result{what: "backfill cost growth", dialect: dialect, size: fmt.Sprintf("%d→%d msgs", first.n, last.n),
-				library: fmt.Sprintf("%.2f→%.2f µs/msg", first.perMsg, last.perMsg), baseline: "-", ratio: growth,
-				target: "per-message cost ≤ 2× (linear)", pass: growth <= 2 && flat,
-				note: fmt.Sprintf(
+			result{What: "backfill cost growth", Dialect: dialect, Size: fmt.Sprintf("%d→%d msgs", first.n, last.n),
+				Library: fmt.Sprintf("%.2f→%.2f µs/msg", first.perMsg, last.perMsg), Baseline: "-", Ratio: growth,
+				Target: "per-message cost ≤ 2× (linear)", Pass: growth <= 2 && flat,
+				Note: fmt.Sprintf(
 					"Go heap +%.1f→+%.1f MiB at peak: %s", first.peakMiB, last.peakMiB,
 					map[bool]string{true: "flat", false: "GROWS"}[flat],
 				)},
@@ -246,17 +246,17 @@ func measureHistory(
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	return []result{
 		{
-			what: "backfill", dialect: dialect, size: size,
-			library:  fmt.Sprintf("%v (%.2f µs/msg, %d rows)", ms(l), pt.perMsg, inserted),
-			baseline: ms(hw).String() + " (the reference plan's INSERT … SELECT, by hand)",
-			ratio:    l.Seconds() / hw.Seconds(), target: "≤ 1.20×", pass: l.Seconds() <= 1.2*hw.Seconds(),
-			note: fmt.Sprintf("floor: one bare scan %v (%.2f×); Go heap +%.1f MiB at peak",
+			What: "backfill", Dialect: dialect, Size: size,
+			Library:  fmt.Sprintf("%v (%.2f µs/msg, %d rows)", ms(l), pt.perMsg, inserted),
+			Baseline: ms(hw).String() + " (the reference plan's INSERT … SELECT, by hand)",
+			Ratio:    l.Seconds() / hw.Seconds(), Target: "≤ 1.20×", Pass: l.Seconds() <= 1.2*hw.Seconds(),
+			Note: fmt.Sprintf("floor: one bare scan %v (%.2f×); Go heap +%.1f MiB at peak",
 				ms(b), l.Seconds()/b.Seconds(), pt.peakMiB),
 		},
 		{
-			what: "health check", dialect: dialect, size: size,
-			library: ms(hl).String(), baseline: ms(hb).String() + " (hand-written)",
-			ratio: hl.Seconds() / hb.Seconds(), target: "≤ 1.50×", pass: hl.Seconds() <= 1.5*hb.Seconds(),
+			What: "health check", Dialect: dialect, Size: size,
+			Library: ms(hl).String(), Baseline: ms(hb).String() + " (hand-written)",
+			Ratio: hl.Seconds() / hb.Seconds(), Target: "≤ 1.50×", Pass: hl.Seconds() <= 1.5*hb.Seconds(),
 		},
 	}, pt, nil
 }

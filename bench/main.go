@@ -11,14 +11,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlite"
 )
 
 type config struct {
@@ -45,6 +49,8 @@ func main() {
 	only := flag.String(
 		"only", "", "comma-separated measures to run: record, view, throughput, upsert, history, operate (default all)",
 	)
+	rowsOut := flag.Bool("rows", false, "print the measured rows as JSON instead of the table "+
+		"(how a run without cgo hands its SQLite figures to the table)")
 	flag.Parse()
 	c, ok := sizes[*size]
 	if !ok {
@@ -104,17 +110,55 @@ func main() {
 			rows = append(rows, rs...)
 		}
 	}
+	for i := range rows {
+		if rows[i].Dialect == "sqlite" {
+			rows[i].Dialect = "sqlite/" + map[string]string{"sqlite3": "go-sqlite3", "sqlite": "modernc"}[sqlite.DriverName]
+		}
+	}
+	if *rowsOut {
+		if err := json.NewEncoder(os.Stdout).Encode(rows); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if slices.Contains(c.dialects, "sqlite") && sqlite.DriverName == "sqlite3" {
+		// The SQLite figures of the build without cgo, beside go-sqlite3's.
+		pure, err := pureGoRows(os.Args[1:])
+		if err != nil {
+			log.Fatalf("the SQLite figures without cgo: %v", err)
+		}
+		rows = append(rows, pure...)
+	}
 	printTable(rows, *size, c)
+}
+
+// pureGoRows runs this benchmark built without cgo (SQLite on
+// modernc.org/sqlite) on SQLite alone, with the same flags, and returns its
+// rows.
+func pureGoRows(args []string) ([]result, error) {
+	args = append([]string{"run", "./bench"}, args...)
+	cmd := exec.Command("go", append(args, "-dialects", "sqlite", "-rows")...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, err
+	}
+	var rows []result
+	if err := json.Unmarshal(out, &rows); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(rows, func(r result) bool { return !strings.HasPrefix(r.Dialect, "sqlite") }), nil
 }
 
 // result is one line of the table.
 type result struct {
-	what, dialect, size string
-	library, baseline   string // figures, formatted
-	ratio               float64
-	target              string
-	pass                bool
-	note                string
+	What, Dialect, Size string
+	Library, Baseline   string // figures, formatted
+	Ratio               float64
+	Target              string
+	Pass                bool
+	Note                string
 }
 
 func printTable(rows []result, size string, c config) {
@@ -128,18 +172,18 @@ func printTable(rows []result, size string, c config) {
 		switch {
 		case c.tiny:
 			verdict = "n/a (tiny)"
-		case r.target == "":
+		case r.Target == "":
 			verdict = "-"
-		case !r.pass:
+		case !r.Pass:
 			verdict = "MISSED"
 		}
 		ratio := "-"
-		if r.ratio > 0 {
-			ratio = fmt.Sprintf("%.2f", r.ratio)
+		if r.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f", r.Ratio)
 		}
 		fmt.Fprintf(
-			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.what, r.dialect, r.size, r.library, r.baseline, ratio, r.target,
-			verdict, r.note,
+			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.What, r.Dialect, r.Size, r.Library, r.Baseline, ratio, r.Target,
+			verdict, r.Note,
 		)
 	}
 	tw.Flush()

@@ -54,10 +54,10 @@ func benchOperate(ctx context.Context, c config, dialect string) ([]result, erro
 	}
 	ms := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
 	out := []result{{
-		what: "health, last hour", dialect: dialect, size: size,
-		library: ms(hour), baseline: ms(whole) + " (the whole history)", ratio: hour.Seconds() / whole.Seconds(),
-		target: "≤ 100 ms", pass: hour <= 100*time.Millisecond,
-		note: "host index on task_session_messages(created_at), as the README says",
+		What: "health, last hour", Dialect: dialect, Size: size,
+		Library: ms(hour), Baseline: ms(whole) + " (the whole history)", Ratio: hour.Seconds() / whole.Seconds(),
+		Target: "≤ 100 ms", Pass: hour <= 100*time.Millisecond,
+		Note: "host index on task_session_messages(created_at), as the README says",
 	}}
 	var exported int
 	var took time.Duration
@@ -76,10 +76,10 @@ func benchOperate(ctx context.Context, c config, dialect string) ([]result, erro
 		return nil, fmt.Errorf("export: %d of %d rows: %v", exported, n, err)
 	}
 	out = append(out, result{
-		what: "export, every row", dialect: dialect, size: size,
-		library:  fmt.Sprintf("%v (%.0f rows/s)", took.Round(time.Millisecond), float64(n)/took.Seconds()),
-		baseline: "-", target: "Go heap flat (≤ 16 MiB rise)", pass: rise <= 16<<20,
-		note: fmt.Sprintf("Go heap +%.1f MiB at peak", float64(rise)/(1<<20)),
+		What: "export, every row", Dialect: dialect, Size: size,
+		Library:  fmt.Sprintf("%v (%.0f rows/s)", took.Round(time.Millisecond), float64(n)/took.Seconds()),
+		Baseline: "-", Target: "Go heap flat (≤ 16 MiB rise)", Pass: rise <= 16<<20,
+		Note: fmt.Sprintf("Go heap +%.1f MiB at peak", float64(rise)/(1<<20)),
 	})
 	pages, err := benchPages(ctx, c, s, dialect, n)
 	if err != nil {
@@ -97,9 +97,9 @@ func benchOperate(ctx context.Context, c config, dialect string) ([]result, erro
 		total += p.Bytes
 	}
 	return append(out, result{
-		what: "bytes per row", dialect: dialect, size: size,
-		library: fmt.Sprintf("%.0f B/row (%.0f MB)", float64(total)/float64(n), float64(total)/1e6), baseline: "-",
-		target: "measured", pass: true, note: strings.Join(parts, "; "),
+		What: "bytes per row", Dialect: dialect, Size: size,
+		Library: fmt.Sprintf("%.0f B/row (%.0f MB)", float64(total)/float64(n), float64(total)/1e6), Baseline: "-",
+		Target: "measured", Pass: true, Note: strings.Join(parts, "; "),
 	}), nil
 }
 

@@ -40,9 +40,9 @@ func benchRecord(c config) []result {
 		}
 	})
 	ns := float64(r.NsPerOp())
-	out := []result{{what: "Record (memory, synchronous)", dialect: "memory", size: fmt.Sprint(r.N, " ops"),
-		library: fmt.Sprintf("%.0f ns/op, %d allocs/op", ns, r.AllocsPerOp()), baseline: "-",
-		target: "< 2 µs/op", pass: ns < 2000}}
+	out := []result{{What: "Record (memory, synchronous)", Dialect: "memory", Size: fmt.Sprint(r.N, " ops"),
+		Library: fmt.Sprintf("%.0f ns/op, %d allocs/op", ns, r.AllocsPerOp()), Baseline: "-",
+		Target: "< 2 µs/op", Pass: ns < 2000}}
 	hang := make(chan struct{})
 	defer close(hang)
 	for _, s := range []struct {
@@ -95,9 +95,9 @@ func recordLatency(c config, name string, store core.Store, frames []core.Frame)
 	stop, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	rec.Close(stop)
 	cancel()
-	return result{what: "Record, store " + name, dialect: "-", size: fmt.Sprintf("%d calls, queue %d", n, n/4),
-		library:  fmt.Sprintf("p50 %v, p99 %v, %.0f allocs/op", p50, p99, allocs),
-		baseline: "-", target: "p50 < 1 µs, p99 < 10 µs, heap flat once full",
-		pass: p50 < time.Microsecond && p99 < 10*time.Microsecond && growth < 1<<20,
-		note: fmt.Sprintf("heap %+.1f MiB while full; %d dropped, %d pending", growth/(1<<20), v.Dropped, v.Pending)}
+	return result{What: "Record, store " + name, Dialect: "-", Size: fmt.Sprintf("%d calls, queue %d", n, n/4),
+		Library:  fmt.Sprintf("p50 %v, p99 %v, %.0f allocs/op", p50, p99, allocs),
+		Baseline: "-", Target: "p50 < 1 µs, p99 < 10 µs, heap flat once full",
+		Pass: p50 < time.Microsecond && p99 < 10*time.Microsecond && growth < 1<<20,
+		Note: fmt.Sprintf("heap %+.1f MiB while full; %d dropped, %d pending", growth/(1<<20), v.Dropped, v.Pending)}
 }

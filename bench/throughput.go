@@ -154,25 +154,25 @@ func benchThroughput(ctx context.Context, c config, dialect string, callers int)
 	size := fmt.Sprintf("%d frames, %d caller(s)", total, callers)
 	return []result{
 		{
-			what:     "recorder throughput",
-			dialect:  dialect,
-			size:     size,
-			library:  rate(lib),
-			baseline: rate(hand) + " (hand, batched)",
-			ratio:    lib.Seconds() / hand.Seconds(),
-			target:   "≤ 1.30×",
-			pass:     lib.Seconds() <= 1.3*hand.Seconds(),
+			What:     "recorder throughput",
+			Dialect:  dialect,
+			Size:     size,
+			Library:  rate(lib),
+			Baseline: rate(hand) + " (hand, batched)",
+			Ratio:    lib.Seconds() / hand.Seconds(),
+			Target:   "≤ 1.30×",
+			Pass:     lib.Seconds() <= 1.3*hand.Seconds(),
 		},
 		{
-			what:     "recorder vs one tx per frame",
-			dialect:  dialect,
-			size:     size,
-			library:  rate(lib),
-			baseline: rate(single) + " (one tx per frame)",
-			ratio:    single.Seconds() / lib.Seconds(),
-			target:   "≥ 5× faster",
-			pass:     single.Seconds() >= 5*lib.Seconds(),
-			note:     "ratio here is speed-up",
+			What:     "recorder vs one tx per frame",
+			Dialect:  dialect,
+			Size:     size,
+			Library:  rate(lib),
+			Baseline: rate(single) + " (one tx per frame)",
+			Ratio:    single.Seconds() / lib.Seconds(),
+			Target:   "≥ 5× faster",
+			Pass:     single.Seconds() >= 5*lib.Seconds(),
+			Note:     "ratio here is speed-up",
 		},
 	}, nil
 }
@@ -317,15 +317,15 @@ func benchUpsertRule(ctx context.Context, c config, dialect string) (result, err
 	r, b, f := median(took["rule"]), median(took["previous"]), median(took["floor"])
 	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f rows/s", float64(len(rows))/d.Seconds()) }
 	return result{
-		what:     "upsert with the seam rule",
-		dialect:  dialect,
-		size:     fmt.Sprintf("%d frames, batches of %d", total, core.DefaultBatchSize),
-		library:  rate(r),
-		baseline: rate(b) + " (the previous release's upsert)",
-		ratio:    r.Seconds() / b.Seconds(),
-		target:   "≤ 1.10×",
-		pass:     r.Seconds() <= 1.1*b.Seconds(),
-		note: fmt.Sprintf(
+		What:     "upsert with the seam rule",
+		Dialect:  dialect,
+		Size:     fmt.Sprintf("%d frames, batches of %d", total, core.DefaultBatchSize),
+		Library:  rate(r),
+		Baseline: rate(b) + " (the previous release's upsert)",
+		Ratio:    r.Seconds() / b.Seconds(),
+		Target:   "≤ 1.10×",
+		Pass:     r.Seconds() <= 1.1*b.Seconds(),
+		Note: fmt.Sprintf(
 			"floor: the trigger with nothing to do, %s (%.2f×); the rest is one index probe per inserted row",
 			rate(f),
 			f.Seconds()/b.Seconds(),

@@ -53,8 +53,8 @@ func benchView() result {
 		}
 	})
 	p, l := time.Duration(page.NsPerOp()), time.Duration(list.NsPerOp())
-	return result{what: "session page (web view)", dialect: "memory", size: "600 subagents, nested",
-		library:  p.Round(10 * time.Microsecond).String(),
-		baseline: l.Round(10*time.Microsecond).String() + " (list the rows)",
-		ratio:    p.Seconds() / l.Seconds(), target: "< 50 ms a page", pass: p < 50*time.Millisecond}
+	return result{What: "session page (web view)", Dialect: "memory", Size: "600 subagents, nested",
+		Library:  p.Round(10 * time.Microsecond).String(),
+		Baseline: l.Round(10*time.Microsecond).String() + " (list the rows)",
+		Ratio:    p.Seconds() / l.Seconds(), Target: "< 50 ms a page", Pass: p < 50*time.Millisecond}
 }

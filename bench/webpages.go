@@ -86,9 +86,9 @@ func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string
 			limit = 50 * time.Millisecond
 		}
 		out = append(out, result{
-			what: p.what, dialect: dialect, size: size, library: l.Round(100 * time.Microsecond).String(),
-			baseline: b.Round(100*time.Microsecond).String() + " (the same answers by hand)",
-			ratio:    l.Seconds() / b.Seconds(), target: "< " + limit.String(), pass: l < limit,
+			What: p.what, Dialect: dialect, Size: size, Library: l.Round(100 * time.Microsecond).String(),
+			Baseline: b.Round(100*time.Microsecond).String() + " (the same answers by hand)",
+			Ratio:    l.Seconds() / b.Seconds(), Target: "< " + limit.String(), Pass: l < limit,
 		})
 	}
 	return out, nil

@@ -153,18 +153,46 @@ END`
 func (Dialect) InFew(expr, subquery string) string { return expr + " IN (" + subquery + ")" }
 
 // BoundedStatements implements sqlstore.BoundedStatements: the busy timeout
-// (sqlite.Pragmas) bounds a statement's wait for the write lock.
+// (Pragmas) bounds a statement's wait for the write lock.
 func (Dialect) BoundedStatements() {}
 
 // Classify implements sqlstore.Fragments with docs/CONTRACT.md §6.1's
-// table (driver.go: go-sqlite3's codes exist only in a cgo build).
+// table (each driver's file finds the error's SQLite code: classify).
 func (Dialect) Classify(err error) error { return classify(err) }
+
+// SQLite's primary result codes (https://www.sqlite.org/rescode.html), the
+// same whichever driver reports them.
+const (
+	codeNomem      = 7
+	codeBusy       = 5
+	codeLocked     = 6
+	codeReadonly   = 8
+	codeInterrupt  = 9
+	codeIOErr      = 10
+	codeFull       = 13
+	codeCantOpen   = 14
+	codeConstraint = 19
+)
+
+// classifyCode is docs/CONTRACT.md §6.1's table for a primary result code.
+func classifyCode(code int) error {
+	switch code {
+	case codeConstraint:
+		return core.ErrConstraint
+	case codeBusy, codeLocked, // another writer: the busy timeout ran out
+		codeCantOpen, codeIOErr, codeFull, codeNomem, // the file, the disk, memory
+		codeReadonly,  // a read-only file or mount
+		codeInterrupt: // the write's deadline interrupted it
+		return core.ErrUnavailable
+	}
+	return nil
+}
 
 // CheckHandle implements sqlstore.Fragments on one connection of the
 // handle (a pool's connections share its DSN's settings): foreign keys
 // must be on (without them AC-16's cascade silently does nothing) and a
 // busy timeout set (without it a write meeting another writer fails at
-// once). Neither is safe to set from here: foreign_keys is per
+// once), and times written in SQLite's text form. Neither is safe to set from here: foreign_keys is per
 // connection, so setting it on one would leave the pool's others off. WAL
 // is recommended, not required: the store works in any journal mode, with
 // more lock waits.
@@ -178,15 +206,28 @@ func (Dialect) CheckHandle(ctx context.Context, db *gorm.DB) error {
 		if err := tx.Raw(`PRAGMA busy_timeout`).Scan(&busy).Error; err != nil {
 			return err
 		}
+		// A time the store binds must be written in the text form Instant
+		// reads; modernc.org/sqlite writes Go's String() form unless told.
+		probe := time.Date(2000, 1, 2, 3, 4, 5, 0, time.UTC)
+		var written string
+		if err := tx.Raw(`SELECT CAST(? AS TEXT)`, probe).Scan(&written).Error; err != nil {
+			return err
+		}
+		if written != probe.Format(storedLayout) {
+			missing = append(missing, fmt.Sprintf("times are written as %q, not SQLite's text form "+
+				"(add _time_format=sqlite to modernc.org/sqlite's DSN, as sqlite.DSN does): "+
+				"windows and orders would compare them wrongly", written))
+		}
 		if fk != 1 {
 			missing = append(
 				missing,
-				"foreign keys are off (add _foreign_keys=on to the go-sqlite3 DSN, as sqlite.DSN does): "+
+				"foreign keys are off (add "+PragmaParam("foreign_keys", "1")+" to the DSN, as sqlite.DSN does): "+
 					"without them deleting a session would leave its rows behind",
 			)
 		}
 		if busy <= 0 {
-			missing = append(missing, "no busy timeout (add _busy_timeout=10000 to the DSN, as sqlite.DSN does): "+
+			missing = append(missing, "no busy timeout (add "+PragmaParam("busy_timeout", "10000")+
+				" to the DSN, as sqlite.DSN does): "+
 				"without it a write that meets another fails at once")
 		}
 		if len(missing) > 0 {

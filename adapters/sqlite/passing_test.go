@@ -22,10 +22,13 @@ import (
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
-// storeOn opens the record's store on the file with these DSN parameters.
-func storeOn(t *testing.T, path, params string) *sqlstore.Store {
+// storeOn opens the record's store on the file with these DSN parameters
+// (and the time format modernc.org/sqlite needs, which go-sqlite3 ignores).
+func storeOn(t *testing.T, path string, params ...string) *sqlstore.Store {
 	t.Helper()
-	db, err := gorm.Open(gormsqlite.Open("file:"+path+"?"+params), &gorm.Config{Logger: logger.Discard})
+	dsn := "file:" + path + "?" + strings.Join(append(params, "_time_format=sqlite"), "&")
+	db, err := gorm.Open(gormsqlite.New(gormsqlite.Config{DriverName: sqlite.DriverName, DSN: dsn}),
+		&gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +47,7 @@ func TestPassingStates(t *testing.T) {
 	t.Run("Busy", func(t *testing.T) {
 		e := testenv.SQLite().Env(t)
 		path := strings.TrimPrefix(e.DSN, "sqlite:")
-		holder, err := sql.Open("sqlite3", "file:"+path)
+		holder, err := sql.Open(sqlite.DriverName, "file:"+path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +57,8 @@ func TestPassingStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		store := storeOn(t, path, "_busy_timeout=50&_foreign_keys=on&_txlock=immediate&_journal_mode=WAL")
+		store := storeOn(t, path, sqlite.PragmaParam("busy_timeout", "50"), sqlite.PragmaParam("foreign_keys", "1"),
+			"_txlock=immediate", sqlite.PragmaParam("journal_mode", "WAL"))
 		e.Kept(t, store, func() func() {
 			if _, err := conn.ExecContext(context.Background(), `BEGIN IMMEDIATE`); err != nil {
 				t.Fatal(err)
@@ -88,7 +92,8 @@ func TestReadOnlyFileKept(t *testing.T) {
 	if err := s.EnsureSchema(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	store := storeOn(t, path, "mode=ro&_busy_timeout=50&_foreign_keys=on")
+	store := storeOn(t, path, "mode=ro", sqlite.PragmaParam("busy_timeout", "50"),
+		sqlite.PragmaParam("foreign_keys", "1"))
 	var logs testlog.Buffer
 	rec, _ := core.NewRecorder(store, core.WithRetry(10*time.Millisecond, 20*time.Millisecond),
 		core.WithDrain(300*time.Millisecond), core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))

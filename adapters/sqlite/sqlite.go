@@ -1,12 +1,13 @@
 // Package sqlite is the embedded default: task_session_subagents in a SQLite
-// database through GORM and gorm.io/driver/sqlite (mattn/go-sqlite3, cgo).
-// Its constructors return the shared *sqlstore.Store with SQLite's Dialect.
+// database through GORM and gorm.io/driver/sqlite, on mattn/go-sqlite3 in
+// a build with cgo and on modernc.org/sqlite (pure Go) without it: one
+// answer on both, and one file format. Its constructors return the shared
+// *sqlstore.Store with SQLite's Dialect.
 package sqlite
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"net/url"
 	"strings"
 
@@ -19,20 +20,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 )
 
-// ErrNoCgo is the error of every constructor in a build without cgo:
-// go-sqlite3, which the adapter drives, is a C library. The package still
-// compiles there, so a host that carries both dialects needs no build tags.
-var ErrNoCgo = errors.New("subagentctx: sqlite: this build has no cgo, and SQLite needs it " +
-	"(mattn/go-sqlite3 is C): build with CGO_ENABLED=1, or use the PostgreSQL adapter")
-
-// Pragmas are set in the DSN so that every pooled connection has them: WAL,
-// a busy timeout instead of an immediate "database is locked", foreign keys
-// on (SQLite's default is off, which would silently disable AC-16's
-// cascade), and BEGIN IMMEDIATE for transactions so a writer never has to
-// upgrade a read lock.
-const Pragmas = "_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL"
-
-// DSN returns the go-sqlite3 DSN for a database file with Pragmas.
+// DSN returns the DSN for a database file with Pragmas, for DriverName.
 func DSN(path string) string {
 	if strings.HasPrefix(path, "file:") {
 		if strings.Contains(path, "?") {
@@ -51,17 +39,15 @@ func OpenDB(path string) (*gorm.DB, error) { return openDB(path, false) }
 // every write (mode=ro, query_only), for an operator's read commands and
 // the web view.
 func openDB(path string, readOnly bool) (*gorm.DB, error) {
-	if err := Available(); err != nil {
-		return nil, err
-	}
 	if path == "" {
 		return nil, core.Errorf("sqlite: database path is empty")
 	}
 	dsn, how := DSN(path), ""
 	if readOnly {
-		dsn, how = "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_query_only=1&_busy_timeout=10000", " read-only"
+		dsn, how = "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+readOnlyParams, " read-only"
 	}
-	db, err := gorm.Open(gormsqlite.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+	db, err := gorm.Open(gormsqlite.New(gormsqlite.Config{DriverName: DriverName, DSN: dsn}),
+		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
 		return nil, core.Errorf("sqlite: open %s%s: %w", path, how, err)
 	}
@@ -85,19 +71,13 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*sqlstore.
 // touching the database; Close leaves the handle open. Create the table
 // with EnsureSchema or the migration pass (package backfill).
 func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
-	if err := Available(); err != nil {
-		return nil, err
-	}
 	return sqlstore.New(db, Dialect{}, opts...)
 }
 
-// NewSQL is New for a host that holds a *sql.DB opened with go-sqlite3
+// NewSQL is New for a host that holds a *sql.DB opened with DriverName
 // (sqlx, database/sql): the store uses the host's pool and opens no
 // connection of its own.
 func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
-	if err := Available(); err != nil {
-		return nil, err
-	}
 	if db == nil {
 		return nil, core.Errorf("sqlite.NewSQL: *sql.DB is nil")
 	}

@@ -237,13 +237,14 @@ func TestKilledWhileWriting(t *testing.T) {
 }
 
 // TestHandedOverHandleChecked: a pool the host opened with a plain DSN
-// (foreign keys off; go-sqlite3 sets a busy timeout of its own) is refused
-// with an error naming the setting and how to set it, before anything is
-// written; a busy timeout of 0 is refused too; the same file through a DSN
-// with the settings works.
+// (foreign keys off; go-sqlite3 sets a busy timeout of its own,
+// modernc.org/sqlite none and writes times in Go's String() form) is
+// refused with an error naming the setting and how to set it, before
+// anything is written; a busy timeout of 0 is refused too; the same file
+// through a DSN with the settings works.
 func TestHandedOverHandleChecked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "host.db")
-	plain, err := sql.Open("sqlite3", "file:"+path)
+	plain, err := sql.Open(sqlite.DriverName, "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,8 @@ func TestHandedOverHandleChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.EnsureSchema(ctx)
-	if !errors.Is(err, sqlstore.ErrHandleSettings) || !strings.Contains(err.Error(), "_foreign_keys=on") {
+	if !errors.Is(err, sqlstore.ErrHandleSettings) ||
+		!strings.Contains(err.Error(), sqlite.PragmaParam("foreign_keys", "1")) {
 		t.Fatalf("plain handle: %v", err)
 	}
 	row, _ := core.Normalize(
@@ -266,16 +268,17 @@ func TestHandedOverHandleChecked(t *testing.T) {
 	if err := s.Upsert(ctx, row); !errors.Is(err, sqlstore.ErrHandleSettings) {
 		t.Errorf("a write on the plain handle: %v, want ErrHandleSettings (never a row for a missing session)", err)
 	}
-	noWait, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on&_busy_timeout=0")
+	noWait, err := sql.Open(sqlite.DriverName, "file:"+path+"?"+sqlite.PragmaParam("foreign_keys", "1")+"&"+
+		sqlite.PragmaParam("busy_timeout", "0")+"&_time_format=sqlite")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer noWait.Close()
 	if s, _ := sqlite.NewSQL(noWait); !errors.Is(s.EnsureSchema(ctx), sqlstore.ErrHandleSettings) ||
-		!strings.Contains(s.EnsureSchema(ctx).Error(), "_busy_timeout") {
+		!strings.Contains(s.EnsureSchema(ctx).Error(), "busy_timeout") {
 		t.Errorf("busy timeout 0: %v", s.EnsureSchema(ctx))
 	}
-	good, err := sql.Open("sqlite3", sqlite.DSN(path))
+	good, err := sql.Open(sqlite.DriverName, sqlite.DSN(path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,9 +73,6 @@ func (e *env) open(ctx context.Context, m mode) (*sqlstore.Store, error) {
 	if e.dsn.postgres {
 		return postgres.Open(ctx, e.dsn.value, opts...)
 	}
-	if err := sqlite.Available(); err != nil {
-		return nil, err
-	}
 	if _, err := os.Stat(e.dsn.value); err != nil {
 		return nil, fmt.Errorf("no SQLite database at %s", e.dsn.value)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -492,14 +493,35 @@ func nonSnake(v any, path string) string {
 	return ""
 }
 
-// TestWithoutCgo: the command built without cgo serves PostgreSQL and
-// refuses an SQLite database with a message naming cgo, exit 2.
+// TestWithoutCgo: the command built without cgo is one static binary (no
+// program interpreter, no shared library) whose demo runs on SQLite
+// (modernc.org/sqlite) to a healthy record, whose commands read and write
+// an SQLite file, and which serves PostgreSQL too. The rest of this
+// package's tests run on that driver when the suite is run without cgo
+// (scripts/test does).
 func TestWithoutCgo(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "subagentctl-nocgo")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build without cgo: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("built without cgo, the binary names a program interpreter: not static")
+		}
+	}
+	f.Close()
+	if len(libs) > 0 {
+		t.Errorf("built without cgo, the binary links %v: not static", libs)
 	}
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(bin, args...)
@@ -511,12 +533,40 @@ func TestWithoutCgo(t *testing.T) {
 		}
 		return cmd.ProcessState.ExitCode(), string(out)
 	}
-	if code, out := run("--db", filepath.Join(t.TempDir(), "x.db"), "stats"); code != 2 ||
-		!strings.Contains(out, "CGO_ENABLED=1") || !strings.Contains(out, "no cgo") {
-		t.Errorf("an SQLite database without cgo: exit %d\n%s", code, out)
+	if code, out := run("demo"); code != 0 || !strings.Contains(out, "health: healthy") {
+		t.Errorf("demo without cgo: exit %d\n%s", code, out)
 	}
-	e := testenv.Postgres().Env(t)
-	if code, out := run("--db", e.DSN, "activation"); code != 0 || !strings.Contains(out, "state") {
+	// One file for both builds: each records into it, and both read the
+	// same rows from it (this test's own binary has cgo unless the suite
+	// runs without).
+	e := testenv.SQLite().Env(t)
+	e.Session(t, "s")
+	frames := filepath.Join(t.TempDir(), "frames.jsonl")
+	if err := os.WriteFile(frames, []byte(`{"task_session_id":"s","task_id":"task-s","tool_call_id":"c1",`+
+		`"observed_at":"2026-01-02T03:04:05.123456Z"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run("--db", e.DSN, "record", frames); code != 0 {
+		t.Errorf("record on SQLite without cgo: exit %d\n%s", code, out)
+	}
+	second := jsonFrame("s", "c2", "", "completed", time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), `{"description":"d"}`)
+	cli(t, second, "--db", e.DSN, "record").want(t, 0)
+	if code, out := run("--db", e.DSN, "stats", "--json"); code != 0 || !strings.Contains(out, `"subagents": 2`) {
+		t.Errorf("stats on SQLite without cgo: exit %d\n%s", code, out)
+	}
+	export := func(bin string) string {
+		out, err := exec.Command(bin, "--db", e.DSN, "export").Output()
+		if err != nil {
+			t.Fatalf("export: %v", err)
+		}
+		return string(out)
+	}
+	if pure, own := export(bin), export(binary); pure != own || !strings.Contains(pure, `"tool_call_id":"c1"`) ||
+		!strings.Contains(pure, `"observed_at":"2026-01-02T03:04:05.123456Z"`) {
+		t.Errorf("export without cgo:\n%s\nwith this suite's build:\n%s", pure, own)
+	}
+	pg := testenv.Postgres().Env(t)
+	if code, out := run("--db", pg.DSN, "activation"); code != 0 || !strings.Contains(out, "state") {
 		t.Errorf("PostgreSQL without cgo: exit %d\n%s", code, out)
 	}
 }

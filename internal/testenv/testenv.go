@@ -314,7 +314,9 @@ func sqliteEarlierTable(t testing.TB, db *gorm.DB) {
 func sqliteLocked(t testing.TB) (*sqlstore.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "locked.db")
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=50&_foreign_keys=on&_journal_mode=DELETE")
+	db, err := sql.Open(sqlite.DriverName, "file:"+path+"?"+strings.Join([]string{
+		sqlite.PragmaParam("busy_timeout", "50"), sqlite.PragmaParam("foreign_keys", "1"),
+		sqlite.PragmaParam("journal_mode", "DELETE"), "_time_format=sqlite"}, "&"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +331,7 @@ func sqliteLocked(t testing.TB) (*sqlstore.Store, string) {
 	if err := s.EnsureSchema(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := sql.Open("sqlite3", "file:"+path+"?_locking_mode=EXCLUSIVE")
+	holder, err := sql.Open(sqlite.DriverName, "file:"+path+"?"+sqlite.PragmaParam("locking_mode", "EXCLUSIVE"))
 	if err != nil {
 		t.Fatal(err)
 	}
