@@ -202,7 +202,9 @@ func TestConcurrent(t *testing.T) {
 	var mu sync.Mutex
 	counts := map[string]int{}
 	for g := range 16 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			sess := fmt.Sprint("s", g%4)
 			for i := range 50 {
 				tool := fmt.Sprint("g", g, "-", i)
@@ -223,7 +225,7 @@ func TestConcurrent(t *testing.T) {
 					tr.EndTurn(sess)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if len(counts) != 16*50 {

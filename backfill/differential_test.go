@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -24,6 +23,7 @@ import (
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/history"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
@@ -259,7 +259,7 @@ func (sc script) apply(t *testing.T, e *sqltest.Env) {
 	t.Helper()
 	ctx := context.Background()
 	sc.host(t, e)
-	quiet := backfill.WithLogger(slog.New(slog.DiscardHandler))
+	quiet := backfill.WithLogger(testlog.Discard)
 	for _, s := range sc.steps {
 		switch s.kind {
 		case "msg":
@@ -662,7 +662,7 @@ func TestSeamConcurrent(t *testing.T) {
 					insertMessage(t, e, m)
 				}
 				rec, err := core.NewRecorder(
-					e.Store, core.WithWriters(4), core.WithBatch(8), core.WithLogger(slog.New(slog.DiscardHandler)),
+					e.Store, core.WithWriters(4), core.WithBatch(8), core.WithLogger(testlog.Discard),
 				)
 				if err != nil {
 					t.Fatal(err)
@@ -673,7 +673,7 @@ func TestSeamConcurrent(t *testing.T) {
 				for i, f := range frames {
 					if i == start { // the passes begin while frames are being written, and go on meanwhile
 						go func() {
-							quiet := backfill.WithLogger(slog.New(slog.DiscardHandler))
+							quiet := backfill.WithLogger(testlog.Discard)
 							passes <- backfill.New(e.Store, quiet, backfill.WithHook(failBeforeCommit)).Run(context.Background())
 							r := backfill.New(e.Store, quiet).Run(context.Background())
 							during.Store(rec.Counters().Values().Persisted)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -41,7 +41,7 @@ func TestKilledBackfillHelper(t *testing.T) {
 	}
 	m := backfill.New(
 		store,
-		backfill.WithLogger(slog.New(slog.DiscardHandler)),
+		backfill.WithLogger(testlog.Discard),
 		backfill.WithHook(func(stage string) error {
 			if stage == os.Getenv("SUBAGENTCTX_KILL_STAGE") {
 				fmt.Println("REACHED", stage)
@@ -128,7 +128,7 @@ func TestKilledMidBackfill(t *testing.T) {
 				t.Errorf("killed at %q: %d partial rows", stage, n)
 			}
 		}
-		r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
+		r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(context.Background())
 		var n int64
 		e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&n)
 		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) ||

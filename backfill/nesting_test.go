@@ -3,7 +3,6 @@ package backfill_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/fanout"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -126,7 +126,7 @@ func TestNestingAcrossTheSeam(t *testing.T) {
 					t.Fatal(err)
 				}
 				rec, err := core.NewRecorder(e.Store, core.WithWriters(4), core.WithBatch(4),
-					core.WithLogger(slog.New(slog.DiscardHandler)))
+					core.WithLogger(testlog.Discard))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +136,7 @@ func TestNestingAcrossTheSeam(t *testing.T) {
 				for i := 0; i <= len(frames); i++ {
 					if i == start {
 						go func() {
-							pass <- backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(ctx)
+							pass <- backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(ctx)
 						}()
 					}
 					if i < len(frames) {

@@ -128,7 +128,7 @@ func TestReportAfterAnAmbiguousCommit(t *testing.T) {
 		}
 		return nil
 	})
-	runner := backfill.NewRunner(backfill.New(store, deafAtCommit, backfill.WithLogger(slog.New(slog.DiscardHandler))),
+	runner := backfill.NewRunner(backfill.New(store, deafAtCommit, backfill.WithLogger(testlog.Discard)),
 		backfill.WithRetry(50*time.Millisecond, 100*time.Millisecond))
 	runner.Start(ctx)
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 )
 
 // The baselines of the history measures are written by hand as a user
@@ -106,7 +106,9 @@ func peakHeap(fn func()) uint64 {
 	var peak uint64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		t := time.NewTicker(2 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -118,7 +120,7 @@ func peakHeap(fn func()) uint64 {
 			case <-t.C:
 			}
 		}
-	})
+	}()
 	fn()
 	close(done)
 	wg.Wait()
@@ -178,7 +180,7 @@ func measureHistory(
 	var lib, bare, hand, hLib, hBare []time.Duration
 	var peak uint64
 	var inserted int64
-	m := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler)))
+	m := backfill.New(s, backfill.WithLogger(testlog.Discard))
 	for run := range c.runs {
 		if err := s.DB().Exec("DELETE FROM task_session_subagents").Error; err != nil {
 			return nil, historyPoint{}, err

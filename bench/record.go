@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"slices"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -35,7 +35,8 @@ func benchRecord(c config) []result {
 		rec, _ := core.NewRecorder(memory.New())
 		ctx := context.Background()
 		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
+		b.ResetTimer()
+		for i := range b.N {
 			rec.Record(ctx, frames[i%len(frames)])
 		}
 	})
@@ -66,7 +67,7 @@ func recordLatency(c config, name string, store core.Store, frames []core.Frame)
 	if c.tiny {
 		n = 20_000
 	}
-	rec, _ := core.NewRecorder(store, core.WithQueue(n/4), core.WithLogger(slog.New(slog.DiscardHandler)))
+	rec, _ := core.NewRecorder(store, core.WithQueue(n/4), core.WithLogger(testlog.Discard))
 	ctx := context.Background()
 	lat := make([]time.Duration, n)
 	var heapAtFull, heapEnd uint64

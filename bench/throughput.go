@@ -196,11 +196,13 @@ func viaRecorder(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][
 	}
 	var wg sync.WaitGroup
 	for _, frames := range perCaller {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for _, f := range frames {
 				rec.Record(ctx, f)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if err := rec.Close(ctx); err != nil {
@@ -227,14 +229,16 @@ func byHand(ctx context.Context, s *sqlstore.Store, dialect string, perCaller []
 	var wg sync.WaitGroup
 	errs := make(chan error, len(perCaller))
 	for _, frames := range perCaller {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for start := 0; start < len(frames); start += core.DefaultBatchSize {
 				if err := handBatch(ctx, pool, stmt, frames[start:min(start+core.DefaultBatchSize, len(frames))]); err != nil {
 					errs <- err
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errs)
@@ -265,7 +269,9 @@ func perFrame(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][]co
 	var wg sync.WaitGroup
 	errs := make(chan error, len(perCaller))
 	for _, frames := range perCaller {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for _, f := range frames {
 				row, v := core.Normalize(f)
 				if v.NoIdentity {
@@ -276,7 +282,7 @@ func perFrame(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][]co
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errs)

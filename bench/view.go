@@ -38,7 +38,7 @@ func benchView() result {
 	}
 	h := webview.New(s)
 	page := testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
+		for range b.N {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, httptest.NewRequest("GET", "/session?id=big", nil))
 			if w.Code != 200 {
@@ -48,7 +48,7 @@ func benchView() result {
 		}
 	})
 	list := testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
+		for range b.N {
 			s.ListBySession(context.Background(), "big", core.Page{})
 		}
 	})

@@ -50,7 +50,9 @@ func TestFlushUnderConcurrency(t *testing.T) {
 	var wg sync.WaitGroup
 	var broken atomic.Int64
 	for g := range 16 { // the race is a window of nanoseconds: many rounds find it when it is there
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range 1500 {
 				tool := fmt.Sprintf("g%d-%d", g, i)
 				rec.Record(context.Background(), frame(tool))
@@ -62,7 +64,7 @@ func TestFlushUnderConcurrency(t *testing.T) {
 					broken.Add(1)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if n := broken.Load(); n > 0 {

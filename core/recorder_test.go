@@ -54,7 +54,9 @@ func wait(release <-chan struct{}) error {
 	return err
 }
 
-func quiet() core.RecorderOption { return core.WithLogger(slog.New(slog.DiscardHandler)) }
+func quiet() core.RecorderOption {
+	return core.WithLogger(testlog.Discard)
+}
 
 func checkInvariant(t *testing.T, v core.CounterValues) {
 	t.Helper()
@@ -482,7 +484,9 @@ func TestCountersInvariantAtEveryInstant(t *testing.T) {
 	}), core.WithWriters(2), quiet())
 	stop := make(chan struct{})
 	var checker sync.WaitGroup
-	checker.Go(func() {
+	checker.Add(1)
+	go func() {
+		defer checker.Done()
 		for {
 			select {
 			case <-stop:
@@ -491,10 +495,12 @@ func TestCountersInvariantAtEveryInstant(t *testing.T) {
 				checkInvariant(t, rec.Counters().Values())
 			}
 		}
-	})
+	}()
 	var wg sync.WaitGroup
 	for i := range 64 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for j := range 20 {
 				f := frame(fmt.Sprint("t", i, "-", j))
 				if i%4 == 0 {
@@ -502,7 +508,7 @@ func TestCountersInvariantAtEveryInstant(t *testing.T) {
 				}
 				rec.Record(context.Background(), f)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	flush(t, rec)

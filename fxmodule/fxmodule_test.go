@@ -137,7 +137,7 @@ func TestStartNeverWaits(t *testing.T) {
 	var runner *backfill.Runner
 	app := fxtest.New(
 		t, supply(s), fx.Supply(fxmodule.Config{RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond}),
-		fx.Supply(slog.New(slog.DiscardHandler)), fxmodule.SQL, fx.NopLogger, fx.Populate(&rec, &runner),
+		fx.Supply(testlog.Discard), fxmodule.SQL, fx.NopLogger, fx.Populate(&rec, &runner),
 	)
 	start := time.Now()
 	app.RequireStart()

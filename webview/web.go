@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"log/slog"
 	"math/big"
 	"net/http"
@@ -133,7 +134,8 @@ type server struct {
 // ".." and "/" included, opens) and the stylesheet (prefix/style.css);
 // any other method is refused (405) and any other path is 404.
 func New(src Source, opts ...Option) http.Handler {
-	s := &server{src: src, sessions: 50, turns: 25, log: slog.New(slog.DiscardHandler), now: time.Now, refresh: 5}
+	s := &server{src: src, sessions: 50, turns: 25, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
+		refresh: 5}
 	for _, o := range opts {
 		o(s)
 	}
@@ -419,7 +421,8 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		},
 	} {
-		wg.Go(func() { errs[i] = read() })
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = read() }()
 	}
 	wg.Wait()
 	err = errors.Join(errs...)

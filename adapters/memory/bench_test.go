@@ -17,7 +17,8 @@ func BenchmarkRecord(b *testing.B) {
 	rec, _ := core.NewRecorder(memory.New())
 	ctx := context.Background()
 	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
+	b.ResetTimer()
+	for i := range b.N {
 		rec.Record(ctx, frames[i%len(frames)])
 	}
 }

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -100,7 +100,7 @@ func TestCitusMetaCreatedAsReference(t *testing.T) {
 	if method, _, _ := placed(t, e.DB, "kandev_meta"); method != "n" {
 		t.Errorf("kandev_meta created by the pass: method %q, want a reference table (n)", method)
 	}
-	quiet := backfill.WithLogger(slog.New(slog.DiscardHandler))
+	quiet := backfill.WithLogger(testlog.Discard)
 	if r := backfill.New(e.Store, quiet).Run(context.Background()); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
@@ -160,7 +160,7 @@ func TestCitusEarlierTableDistributed(t *testing.T) {
 	if method, _, _ := placed(t, e.DB, sqlstore.Table); method != "" {
 		t.Fatalf("the earlier table is already placed (%q)", method)
 	}
-	r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(ctx)
+	r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(ctx)
 	if r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
@@ -188,7 +188,7 @@ func TestPartitionedTableUsedUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(ctx); r.Failed() {
+	if r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(ctx); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
 	var kind string

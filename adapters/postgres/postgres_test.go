@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
 )
@@ -102,7 +102,7 @@ func TestBackfillUnderParallelPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background()); r.Failed() ||
+	if r := backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() ||
 		r.Step(backfill.StepBackfill).RowsInserted != 30 {
 		t.Fatalf("pass under parallel plans:\n%s", r)
 	}

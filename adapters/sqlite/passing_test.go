@@ -27,7 +27,7 @@ import (
 func storeOn(t *testing.T, path string, params ...string) *sqlstore.Store {
 	t.Helper()
 	dsn := "file:" + path + "?" + strings.Join(append(params, "_time_format=sqlite"), "&")
-	db, err := gorm.Open(gormsqlite.New(gormsqlite.Config{DriverName: sqlite.DriverName, DSN: dsn}),
+	db, err := gorm.Open(&gormsqlite.Dialector{DriverName: sqlite.DriverName, DSN: dsn},
 		&gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func openDB(path string, readOnly bool) (*gorm.DB, error) {
 	if readOnly {
 		dsn, how = "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+readOnlyParams, " read-only"
 	}
-	db, err := gorm.Open(gormsqlite.New(gormsqlite.Config{DriverName: DriverName, DSN: dsn}),
+	db, err := gorm.Open(&gormsqlite.Dialector{DriverName: DriverName, DSN: dsn},
 		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
 		return nil, core.Errorf("sqlite: open %s%s: %w", path, how, err)
@@ -82,7 +82,7 @@ func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 		return nil, core.Errorf("sqlite.NewSQL: *sql.DB is nil")
 	}
 	g, err := gorm.Open(
-		gormsqlite.New(gormsqlite.Config{Conn: db}),
+		&gormsqlite.Dialector{Conn: db},
 		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true},
 	)
 	if err != nil {

@@ -96,7 +96,9 @@ func TestConcurrentWritersOneFile(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range frames {
 				row, _ := core.Normalize(
 					core.Frame{TaskSessionID: "sess", TaskID: "task", ExecutionID: "exec", ToolCallID: tool(w, i),
@@ -107,7 +109,7 @@ func TestConcurrentWritersOneFile(t *testing.T) {
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errs)

@@ -2,10 +2,10 @@ package storetest
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 )
 
 // testRecorderAlike: a Recorder answers the same whatever the store
@@ -19,7 +19,7 @@ func testRecorderAlike(t *testing.T, s *suite) {
 		t.Fatalf("the store implements core.Synchronous: %v; declared: %v", ok, s.Features.Synchronous)
 	}
 	sess := s.session(t, "rec")
-	rec, err := core.NewRecorder(s.Store, core.WithLogger(slog.New(slog.DiscardHandler)))
+	rec, err := core.NewRecorder(s.Store, core.WithLogger(testlog.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -515,14 +515,16 @@ func testConcurrentSameKey(t *testing.T, s *suite) {
 	errs := make(chan error, n)
 	start := make(chan struct{})
 	for _, f := range frames {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			if _, err := await.Within(start, await.Limit); err != nil {
 				errs <- err
 				return
 			}
 			row, _ := core.Normalize(f)
 			errs <- s.Store.Upsert(context.Background(), row)
-		})
+		}()
 	}
 	close(start)
 	wg.Wait()
@@ -565,12 +567,14 @@ func testConcurrentFanOut(t *testing.T, s *suite) {
 	errs := make(chan error, 8*3)
 	for i := range 8 {
 		for dup := range 3 { // each child's frames duplicated, all at once
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				f := s.frame(sess, fmt.Sprint(i))
 				f.ObservedAt = at(dup)
 				row, _ := core.Normalize(f)
 				errs <- s.Store.Upsert(context.Background(), row)
-			})
+			}()
 		}
 	}
 	wg.Wait()

@@ -5,6 +5,8 @@ package testlog
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"sync"
 )
 
@@ -25,3 +27,7 @@ func (s *Buffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Discard is a logger that writes nothing, for code under test whose log
+// a test does not read.
+var Discard = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -3,7 +3,6 @@ package sqltest
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/internal/await"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -38,7 +38,7 @@ func testExportMissesNoCommittedRow(t *testing.T, d *Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := core.NewRecorder(s, core.WithLogger(slog.New(slog.DiscardHandler)), core.WithBatch(8),
+	rec, err := core.NewRecorder(s, core.WithLogger(testlog.Discard), core.WithBatch(8),
 		core.WithDrain(0))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func testExportMissesNoCommittedRow(t *testing.T, d *Driver) {
 	pass := make(chan backfill.Report, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		pass <- backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(ctx)
+		pass <- backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(ctx)
 	}()
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 		window()

@@ -3,7 +3,6 @@ package sqltest
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -23,7 +23,7 @@ func ptr[T any](v T) *T { return &v }
 
 func run(t *testing.T, e *Env, opts ...backfill.Option) backfill.Report {
 	t.Helper()
-	return backfill.New(e.Store, append([]backfill.Option{backfill.WithLogger(slog.New(slog.DiscardHandler))},
+	return backfill.New(e.Store, append([]backfill.Option{backfill.WithLogger(testlog.Discard)},
 		opts...)...).Run(context.Background())
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/await"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -589,7 +590,7 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 		t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
 		msg("m2", "s", "turn-1", at(51), kandevtest.Subagent("tc-new", "completed", &kandevtest.CodexChild)),
 	)
-	m := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.DiscardHandler)))
+	m := backfill.New(e.Store, backfill.WithLogger(testlog.Discard))
 	r := m.Prepare(context.Background())
 	if st := r.Step(backfill.StepShape); st.Status != backfill.Ran || !strings.Contains(st.Detail, "3 rows remain") ||
 		r.Failed() {
@@ -775,7 +776,7 @@ func testNoHostTables(t *testing.T, d *Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
+	r := backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background())
 	if st := r.Step(backfill.StepTable); st.Status != backfill.Failed ||
 		!errors.Is(st.Err, sqlstore.ErrNoSessionsTable) {
 		t.Errorf("table step without the host's tables: %+v", st)
@@ -844,7 +845,7 @@ func testConcurrentPasses(t *testing.T, d *Driver) {
 				go func() {
 					defer wg.Done()
 					_, _ = await.Within(start, await.Limit) // all at once
-					reports[i] = backfill.New(s, backfill.WithLogger(slog.New(slog.DiscardHandler))).Run(context.Background())
+					reports[i] = backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background())
 				}()
 			}
 			close(start)

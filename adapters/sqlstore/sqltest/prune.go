@@ -136,16 +136,20 @@ func testPruneConcurrent(t *testing.T, d *Driver) {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		_, err := e.Store.Prune(context.Background(), time.Now().UTC().Add(-time.Hour), sqlstore.PruneBatch(7))
 		errs <- err
-	})
-	wg.Go(func() {
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		for i := range 30 { // new rows, and every other old row written again now
 			record(t, e, "s", fmt.Sprint("new-", i), "e1", time.Now().UTC())
 			record(t, e, "s", fmt.Sprint("old-", 2*i), "e1", old.Add(time.Duration(2*i)*time.Second))
 		}
-	})
+	}()
 	wg.Wait()
 	if err := await.Recv(t, errs, "the prune"); err != nil {
 		t.Fatal(err)
