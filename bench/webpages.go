@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +94,80 @@ func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string
 			Ratio:    l.Seconds() / b.Seconds(), Target: "< " + limit.String(), Pass: l < limit,
 		})
 	}
-	return out, nil
+	big, err := benchLongSession(ctx, c, h, s, dialect, typical, now)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, big), nil
+}
+
+// benchLongSession measures the first page of a session of 200,000 rows
+// (50,000 turns of four) beside the page of the 100-row session: the time
+// and the Go memory allocated per page, which the page's keyset read keeps
+// from growing with the session (docs/CONTRACT.md §5.7).
+func benchLongSession(ctx context.Context, c config, h http.Handler, s *sqlstore.Store, dialect, typical string,
+	now time.Time) (result, error) {
+	n := 200_000
+	if c.tiny {
+		n = 2_000
+	}
+	const sess = "long-session"
+	if err := kandevtest.InsertSession(ctx, s.DB(), sqlstore.Tables{}, sess, sess+"-task"); err != nil {
+		return result{}, err
+	}
+	start := now.Add(-30 * 24 * time.Hour)
+	for i := 0; i < n; i += 1000 {
+		var rows []core.Subagent
+		for j := i; j < min(i+1000, n); j++ {
+			row, _ := core.Normalize(core.Frame{TaskSessionID: sess, TaskID: sess + "-task", ExecutionID: "exec",
+				ToolCallID: fmt.Sprint("t", j), TurnID: fmt.Sprint("turn-", j/4), ToolStatus: "completed",
+				ObservedAt: start.Add(time.Duration(j) * time.Second), Payload: &kandevtest.ClaudeCompleted})
+			rows = append(rows, row)
+		}
+		if errs, err := s.UpsertBatch(ctx, rows); err != nil || errors.Join(errs...) != nil {
+			return result{}, errors.Join(err, errors.Join(errs...))
+		}
+	}
+	if err := s.DB().WithContext(ctx).Exec("ANALYZE").Error; err != nil {
+		return result{}, err
+	}
+	page := func(id string) (time.Duration, float64, error) {
+		var times []time.Duration
+		var allocs []float64
+		for range c.runs {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			t0 := time.Now()
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", "/session?id="+id, nil))
+			if w.Code != 200 {
+				return 0, 0, fmt.Errorf("session %s: %d %s", id, w.Code, w.Body.String())
+			}
+			times = append(times, time.Since(t0))
+			runtime.ReadMemStats(&after)
+			allocs = append(allocs, float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
+		}
+		slices.Sort(allocs)
+		return median(times), allocs[len(allocs)/2], nil
+	}
+	lt, la, err := page(sess)
+	if err != nil {
+		return result{}, err
+	}
+	st, sa, err := page(typical)
+	if err != nil {
+		return result{}, err
+	}
+	return result{
+		What: "web view: session page of a long session", Dialect: dialect,
+		Size:    fmt.Sprintf("%d rows, %d turns", n, n/4),
+		Library: fmt.Sprintf("%v, %.1f MiB allocated", lt.Round(100*time.Microsecond), la),
+		Baseline: fmt.Sprintf("%v, %.1f MiB (the page of the 100-row session)", st.Round(100*time.Microsecond),
+			sa),
+		Ratio: lt.Seconds() / st.Seconds(), Target: "≤ 2× the short session's time and memory",
+		Pass: lt <= 2*st && la <= 2*sa,
+		Note: "25 turns a page, keyset by turn; the session's totals are one aggregate in the database",
+	}, nil
 }
 
 // statements are a baseline file's statements, one per ';' at a line's

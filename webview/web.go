@@ -42,6 +42,7 @@ type Source interface {
 	core.Overviewer
 	core.Timeliner
 	core.FailureLister
+	core.TurnLister
 }
 
 //go:embed assets
@@ -51,7 +52,7 @@ var assets embed.FS
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"url":            func(string) string { return "" },
 	"sessionURL":     func(string) string { return "" },
-	"turnsURL":       func(string, int) string { return "" },
+	"turnsURL":       func(string, string, *core.Cursor) string { return "" },
 	"when":           when,
 	"num":            num,
 	"human":          human,
@@ -81,12 +82,13 @@ type Option func(*server)
 func WithSessions(n int) Option { return func(s *server) { s.sessions = n } }
 
 // WithTurns sets how many turns a session's page draws (default 25; the
-// next ones follow by a link).
-func WithTurns(n int) Option { return func(s *server) { s.turns = max(n, 1) } }
+// next ones follow by a link; at most core.MaxTurns).
+func WithTurns(n int) Option { return func(s *server) { s.turns = min(max(n, 1), core.MaxTurns) } }
 
 // WithRefresh sets how often the page of a session with a subagent not
 // settled yet reloads itself (default 5 s, at least 1 s): with no script,
-// by the page's own refresh; a settled session's page never does.
+// by the page's own refresh; a page whose subagents have all settled
+// never does.
 func WithRefresh(d time.Duration) Option {
 	return func(s *server) { s.refresh = max(int(d.Round(time.Second)/time.Second), 1) }
 }
@@ -142,8 +144,12 @@ func New(src Source, opts ...Option) http.Handler {
 	s.pages = template.Must(pages.Clone()).Funcs(template.FuncMap{
 		"url":        func(path string) string { return s.prefix + path },
 		"sessionURL": func(id string) string { return s.prefix + "/session?id=" + url.QueryEscape(id) },
-		"turnsURL": func(id string, from int) string {
-			return s.prefix + "/session?id=" + url.QueryEscape(id) + "&from=" + strconv.Itoa(from)
+		"turnsURL": func(id, dir string, c *core.Cursor) string {
+			v := url.Values{"id": {id}}
+			v.Set(dir, c.ObservedAt.UTC().Format(time.RFC3339Nano))
+			v.Set(dir+"_tool", c.ToolCallID)
+			v.Set(dir+"_exec", c.AgentExecutionID)
+			return s.prefix + "/session?" + v.Encode()
 		},
 		"pageURL": func(w window, after *core.SessionKey) string { return s.prefix + "/?" + w.query(after).Encode() },
 		"failuresURL": func(w window, after core.FailureKey) string {
@@ -247,22 +253,26 @@ var ranges = []struct {
 	d    time.Duration
 }{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}, {"all", 0}}
 
+// parseInstant reads the parameter name as an RFC 3339 instant (zero when
+// it is absent), naming what is wrong.
+func parseInstant(v url.Values, name string) (time.Time, error) {
+	if v.Get(name) == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v.Get(name))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s=%q is not an RFC 3339 instant", name, v.Get(name))
+	}
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return time.Time{}, fmt.Errorf("%s=%q is outside years 1-9999", name, v.Get(name))
+	}
+	return t.UTC(), nil
+}
+
 // parseWindow reads the overview's query string, naming what is wrong.
 func parseWindow(v url.Values, now time.Time) (window, error) {
 	w := window{Range: v.Get("range"), Prefix: v.Get("q")}
-	instant := func(name string) (time.Time, error) {
-		if v.Get(name) == "" {
-			return time.Time{}, nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, v.Get(name))
-		if err != nil {
-			return time.Time{}, fmt.Errorf("%s=%q is not an RFC 3339 instant", name, v.Get(name))
-		}
-		if y := t.UTC().Year(); y < 1 || y > 9999 {
-			return time.Time{}, fmt.Errorf("%s=%q is outside years 1-9999", name, v.Get(name))
-		}
-		return t.UTC(), nil
-	}
+	instant := func(name string) (time.Time, error) { return parseInstant(v, name) }
 	var err error
 	if w.Since, err = instant("since"); err != nil {
 		return w, err
@@ -439,64 +449,90 @@ type sessionPage struct {
 	Stats    core.Stats
 	Coverage core.SessionCoverage
 	Turns    []turnView
-	// From is the first turn shown (0-based) of AllTurns; Prev and Next
-	// start the neighbouring pages (-1: none).
-	From, AllTurns, Prev, Next int
-	Generated                  time.Time
-	// Refresh is how often the page reloads itself while a subagent of the
-	// session is not settled (seconds; 0 once all have settled).
+	// AllTurns is the session's number of turn groups (its statistics').
+	AllTurns int
+	// Earlier and Later start the neighbouring pages (nil: none).
+	Earlier, Later *core.Cursor
+	Generated      time.Time
+	// Refresh is how often the page reloads itself while a subagent it
+	// draws is not settled (seconds; 0 once all have settled).
 	Refresh int
+}
+
+// turnCursor reads the page's cursor from the parameters name, name_tool
+// and name_exec, naming what is wrong; nil when name is absent.
+func turnCursor(v url.Values, name string) (*core.Cursor, error) {
+	if !v.Has(name) {
+		return nil, nil
+	}
+	t, err := parseInstant(v, name)
+	if err != nil {
+		return nil, err
+	}
+	if t.IsZero() {
+		return nil, fmt.Errorf("%s is empty: want an RFC 3339 instant", name)
+	}
+	return &core.Cursor{ObservedAt: t, ToolCallID: v.Get(name + "_tool"), AgentExecutionID: v.Get(name + "_exec")}, nil
 }
 
 func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id := r.URL.Query().Get("id")
-	if err := checkQuery(r.URL.Query(), "id", "from"); err != nil {
-		http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest)
+	v := r.URL.Query()
+	id := v.Get("id")
+	bad := func(err error) { http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest) }
+	err := checkQuery(v, "id", "after", "after_tool", "after_exec", "before", "before_tool", "before_exec")
+	if err != nil {
+		bad(err)
 		return
 	}
-	p := sessionPage{ID: id, Generated: time.Now().UTC(), Prev: -1, Next: -1}
-	if v := r.URL.Query().Get("from"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			http.Error(w, fmt.Sprintf("subagentctx: webview: from=%q is not a turn's place (0, 1, …)", v),
-				http.StatusBadRequest)
-			return
-		}
-		p.From = n
+	q := core.TurnQuery{TaskSessionID: id, Limit: s.turns}
+	if q.After, err = turnCursor(v, "after"); err != nil {
+		bad(err)
+		return
 	}
-	rows, err := s.src.ListBySession(ctx, id, core.Page{})
-	if err == nil && len(rows) == 0 {
+	if q.Before, err = turnCursor(v, "before"); err != nil {
+		bad(err)
+		return
+	}
+	if q.After != nil && q.Before != nil {
+		bad(fmt.Errorf("after and before are both given: want one"))
+		return
+	}
+	p := sessionPage{ID: id, Generated: time.Now().UTC()}
+	// A page reads the turns it draws: its time and memory follow the
+	// page, not the session (docs/CONTRACT.md §5.7).
+	page, err := s.src.SessionTurns(ctx, q)
+	if err == nil && len(page.Rows) == 0 && q.After == nil && q.Before == nil {
 		http.Error(w, "no subagent on record for this session", http.StatusNotFound)
 		return
 	}
 	if err == nil {
 		p.Stats, err = s.src.Stats(ctx, core.StatsQuery{TaskSessionID: id})
 	}
-	for _, r := range rows {
-		if r.SettledAt == nil {
-			p.Refresh = s.refresh // a subagent in flight: the page follows it
-			break
-		}
-	}
 	if err == nil {
 		if len(p.Stats.Sessions) == 1 {
 			p.Coverage = p.Stats.Sessions[0]
 		}
-		// A page draws s.turns turns: a session of thousands of subagents
-		// stays a page that draws in milliseconds.
-		turns := fanout.Build(rows)
-		p.AllTurns = len(turns)
-		p.From = min(p.From, max(len(turns)-1, 0))
-		end := min(p.From+s.turns, len(turns))
-		for i, t := range turns[p.From:end] {
-			p.Turns = append(p.Turns, layout(t, p.From+i))
+		for _, f := range p.Stats.FanOutPerTurn {
+			p.AllTurns += int(f.Turns)
 		}
-		if p.From > 0 {
-			p.Prev = max(p.From-s.turns, 0)
+		if p.Stats.RowsWithoutTurn > 0 {
+			p.AllTurns++
 		}
-		if end < len(turns) {
-			p.Next = end
+		for i, t := range fanout.Build(page.Rows) {
+			p.Turns = append(p.Turns, layout(t, i))
+		}
+		if page.Earlier {
+			p.Earlier = &page.First
+		}
+		if page.Later {
+			p.Later = &page.Last
+		}
+		for _, r := range page.Rows {
+			if r.SettledAt == nil {
+				p.Refresh = s.refresh // a subagent in flight: the page follows it
+				break
+			}
 		}
 	}
 	s.render(w, r, "session.html", p, err)

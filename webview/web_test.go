@@ -278,8 +278,8 @@ var errDSN = errors.New(`dial postgres://admin:s3cret@db.internal:5432/prod: ref
 func (failing) Health(context.Context, core.HealthQuery) (core.Health, error) {
 	return core.Health{}, errDSN
 }
-func (failing) ListBySession(context.Context, string, core.Page) ([]core.Subagent, error) {
-	return nil, errDSN
+func (failing) SessionTurns(context.Context, core.TurnQuery) (core.TurnPage, error) {
+	return core.TurnPage{}, errDSN
 }
 
 // TestErrorsNameNoDatabase: a store that fails shows a plain error page,
@@ -429,7 +429,8 @@ func TestOverviewAnswers(t *testing.T) {
 }
 
 // TestSessionPagedByTurns: a session of 60 turns is drawn 25 turns a page,
-// every turn on exactly one page by the links; a bad from is a 400.
+// every turn on exactly one page by the later links, and back by the
+// earlier ones; a bad cursor is a 400.
 func TestSessionPagedByTurns(t *testing.T) {
 	s := memory.New()
 	var frames []core.Frame
@@ -443,7 +444,9 @@ func TestSessionPagedByTurns(t *testing.T) {
 	seen := map[string]int{}
 	next := regexp.MustCompile(`<a href="([^"]+)">later turns →</a>`)
 	turn := regexp.MustCompile(`Turn <span class="id">(turn-\d+)</span>`)
+	last := ""
 	for page, n := "/session?id=long", 0; page != ""; n++ {
+		last = page
 		res, body := get(t, h, "GET", page)
 		if res.StatusCode != 200 || n > 5 {
 			t.Fatalf("%s: %d (page %d)", page, res.StatusCode, n)
@@ -467,9 +470,27 @@ func TestSessionPagedByTurns(t *testing.T) {
 			t.Errorf("%s drawn on %d pages", k, n)
 		}
 	}
-	res, body := get(t, h, "GET", "/session?id=long&from=-1")
-	if res.StatusCode != 400 || !strings.Contains(body, "from") {
-		t.Errorf("from=-1: %d %q", res.StatusCode, body)
+	earlier := regexp.MustCompile(`<a href="([^"]+)">← earlier turns</a>`)
+	back := map[string]int{}
+	for page, n := last, 0; page != ""; n++ {
+		res, body := get(t, h, "GET", page)
+		if res.StatusCode != 200 || n > 5 {
+			t.Fatalf("%s: %d (page %d back)", page, res.StatusCode, n)
+		}
+		for _, m := range turn.FindAllStringSubmatch(body, -1) {
+			back[m[1]]++
+		}
+		page = ""
+		if m := earlier.FindStringSubmatch(body); m != nil {
+			page = html.UnescapeString(m[1])
+		}
+	}
+	if len(back) != 60 {
+		t.Errorf("%d distinct turns back over the pages, want 60", len(back))
+	}
+	res, body := get(t, h, "GET", "/session?id=long&after=-1")
+	if res.StatusCode != 400 || !strings.Contains(body, "after") {
+		t.Errorf("after=-1: %d %q", res.StatusCode, body)
 	}
 }
 
@@ -490,8 +511,11 @@ func TestBadQueriesAre400(t *testing.T) {
 		{"/?failed_after=yesterday", "failed_after"}, {"/?failed_after=2026-01-01T00:00:00Z&failed_tool=%00", "failed_tool"},
 		{"/?failed_session=%ff", "failed_session"}, {"/?failed_exec=a&failed_exec=b", "failed_exec"},
 		{"/session?id=%ff", "id"}, {"/session?id=a%00b", "id"}, {"/session?id=" + long, "id"},
-		{"/session?id=demo-sess&from=-1", "from"}, {"/session?id=demo-sess&from=%ff", "from"},
-		{"/session?id=demo-sess&from=99999999999999999999", "from"},
+		{"/session?id=demo-sess&after=-1", "after"}, {"/session?id=demo-sess&after=%ff", "after"},
+		{"/session?id=demo-sess&before=0000-01-01T00:00:00Z", "before"}, {"/session?id=demo-sess&before=", "before"},
+		{"/session?id=demo-sess&after=2026-01-01T00:00:00Z&after_tool=%00", "after_tool"},
+		{"/session?id=demo-sess&before=2026-01-01T00:00:00Z&before_exec=%ff", "before_exec"},
+		{"/session?id=demo-sess&after=2026-01-01T00:00:00Z&before=2026-01-01T00:00:00Z", "before"},
 	} {
 		res, body := get(t, h, "GET", c.path)
 		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, c.param) {

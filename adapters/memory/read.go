@@ -200,3 +200,14 @@ func (s *Store) snapshot() []core.Subagent {
 	}
 	return rows
 }
+
+// SessionTurns implements core.TurnLister over the rows in memory.
+func (s *Store) SessionTurns(ctx context.Context, q core.TurnQuery) (core.TurnPage, error) {
+	if err := q.Validate(); err != nil {
+		return core.TurnPage{}, &core.OpError{Op: "session turns", Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return core.TurnPage{}, &core.OpError{Op: "session turns", Err: err}
+	}
+	return core.TurnsOf(s.snapshot(), q), nil
+}

@@ -83,6 +83,13 @@ func (Dialect) ThroughIndex(table, _ string) string { return table }
 // instant.
 func (d Dialect) Extreme(fn, x string) string { return d.Instant(fn + "(" + x + ")") }
 
+// Ordered implements sqlstore.Fragments: timestamptz sorts as the instant,
+// at the microsecond.
+func (Dialect) Ordered(x string) string { return x }
+
+// OrderedArg implements sqlstore.Fragments.
+func (Dialect) OrderedArg(t time.Time) any { return core.CanonicalTime(t) }
+
 // Bytewise implements sqlstore.Fragments: the C collation compares bytes,
 // whatever the database's own (an ICU locale orders linguistically).
 func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }

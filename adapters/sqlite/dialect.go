@@ -109,6 +109,14 @@ func (d Dialect) Extreme(fn, x string) string {
 	return "COALESCE(" + strings.ToLower(fn) + "(" + text + ", " + other + "), " + text + ", " + other + ")"
 }
 
+// Ordered implements sqlstore.Fragments: Instant itself, built of
+// deterministic functions only, so an index can be declared on it (a text
+// column's own order is the instant's only for the canonical form).
+func (d Dialect) Ordered(x string) string { return d.Instant(x) }
+
+// OrderedArg implements sqlstore.Fragments: Instant's microseconds.
+func (Dialect) OrderedArg(t time.Time) any { return core.CanonicalTime(t).UnixMicro() }
+
 // Bytewise implements sqlstore.Fragments: SQLite's default collation,
 // BINARY, compares bytes.
 func (Dialect) Bytewise(x string) string { return x }

@@ -46,6 +46,9 @@ func TestCitusPlans(t *testing.T) {
 	bf, form := s.BackfillParts(), s.Form(true)
 	merge, remove := s.RepairSQL()
 	sessions, sessionsArgs := s.SessionsSQL(core.SessionQuery{Since: capture, Prefix: "sess-", Limit: 50})
+	cursor := &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}
+	starts, startsArgs := s.TurnStartsSQL("sess-1", cursor, false, 26)
+	turnRows, turnRowsArgs := s.TurnRowsSQL("sess-1", "turn-1", "turn-2")
 
 	plans := []struct {
 		name   string
@@ -69,6 +72,8 @@ func TestCitusPlans(t *testing.T) {
 		{"stats_session", nil, s.StatsSQL(where), []any{"sess-1"}, 1},
 		{"fan_out", nil, s.FanOutSQL(""), nil, 0},
 		{"sessions", nil, sessions, sessionsArgs, 0},
+		{"session_turn_starts", nil, starts, startsArgs, 1},
+		{"session_turn_rows", nil, turnRows, turnRowsArgs, 1},
 	}
 	shardName := regexp.MustCompile(`_\d{6,}\b`)
 	port := regexp.MustCompile(`port=\d+`)

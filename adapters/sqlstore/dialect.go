@@ -56,6 +56,11 @@ type Fragments interface {
 	// Bytewise makes a text expression compare byte by byte, whatever the
 	// database's collation (docs/CONTRACT.md §8.4).
 	Bytewise(expr string) string
+	// Ordered is one of this table's timestamp columns as an index keeps
+	// it: an expression an index can be declared on that sorts as
+	// Instant(x) does; OrderedArg is the argument a bound on it takes.
+	Ordered(x string) string
+	OrderedArg(t time.Time) any
 	// InFew is the condition that expr is among the values the subquery
 	// returns — few of them, which no statistics can foresee — written so
 	// that the planner looks each one up through an index on expr rather

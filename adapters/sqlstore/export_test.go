@@ -63,3 +63,13 @@ func (s *Store) BackfillParts() map[string]string {
 	st := s.backfillStatements(true)
 	return map[string]string{"through": st.Through, "merge": st.Merge, "insert": st.Insert}
 }
+func (s *Store) TurnStartsSQL(session string, from *core.Cursor, backwards bool, limit int) (string, []any) {
+	return s.turnStartsStatement(session, from, backwards, limit)
+}
+func (s *Store) TurnRowsSQL(session string, turns ...string) (string, []any) {
+	var starts []turnStart
+	for _, t := range turns {
+		starts = append(starts, turnStart{turn: &t})
+	}
+	return s.turnRowsStatement(session, append(starts, turnStart{}))
+}

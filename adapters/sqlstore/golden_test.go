@@ -57,7 +57,15 @@ func TestGoldenStatements(t *testing.T) {
 				Prefix: "sess-", After: &core.SessionKey{LastObservedAt: capture, TaskSessionID: "sess-9"}, Limit: 50})
 			overview, overviewArgs := s.OverviewSQL(core.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)})
 			merge, remove := s.RepairSQL()
+			cursor := &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}
+			starts, startsArgs := s.TurnStartsSQL("sess-1", cursor, false, 26)
+			back, backArgs := s.TurnStartsSQL("sess-1", cursor, true, 26)
+			turnRows, turnRowsArgs := s.TurnRowsSQL("sess-1", "turn-1", "turn-2")
 			files := map[string]string{
+				"session_turns.sql": "-- the first rows of the next turns\n" + withArgs(starts, startsArgs) +
+					"\n-- of the turns before a cursor\n" + withArgs(back, backArgs) +
+					"\n-- every row of the page's turns (two, and the rows without one)\n" +
+					withArgs(turnRows, turnRowsArgs),
 				"schema.sql":            strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
 				"upsert.sql":            "-- per row; the arguments are core.Columns' values in order\n" + s.UpsertSQL() + ";\n",
 				"list_by_session.sql":   withArgs(list, listArgs),

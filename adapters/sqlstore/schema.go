@@ -32,9 +32,12 @@ var legacyKeyColumns = []string{"task_session_id", "tool_call_id"}
 var secondaryIndexes = []struct{ Name, Column string }{
 	{"idx_subagents_session_id", "task_session_id"},
 	{"idx_subagents_task_id", "task_id"},
-	{"idx_subagents_turn_id", "turn_id"},
+	{turnIndex, "turn_id"},
 	{observedAtIndex, "observed_at"},
 }
+
+// turnIndex finds a turn's rows.
+const turnIndex = "idx_subagents_turn_id"
 
 // observedAtIndex serves windows of observation time.
 const observedAtIndex = "idx_subagents_observed_at"
@@ -77,8 +80,15 @@ func columnDDL(d Fragments, c core.Column) string {
 	return s
 }
 
-// IndexDDL creates the secondary indexes if absent, and the history's.
-func IndexDDL() []string {
+// sessionOrderIndex keeps each session's rows in AC-13 order: a page of a
+// session's turns walks it from its cursor and stops (docs/CONTRACT.md
+// §5.7). observed_at is written once per row, so it costs an insert,
+// never an update.
+const sessionOrderIndex = "idx_subagents_session_order"
+
+// IndexDDL creates the secondary indexes if absent, the history's and the
+// sessions' order (in the dialect's form).
+func IndexDDL(d Fragments) []string {
 	out := make([]string, len(secondaryIndexes))
 	for i, x := range secondaryIndexes {
 		out[i] = fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s(%s)", x.Name, Table, x.Column)
@@ -86,6 +96,8 @@ func IndexDDL() []string {
 	return append(
 		out,
 		"CREATE INDEX IF NOT EXISTS "+historyIndex+" ON "+Table+"(task_session_id, tool_call_id) WHERE "+backfilled(""),
+		"CREATE INDEX IF NOT EXISTS "+sessionOrderIndex+" ON "+Table+"(task_session_id, "+d.Ordered("observed_at")+", "+
+			d.Bytewise("tool_call_id")+", "+d.Bytewise("agent_execution_id")+")",
 	)
 }
 
@@ -98,7 +110,7 @@ func metaDDL(t Tables) string {
 // idempotent: the table, its indexes, the meta table, the dialect's extras
 // and what its upsert needs.
 func (s *Store) schemaStatements() []string {
-	out := append([]string{TableDDL(s.d, Table, s.tables)}, IndexDDL()...)
+	out := append([]string{TableDDL(s.d, Table, s.tables)}, IndexDDL(s.d)...)
 	out = append(out, metaDDL(s.tables))
 	for _, o := range s.objects() {
 		out = append(out, o.Create)
@@ -251,8 +263,9 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 	for _, x := range secondaryIndexes {
 		r.indexes = r.indexes || !plain[x.Column]
 	}
-	r.indexes = r.indexes ||
-		!slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == historyIndex })
+	for _, name := range []string{historyIndex, sessionOrderIndex} {
+		r.indexes = r.indexes || !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == name })
+	}
 	if !slices.ContainsFunc(info.ForeignKeys, func(f ForeignKeyInfo) bool {
 		return f.Column == "task_session_id" && f.RefTable == t.Sessions && f.RefColumn == "id" &&
 			f.OnDelete == "CASCADE"

@@ -240,7 +240,7 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB) (stmts []string,
 	r := compare(s.d, s.tables, info)
 	if len(r.missing) == 0 && len(r.diffs) == 0 { // the declared columns and keys: what depends on them
 		if r.indexes {
-			stmts = append(stmts, IndexDDL()...)
+			stmts = append(stmts, IndexDDL(s.d)...)
 		}
 		objects = append(objects, s.upsertSchema...)
 	}

@@ -96,6 +96,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"OverviewAgreesWithTheReference", testOverview},
 		{"TimelineAgreesWithTheReference", testTimeline},
 		{"FailuresAgreeWithTheReference", testFailures},
+		{"SessionTurnsAgreeWithTheReference", testSessionTurns},
 		{"SessionsWindowPrefixAndKeysetPaging", testSessionsWindow},
 	}
 	for _, tc := range tests {

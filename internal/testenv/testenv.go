@@ -181,7 +181,7 @@ func earlierTableRecreated(t testing.TB, db *gorm.DB) {
 		ADD CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
 		ADD CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id)
 			REFERENCES task_sessions(id) ON DELETE CASCADE`)
-	for _, q := range sqlstore.IndexDDL() {
+	for _, q := range sqlstore.IndexDDL(postgres.Dialect{}) {
 		exec(t, db, q)
 	}
 }
@@ -303,7 +303,7 @@ func sqliteEarlierTable(t testing.TB, db *gorm.DB) {
 		`DROP TABLE task_session_subagents`,
 		`ALTER TABLE earlier RENAME TO task_session_subagents`,
 	}
-	for _, q := range append(steps, sqlstore.IndexDDL()...) {
+	for _, q := range append(steps, sqlstore.IndexDDL(sqlite.Dialect{})...) {
 		exec(t, db, q)
 	}
 }

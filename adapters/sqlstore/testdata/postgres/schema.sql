@@ -36,6 +36,8 @@ CREATE INDEX IF NOT EXISTS idx_subagents_observed_at ON task_session_subagents(o
 
 CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = 'unknown' AND source = 'backfill';
 
+CREATE INDEX IF NOT EXISTS idx_subagents_session_order ON task_session_subagents(task_session_id, observed_at, tool_call_id COLLATE "C", agent_execution_id COLLATE "C");
+
 CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
 
 DO $do$ BEGIN
