@@ -156,9 +156,12 @@ type result struct {
 	What, Dialect, Size string
 	Library, Baseline   string // figures, formatted
 	Ratio               float64
-	Target              string
-	Pass                bool
-	Note                string
+	// CPURatio is the ratio of the CPU the work cost on its side (cpu.go),
+	// where measured.
+	CPURatio float64
+	Target   string
+	Pass     bool
+	Note     string
 }
 
 func printTable(rows []result, size string, c config) {
@@ -166,7 +169,7 @@ func printTable(rows []result, size string, c config) {
 		"subagentctx benchmark, -size %s, median of %d run(s), %s\n\n", size, c.runs, time.Now().UTC().Format(time.DateOnly),
 	)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measure\tdialect\tsize\tlibrary\tbaseline\tratio\ttarget\tresult\tnote")
+	fmt.Fprintln(tw, "measure\tdialect\tsize\tlibrary\tbaseline\tratio\tcpu ratio\ttarget\tresult\tnote")
 	for _, r := range rows {
 		verdict := "pass"
 		switch {
@@ -177,13 +180,16 @@ func printTable(rows []result, size string, c config) {
 		case !r.Pass:
 			verdict = "MISSED"
 		}
-		ratio := "-"
+		ratio, cpu := "-", "-"
 		if r.Ratio > 0 {
 			ratio = fmt.Sprintf("%.2f", r.Ratio)
 		}
+		if r.CPURatio > 0 {
+			cpu = fmt.Sprintf("%.2f", r.CPURatio)
+		}
 		fmt.Fprintf(
-			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.What, r.Dialect, r.Size, r.Library, r.Baseline, ratio, r.Target,
-			verdict, r.Note,
+			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.What, r.Dialect, r.Size, r.Library, r.Baseline, ratio, cpu,
+			r.Target, verdict, r.Note,
 		)
 	}
 	tw.Flush()

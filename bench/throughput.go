@@ -303,7 +303,7 @@ func benchUpsertRule(ctx context.Context, c config, dialect string) (result, err
 			rows = append(rows, handArgs(row))
 		}
 	}
-	took := map[string][]time.Duration{}
+	took, spent := map[string][]time.Duration{}, map[string][]time.Duration{}
 	ways := []string{"rule", "previous", "floor"}
 	for run := range c.runs {
 		for i := range ways {
@@ -312,12 +312,12 @@ func benchUpsertRule(ctx context.Context, c config, dialect string) (result, err
 			if err != nil {
 				return result{}, err
 			}
-			d, err := timeUpserts(ctx, s, dialect, way, perCaller, rows)
+			d, cpu, err := timeUpserts(ctx, s, dialect, way, perCaller, rows)
 			cleanup()
 			if err != nil {
 				return result{}, err
 			}
-			took[way] = append(took[way], d)
+			took[way], spent[way] = append(took[way], d), append(spent[way], cpu)
 		}
 	}
 	r, b, f := median(took["rule"]), median(took["previous"]), median(took["floor"])
@@ -329,12 +329,15 @@ func benchUpsertRule(ctx context.Context, c config, dialect string) (result, err
 		Library:  rate(r),
 		Baseline: rate(b) + " (the previous release's upsert)",
 		Ratio:    r.Seconds() / b.Seconds(),
+		CPURatio: cpuRatio(spent["rule"], spent["previous"]),
 		Target:   "≤ 1.10×",
 		Pass:     r.Seconds() <= 1.1*b.Seconds(),
 		Note: fmt.Sprintf(
-			"floor: the trigger with nothing to do, %s (%.2f×); the rest is one index probe per inserted row",
+			"floor: the trigger with nothing to do, %s (%.2f×, CPU %.2f×); the rest is one index probe per "+
+				"inserted row",
 			rate(f),
 			f.Seconds()/b.Seconds(),
+			cpuRatio(spent["floor"], spent["previous"]),
 		),
 	}, nil
 }
@@ -342,18 +345,18 @@ func benchUpsertRule(ctx context.Context, c config, dialect string) (result, err
 // timeUpserts writes the rows in batches on this build's table (way
 // "rule"), on the previous release's (without the trigger: "previous"),
 // or with the trigger doing nothing ("floor": what any trigger on an
-// insert costs), and times it.
+// insert costs), and returns its wall and CPU time.
 func timeUpserts(
 	ctx context.Context, s *sqlstore.Store, dialect, way string, perCaller [][]core.Frame, rows [][]any,
-) (time.Duration, error) {
+) (wall, cpu time.Duration, err error) {
 	for _, f := range perCaller[0] {
 		if err := kandevtest.InsertSession(ctx, s.DB(), sqlstore.Tables{}, f.TaskSessionID, "task"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	pool, err := s.DB().DB()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	stmt := rebind(dialect, handUpsert)
 	change := map[string]map[string][]string{
@@ -377,17 +380,22 @@ func timeUpserts(
 	}
 	for _, q := range change[way][dialect] {
 		if _, err := pool.ExecContext(ctx, q); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	start := time.Now()
-	for from := 0; from < len(rows); from += core.DefaultBatchSize {
-		batch := rows[from:min(from+core.DefaultBatchSize, len(rows))]
-		if err := writeBatch(ctx, pool, dialect, stmt, batch); err != nil {
-			return 0, err
-		}
+	meter, err := newCPUMeter(ctx, s, dialect)
+	if err != nil {
+		return 0, 0, err
 	}
-	return time.Since(start), nil
+	return measured(meter, func() error {
+		for from := 0; from < len(rows); from += core.DefaultBatchSize {
+			batch := rows[from:min(from+core.DefaultBatchSize, len(rows))]
+			if err := writeBatch(ctx, pool, dialect, stmt, batch); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // writeBatch is one transaction of upserts: pipelined through pgx on
