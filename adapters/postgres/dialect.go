@@ -138,8 +138,11 @@ END`
 	// SECURITY DEFINER: the trigger runs as its owner (the role that
 	// migrated), so the live path needs no DELETE (docs/CONTRACT.md §4.4);
 	// its search_path is pinned to the table's schema, pg_temp last, so
-	// that no caller's objects stand in for the table's.
-	function := `RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $f$
+	// that no caller's objects stand in for the table's. enable_seqscan
+	// off: the probe is an index probe whatever the statistics say — a
+	// table analysed while empty otherwise gets a cached sequential scan
+	// that costs each frame the whole table until the planner replans.
+	function := `RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
 ` + body + `
 $f$`
 	sum := sha256.Sum256([]byte(function))

@@ -57,8 +57,8 @@ END IF;
 END $do$;
 
 DO $do$ BEGIN
-IF to_regprocedure('subagentctx_absorb_29719198()') IS NULL THEN
-CREATE FUNCTION subagentctx_absorb_29719198() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $f$
+IF to_regprocedure('subagentctx_absorb_c50de060()') IS NULL THEN
+CREATE FUNCTION subagentctx_absorb_c50de060() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
 DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
 BEGIN
 	IF NOT here THEN -- a partition of the table, or a Citus shard
@@ -115,15 +115,15 @@ BEGIN
 	RETURN NULL;
 END
 $f$;
-EXECUTE format('ALTER FUNCTION subagentctx_absorb_29719198() SET search_path = %I, pg_temp',
+EXECUTE format('ALTER FUNCTION subagentctx_absorb_c50de060() SET search_path = %I, pg_temp',
 	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'task_session_subagents'::regclass));
 END IF;
 IF NOT EXISTS (SELECT 1 FROM pg_trigger
 		WHERE tgrelid = 'task_session_subagents'::regclass AND tgname = 'subagentctx_absorb'
-		AND tgfoid = 'subagentctx_absorb_29719198()'::regprocedure) THEN
+		AND tgfoid = 'subagentctx_absorb_c50de060()'::regprocedure) THEN
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
 	DROP TRIGGER IF EXISTS subagentctx_absorb ON task_session_subagents;
 	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents FOR EACH ROW
-		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_29719198();
+		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_c50de060();
 END IF;
 END $do$;
