@@ -70,18 +70,24 @@ func CreateTables(ctx context.Context, db *gorm.DB, tables sqlstore.Tables) erro
 	}
 	t := tables.WithDefaults()
 	q := func(name string) string { return `"` + name + `"` }
-	for _, stmt := range []string{
+	stmts := []string{
 		fmt.Sprintf(sessionsDDL, q(t.Sessions)),
 		fmt.Sprintf(turnsDDL, q(TurnsTable), q(t.Sessions)),
 		fmt.Sprintf(messagesDDL, q(t.Messages), q(t.Sessions)),
 		fmt.Sprintf(metaDDL, q(t.Meta)),
 		`CREATE INDEX IF NOT EXISTS idx_messages_session_id ON ` + q(t.Messages) + `(task_session_id)`,
-	} {
-		if err := db.WithContext(ctx).Exec(stmt).Error; err != nil {
-			return fmt.Errorf("kandevtest: %w", err)
-		}
 	}
-	return nil
+	// In one transaction, as a host's migration runs: a migration pass
+	// polling for the sessions table sees it only with the meta table
+	// beside it, and never creates that table at the same time.
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, stmt := range stmts {
+			if err := tx.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("kandevtest: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
 // InsertSession inserts a host session (ignored when it exists).
