@@ -44,7 +44,14 @@ func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string
 		statements   string
 		sessionArg   bool
 	}{
+		{"web view: overview, last hour", "/?range=1h", now.Add(-time.Hour), now.Add(time.Minute), "", "overview", false},
 		{"web view: overview, last 24 h", "/", now.Add(-24 * time.Hour), now.Add(time.Minute), "", "overview", false},
+		{"web view: overview, last 7 days", "/?range=7d", now.Add(-7 * 24 * time.Hour), now.Add(time.Minute), "",
+			"overview", false},
+		{"web view: overview, last 30 days", "/?range=30d", now.Add(-30 * 24 * time.Hour), now.Add(time.Minute), "",
+			"overview", false},
+		{"web view: overview, all time", "/?range=all", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+			now.Add(time.Minute), "", "overview", false},
 		{
 			"web view: filtered page (a day, an id prefix)",
 			"/?" + url.Values{"since": {weekAgo.Format(time.RFC3339Nano)},
@@ -85,6 +92,9 @@ func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string
 		}
 		l, b := median(lib), median(hand)
 		limit := 300 * time.Millisecond
+		if strings.HasPrefix(p.path, "/?range=") {
+			limit = time.Second // every range the view offers (the 24 h page: 300 ms)
+		}
 		if p.sessionArg {
 			limit = 50 * time.Millisecond
 		}
