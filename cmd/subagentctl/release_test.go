@@ -46,7 +46,9 @@ func buildRelease(t *testing.T, commit string) string {
 	}
 	bin := filepath.Join(t.TempDir(), "subagentctl-"+commit)
 	build := exec.Command("go", "build", "-o", bin, "./cmd/subagentctl")
-	build.Dir = src
+	// The releases drive SQLite through go-sqlite3 alone: built with cgo
+	// even when this suite runs without.
+	build.Dir, build.Env = src, append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", commit, err, out)
 	}
