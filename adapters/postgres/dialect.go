@@ -290,12 +290,21 @@ func (Dialect) Pipeline(ctx context.Context, pool *sql.DB, query string, args []
 	}
 	defer conn.Close()
 	at, ok = -1, true
-	err = conn.Raw(func(driverConn any) error {
+	err = conn.Raw(func(driverConn any) (err error) {
 		c, isPgx := driverConn.(*stdlib.Conn)
 		if !isPgx {
 			ok = false
 			return nil
 		}
+		defer func() {
+			// A connection the server closed (a terminated backend, a
+			// failover) fails whatever ran on it — pgx reports it as an I/O
+			// error or, in newer releases, as a plain "conn closed" — and is
+			// the database's passing state (§6.1); database/sql drops it.
+			if err != nil && c.Conn().IsClosed() {
+				err = errors.Join(err, driver.ErrBadConn)
+			}
+		}()
 		tx, err := c.Conn().Begin(ctx)
 		if err != nil {
 			return err
