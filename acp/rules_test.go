@@ -13,6 +13,7 @@ import (
 	"github.com/subagentctx/subagentctx/acp"
 	"github.com/subagentctx/subagentctx/acp/acpsdk"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 func line(sess, kind, tool string, fields string) []byte {
@@ -41,7 +42,7 @@ func rowsOf(t *testing.T, frames []core.Frame) map[string]core.Subagent {
 		}
 		prev, ok := rows[r.ToolCallID]
 		if ok {
-			r = core.Merge(&prev, r)
+			r = storekit.Merge(&prev, r)
 		}
 		rows[r.ToolCallID] = r
 	}

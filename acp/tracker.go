@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/canon"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Agent names the agent behind a session, when the host knows it. Only
@@ -79,7 +81,7 @@ func ParseAgent(name string) (Agent, error) {
 		known = append(known, n)
 	}
 	slices.Sort(known)
-	return "", core.Errorf("acp: unknown agent %q: want one of %s, each also with -acp (codex-acp)", name,
+	return "", liberr.Errorf("acp: unknown agent %q: want one of %s, each also with -acp (codex-acp)", name,
 		strings.Join(known, ", "))
 }
 
@@ -366,7 +368,7 @@ func (t *Tracker) EndTurn(acpSessionID string) {
 	kept := s.order[:0]
 	for _, id := range s.order {
 		c := s.calls[id]
-		if c.provider == nil || core.IsTerminalToolStatus(c.status) {
+		if c.provider == nil || canon.IsTerminalToolStatus(c.status) {
 			t.bytes -= c.size
 			delete(s.calls, id)
 			continue
@@ -567,7 +569,7 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	c.size += u.size
 	t.bytes += u.size
 	frames := t.frames(s, u.toolCallID, c)
-	if c.provider == nil && core.IsTerminalToolStatus(c.status) {
+	if c.provider == nil && canon.IsTerminalToolStatus(c.status) {
 		// A finished call that is no subagent keeps nothing of its
 		// payload: a turn of large file reads must not be held to its end.
 		t.bytes -= c.size

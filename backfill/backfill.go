@@ -22,7 +22,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Migrator runs migration passes over one store.
@@ -68,7 +69,7 @@ func New(store *sqlstore.Store, opts ...Option) *Migrator {
 }
 
 // errNoStore is every step's failure on a Migrator without a store.
-var errNoStore = core.Errorf("backfill: the store is nil")
+var errNoStore = liberr.Errorf("backfill: the store is nil")
 
 // Run runs a whole pass in the contract's order: Prepare, then Backfill.
 func (m *Migrator) Run(ctx context.Context) Report {
@@ -135,13 +136,13 @@ func (m *Migrator) step(ctx context.Context, name string, fn func(context.Contex
 	res.Duration = time.Since(start)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		res.Err = core.Errorf("%s step: %w", name, err)
+		res.Err = liberr.Errorf("%s step: %w", name, err)
 		res.Status, res.Detail = Cancelled, "cancelled: "+context.Cause(ctx).Error()
 		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil
 		m.log.LogAttrs(ctx, slog.LevelInfo, "subagentctx: migration step cancelled", slog.String("step", name))
 	case err != nil:
-		res.Err = core.Errorf("%s step: %w", name, err)
-		res.Status, res.Detail = Failed, strings.TrimPrefix(res.Err.Error(), core.Prefix+name+" step: ")
+		res.Err = liberr.Errorf("%s step: %w", name, err)
+		res.Status, res.Detail = Failed, strings.TrimPrefix(res.Err.Error(), liberr.Prefix+name+" step: ")
 		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil // nothing that claims success
 		m.log.LogAttrs(
 			ctx, slog.LevelWarn, "subagentctx: migration step failed", slog.String("step", name), slog.Any("error", err),
@@ -208,7 +209,7 @@ func (m *Migrator) writeExecutionKey(ctx context.Context, res *StepResult) error
 		return err
 	}
 	if wrote {
-		res.KeysWritten = []string{core.ExecutionSinceKey}
+		res.KeysWritten = []string{storekit.ExecutionSinceKey}
 		res.Detail = "written"
 	} else {
 		res.Status, res.Detail = Skipped, "already present"
@@ -274,7 +275,7 @@ func (m *Migrator) clock() time.Time {
 	t := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.sampled = append(m.sampled, core.CanonicalTime(t))
+	m.sampled = append(m.sampled, storekit.CanonicalTime(t))
 	return t
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/history"
 	"github.com/subagentctx/subagentctx/internal/testenv"
@@ -110,7 +112,7 @@ func parseScript(text string) script {
 				tokens, _ := strconv.ParseInt(f[6], 10, 64)
 				fr.ToolStatus, fr.Payload.Model, fr.Payload.TotalTokens, fr.TurnID = f[4], f[5], tokens, f[7]
 			}
-			if row, _ := core.Normalize(fr); row.Validate() == nil && core.CheckIdentifier("task-"+f[1]) == nil {
+			if row, _ := core.Normalize(fr); storekit.Validate(&row) == nil && storekit.CheckIdentifier("task-"+f[1]) == nil {
 				sc.steps = append(sc.steps, step{kind: "live", frame: fr}) // a row the live path could store
 			}
 		case line == "pass" || line == "fail":
@@ -154,8 +156,8 @@ func (m histMsg) message() history.Message {
 		Metadata: str(m.metadata), CreatedAt: read(m.created), UpdatedAt: read(m.updated)}
 }
 
-// model is the Go reference of a store and its host: core.Merge and the
-// seam's absorption (core.Absorbs) for live frames, history.Pass for the
+// model is the Go reference of a store and its host: storekit.Merge and the
+// seam's absorption (storekit.Absorbs) for live frames, history.Pass for the
 // pass, which acts once, like the migration pass (it is skipped once
 // activated).
 type model struct {
@@ -178,7 +180,7 @@ func newModel(sessions []string) *model {
 func (m *model) upsert(f core.Frame) {
 	row, _ := core.Normalize(f)
 	row.ID = uuid.NewString() // never a message's id, as the store's UUIDs (kept only when inserted)
-	core.Write(m.rows, row)
+	storekit.Write(m.rows, row)
 }
 
 func (m *model) pass() {
@@ -194,7 +196,7 @@ func (m *model) pass() {
 	for _, r := range after {
 		m.rows[r.Key()] = r
 	}
-	m.activated, m.through = true, core.BackfillNothing
+	m.activated, m.through = true, storekit.BackfillNothing
 	if res.Through != nil {
 		m.through = res.Through.UTC().Format(time.RFC3339Nano)
 	}
@@ -248,7 +250,7 @@ func insertMessage(t *testing.T, e *sqltest.Env, m histMsg) {
 
 // failBeforeCommit fails the backfill just before it commits.
 func failBeforeCommit(stage string) error {
-	if stage == "wrote "+core.CaptureSinceKey {
+	if stage == "wrote "+storekit.CaptureSinceKey {
 		return errors.New("injected before the commit")
 	}
 	return nil
@@ -313,7 +315,7 @@ func (m *model) compare(t *testing.T, e *sqltest.Env) {
 		}
 	}
 	if m.activated {
-		if k := e.Keys(t)[core.BackfillThroughKey]; k != m.through {
+		if k := e.Keys(t)[storekit.BackfillThroughKey]; k != m.through {
 			t.Errorf("%s: backfill_through %q, the reference %q", e.Name, k, m.through)
 		}
 	}
@@ -329,11 +331,11 @@ func (m *model) compare(t *testing.T, e *sqltest.Env) {
 			t.Fatal(err)
 		}
 	}
-	gs, err := e.Store.Stats(ctx, core.StatsQuery{})
+	gs, err := e.Store.Stats(ctx, report.StatsQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := ref.Stats(ctx, core.StatsQuery{})
+	ws, err := ref.Stats(ctx, report.StatsQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,14 +345,14 @@ func (m *model) compare(t *testing.T, e *sqltest.Env) {
 }
 
 // statsOf renders what statistics derive from the rows alone.
-func statsOf(s core.Stats) string {
+func statsOf(s report.Stats) string {
 	var b strings.Builder
 	fmt.Fprintf(
 		&b, "subagents %d (live %d, backfill %d), without turn %d, unknown execution %d, fan-out %v", s.Subagents, s.Live,
 		s.Backfill, s.RowsWithoutTurn, s.UnknownExecutionRows, s.FanOutPerTurn,
 	)
 	for _, m := range s.Metrics() {
-		for _, part := range []core.Metric{m.Stats.All, m.Stats.Live, m.Stats.Backfill} {
+		for _, part := range []report.Metric{m.Stats.All, m.Stats.Live, m.Stats.Backfill} {
 			fmt.Fprintf(&b, "; %s %d/%d sum %v", m.Column, part.Reported, part.Unreported, part.Sum)
 		}
 	}
@@ -390,7 +392,7 @@ func drivers() []*sqltest.Driver {
 
 // FuzzBackfill: for any history of host messages, live frames and
 // migration passes (failed ones included), in any order, the Go reference
-// (history.Pass, core.Merge and the seam's absorption, docs/CONTRACT.md
+// (history.Pass, storekit.Merge and the seam's absorption, docs/CONTRACT.md
 // §4.1, §8.5) and every SQL dialect end with exactly the same rows, the
 // same backfill_through and the same statistics. Its seed corpus holds
 // every odd case the contract names and runs in every go test.
@@ -727,7 +729,7 @@ func rowsOf(m *model) []string {
 
 func columnsOf(r core.Subagent) []string {
 	var out []string
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		out = append(out, c.Name+"="+c.Format(&r))
 	}
 	return out

@@ -15,7 +15,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -92,7 +92,7 @@ func TestKilledMidBackfill(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := sessions * (perSession - perSession/3)
-		for _, stage := range []string{"inserted", "wrote " + core.BackfillThroughKey} {
+		for _, stage := range []string{"inserted", "wrote " + storekit.BackfillThroughKey} {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestKilledBackfillHelper$", "-test.v")
 			cmd.Env = append(
 				os.Environ(), "SUBAGENTCTX_KILL_DIALECT="+e.Dialect.Name(), "SUBAGENTCTX_KILL_DSN="+e.DSN,

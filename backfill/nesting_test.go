@@ -75,7 +75,7 @@ func nestedTrees(rng *rand.Rand) []invocation {
 // TestNestingAcrossTheSeam (docs/CONTRACT.md Decision 8.17): nested trees
 // whose members history and live frames wrote in any mix, the pass running
 // while the frames flow, on every store: every row's parent, as the
-// readers resolve it (core.Parents, through the fan-out tree the command
+// readers resolve it (report.Parents, through the fan-out tree the command
 // line and the web view draw), is the row of its parent invocation; the
 // reuse of a root's tool call id by another execution is a root of its
 // own, and nobody's parent.

@@ -3,10 +3,11 @@ package backfill
 import (
 	"context"
 	"errors"
-	"github.com/subagentctx/subagentctx/core"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Runner runs the migration pass in the background until it completes, for
@@ -170,6 +171,6 @@ func (r *Runner) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return errors.Join(core.Errorf("the migration pass did not stop in time"), context.Cause(ctx))
+		return errors.Join(liberr.Errorf("the migration pass did not stop in time"), context.Cause(ctx))
 	}
 }

@@ -13,7 +13,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 )
 
@@ -234,12 +235,12 @@ func measureHistory(
 		// activation, so both differences cover every message and row.
 		capture := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 		err = s.DB().Exec("UPDATE kandev_meta SET value = ? WHERE key = ?",
-			capture.Format(time.RFC3339Nano), core.CaptureSinceKey).Error
+			capture.Format(time.RFC3339Nano), storekit.CaptureSinceKey).Error
 		if err != nil {
 			return nil, historyPoint{}, err
 		}
-		var h core.Health
-		wall, cpu, err := measured(meter, func() (err error) { h, err = s.Health(ctx, core.HealthQuery{}); return err })
+		var h report.Health
+		wall, cpu, err := measured(meter, func() (err error) { h, err = s.Health(ctx, report.HealthQuery{}); return err })
 		if err != nil {
 			return nil, historyPoint{}, err
 		}

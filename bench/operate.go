@@ -8,6 +8,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -28,13 +30,13 @@ func benchOperate(ctx context.Context, c config, dialect string) ([]result, erro
 		return nil, err
 	}
 	size := fmt.Sprintf("%d messages and rows", n)
-	timeHealth := func(since time.Time) (time.Duration, core.Health, error) {
+	timeHealth := func(since time.Time) (time.Duration, report.Health, error) {
 		var took []time.Duration
-		var h core.Health
+		var h report.Health
 		for range c.runs {
 			start := time.Now()
 			var err error
-			if h, err = s.Health(ctx, core.HealthQuery{Since: since}); err != nil {
+			if h, err = s.Health(ctx, report.HealthQuery{Since: since}); err != nil {
 				return 0, h, err
 			}
 			took = append(took, time.Since(start))
@@ -63,7 +65,7 @@ func benchOperate(ctx context.Context, c config, dialect string) ([]result, erro
 	var took time.Duration
 	rise := peakHeap(func() {
 		start := time.Now()
-		for _, err2 := range s.Export(ctx, core.ExportQuery{}) {
+		for _, err2 := range s.Export(ctx, report.ExportQuery{}) {
 			if err2 != nil {
 				err = err2
 				return
@@ -149,7 +151,7 @@ func seedOperate(ctx context.Context, s *sqlstore.Store, n int) error {
 	}
 	// Activated at the first message, as if the pass had run then.
 	first := now.Add(-time.Duration(sessions) * time.Hour).Add(-time.Minute).Format(time.RFC3339Nano)
-	for _, k := range []string{core.CaptureSinceKey, core.ExecutionSinceKey} {
+	for _, k := range []string{storekit.CaptureSinceKey, storekit.ExecutionSinceKey} {
 		if err := db.Exec(`INSERT INTO kandev_meta ("key", value) VALUES (?, ?)`, k, first).Error; err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/webview"
 )
@@ -171,7 +172,7 @@ func benchLongSession(ctx context.Context, c config, h http.Handler, s *sqlstore
 	var reads []time.Duration
 	for range c.runs {
 		t0 := time.Now()
-		if _, err := s.SessionTurns(ctx, core.TurnQuery{TaskSessionID: sess}); err != nil {
+		if _, err := s.SessionTurns(ctx, report.TurnQuery{TaskSessionID: sess}); err != nil {
 			return result{}, err
 		}
 		reads = append(reads, time.Since(t0))

@@ -6,12 +6,12 @@ import (
 	"sync/atomic"
 )
 
-// ExpvarName is the name under which the process's counters are published
-// (AC-26), so /debug/vars shows them.
-const ExpvarName = "subagent_context_total"
-
-// Counter names, the keys of the published map (AC-26, docs/CONTRACT.md §6).
+// The counters as published (AC-26, docs/CONTRACT.md §6).
 const (
+	// ExpvarName is the name under which the process's counters are
+	// published, so /debug/vars shows them; the others are the keys of the
+	// published map.
+	ExpvarName               = "subagent_context_total"
 	CounterAttempted         = "attempted"
 	CounterPersisted         = "persisted"
 	CounterSkippedNoIdentity = "skipped_no_identity"

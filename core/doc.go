@@ -1,16 +1,23 @@
-// Package core is the contract of subagentctx: the frame a host observes, the
-// row it becomes, the normalisation and merge rules that turn one into the
-// other (rules.go, the one place they are written), the Store interface every
-// adapter implements, and the Recorder a host calls on its hot path.
+// Package core is what a host calls to record subagents: the Frame it
+// observes, the Recorder it hands frames to on its hot path, the row a
+// frame becomes (Subagent), the Store it passes around, the counters and
+// the errors it must tell apart.
 //
 // Data flows one way:
 //
 //	host stream handler ──Frame──▶ Recorder.Record ──Normalize──▶ Store.Upsert
 //
-// Store implementations apply Merge's semantics atomically: the memory
-// adapter calls Merge directly, the SQL adapters express it inside one
-// INSERT … ON CONFLICT DO UPDATE and are tested against Merge by the
-// conformance suite in core/storetest.
+// The other packages a host uses:
+//
+//   - core/report reads the record: activation state, health, statistics,
+//     the overview, the timeline, a session's turns, the failures, export.
+//   - adapters/memory, adapters/sqlite and adapters/postgres are the stores;
+//     fxmodule wires a store, the migration pass and a Recorder into fx.
+//
+// A store author implements Store (and report.Reader) with package
+// core/storekit, the merge rules and the Go references, and proves the
+// store with the conformance suite in core/storetest; a host never needs
+// either.
 //
 // AC numbers and § references in comments refer to docs/CONTRACT.md.
 package core

@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// FrameJSON is a frame as one JSON object (the command line's `record`
+// frameJSON is a frame as one JSON object (the command line's `record`
 // input): the frame's fields under the contract's column names, observed_at in RFC 3339
 // with an optional fraction (absent: the recorder's clock), and the
 // provider payload, Kandev's SubagentTaskPayload, under subagent_task.
-type FrameJSON struct {
+type frameJSON struct {
 	TaskSessionID    string   `json:"task_session_id"`
 	TaskID           string   `json:"task_id"`
 	TurnID           string   `json:"turn_id"`
@@ -26,7 +26,7 @@ type FrameJSON struct {
 // JSON, an array, a scalar, a field of the wrong type, an observed_at that
 // is not RFC 3339) is an error saying what.
 func DecodeFrame(data []byte) (Frame, error) {
-	var l FrameJSON
+	var l frameJSON
 	if err := json.Unmarshal(data, &l); err != nil {
 		return Frame{}, fmt.Errorf("not a frame object: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // FuzzDecodeFrame: any input either decodes or is refused with an error;
@@ -93,13 +95,13 @@ func checkNormalized(t *testing.T, f core.Frame) {
 	if row.ToolUseCount != nil && *row.ToolUseCount < 0 {
 		t.Fatalf("tool_use_count stored as %d", *row.ToolUseCount)
 	}
-	if (row.SettledAt != nil) != core.IsTerminalToolStatus(f.ToolStatus) {
+	if (row.SettledAt != nil) != canon.IsTerminalToolStatus(f.ToolStatus) {
 		t.Fatalf("settled_at %v for tool_status %q", row.SettledAt, f.ToolStatus)
 	}
 	if row.ObservedAt.Location() != time.UTC || row.ObservedAt.Nanosecond()%1000 != 0 {
 		t.Fatalf("observed_at not canonical: %v", row.ObservedAt)
 	}
-	if err := row.Validate(); err != nil {
+	if err := storekit.Validate(&row); err != nil {
 		// Only ids no adapter could store, or times outside years 1-9999,
 		// are refused; nothing else may be.
 		if !strings.Contains(err.Error(), "_id ") && !strings.Contains(err.Error(), "outside years") {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Recorder is the live path (docs/CONTRACT.md §3, §6): one frame in, at most
@@ -26,8 +28,8 @@ import (
 // concurrent use, and on a nil *Recorder they do nothing.
 type Recorder struct {
 	store    Store
-	batches  BatchStore // store as a BatchStore, or nil
-	sync     bool       // store is Synchronous
+	batches  batchStore // store as a storekit.BatchStore, or nil
+	sync     bool       // store is storekit.Synchronous
 	counters *Counters
 	log      *slog.Logger
 	now      func() time.Time
@@ -59,25 +61,16 @@ type Recorder struct {
 	running   sync.WaitGroup
 }
 
-// Synchronous is implemented by stores that do no I/O and return promptly
-// whatever their context (the memory adapter): the Recorder writes to them
-// on the caller's goroutine.
-type Synchronous interface{ Synchronous() }
-
-// BatchStore is implemented by stores that can write many rows in one
-// transaction (group commit). UpsertBatch writes rows in order, each its own
-// atomic upsert statement (AC-14), all in one transaction. It returns one
-// error per row (nil: committed); a row the database refuses
-// (ErrInvalidRow, ErrConstraint) does not cost the others. When the
-// transaction as a whole fails, err says why and no row is written: with
-// ErrUnavailable the same batch may succeed later.
-type BatchStore interface {
-	UpsertBatch(ctx context.Context, rows []Subagent) (rowErrs []error, err error)
-}
-
-// WriterHint is implemented by stores that know how many concurrent writers
-// suit them (SQLite serialises writers: one; PostgreSQL takes several).
-type WriterHint interface{ Writers() int }
+// The capabilities a store may declare (storekit.Synchronous,
+// storekit.BatchStore, storekit.WriterHint document them for store
+// authors): the Recorder asks for each by its method set.
+type (
+	synchronous interface{ Synchronous() }
+	batchStore  interface {
+		UpsertBatch(ctx context.Context, rows []Subagent) (rowErrs []error, err error)
+	}
+	writerHint interface{ Writers() int }
+)
 
 // RecorderOption configures a Recorder.
 type RecorderOption func(*Recorder)
@@ -194,7 +187,7 @@ const (
 // once. A bad option is an error naming it.
 func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	if store == nil {
-		return nil, Errorf("NewRecorder: store is nil")
+		return nil, liberr.Errorf("NewRecorder: store is nil")
 	}
 	r := &Recorder{store: store, queueSize: DefaultQueueSize, batchSize: DefaultBatchSize,
 		retryMin: 50 * time.Millisecond, retryMax: 2 * time.Second, drain: DefaultDrain,
@@ -215,27 +208,27 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	}
 	if r.writers == 0 {
 		r.writers = 1
-		if h, ok := store.(WriterHint); ok && h.Writers() > 0 {
+		if h, ok := store.(writerHint); ok && h.Writers() > 0 {
 			r.writers = h.Writers()
 		}
 	}
 	switch {
 	case r.writers < 1:
-		return nil, Errorf("NewRecorder: WithWriters(%d): want at least 1 writer", max(r.writers, 0))
+		return nil, liberr.Errorf("NewRecorder: WithWriters(%d): want at least 1 writer", max(r.writers, 0))
 	case r.queueSize < r.writers:
-		return nil, Errorf("NewRecorder: a queue of %d frames for %d writers, want at least one frame each",
+		return nil, liberr.Errorf("NewRecorder: a queue of %d frames for %d writers, want at least one frame each",
 			r.queueSize, r.writers)
 	case r.batchSize < 1:
-		return nil, Errorf("NewRecorder: batches of %d frames, want at least 1", r.batchSize)
+		return nil, liberr.Errorf("NewRecorder: batches of %d frames, want at least 1", r.batchSize)
 	case r.retryMin <= 0 || r.retryMax < r.retryMin:
-		return nil, Errorf("NewRecorder: retry from %v to %v, want 0 < min <= max", r.retryMin, r.retryMax)
+		return nil, liberr.Errorf("NewRecorder: retry from %v to %v, want 0 < min <= max", r.retryMin, r.retryMax)
 	case r.drain < 0:
-		return nil, Errorf("NewRecorder: WithDrain(%v): want 0 (no budget but Close's context) or more", r.drain)
+		return nil, liberr.Errorf("NewRecorder: WithDrain(%v): want 0 (no budget but Close's context) or more", r.drain)
 	case r.writeTimeout <= 0:
-		return nil, Errorf("NewRecorder: WithWriteTimeout(%v): want more than 0", r.writeTimeout)
+		return nil, liberr.Errorf("NewRecorder: WithWriteTimeout(%v): want more than 0", r.writeTimeout)
 	}
-	_, r.sync = store.(Synchronous)
-	r.batches, _ = store.(BatchStore)
+	_, r.sync = store.(synchronous)
+	r.batches, _ = store.(batchStore)
 	if r.sync {
 		return r, nil
 	}
@@ -307,7 +300,7 @@ func (r *Recorder) RecordWaiting(ctx context.Context, f Frame) error {
 		case r.closed:
 			r.resolve(ctx, row, errRecorderClosed)
 			r.mu.RUnlock()
-			return Errorf("%w", errRecorderClosed)
+			return liberr.Errorf("%w", errRecorderClosed)
 		case r.sync:
 			r.writeSync(ctx, row)
 			r.mu.RUnlock()
@@ -328,7 +321,7 @@ func (r *Recorder) RecordWaiting(ctx context.Context, f Frame) error {
 		case <-ctx.Done():
 			err := fmt.Errorf("not queued (the queue of %d frames stayed full): %w", r.queueSize, context.Cause(ctx))
 			r.resolve(ctx, row, err)
-			return Errorf("%w", err)
+			return liberr.Errorf("%w", err)
 		}
 	}
 }
@@ -698,7 +691,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 			select {
 			case <-progress:
 			case <-ctx.Done():
-				return Errorf("flush: %d frames still pending: %w", r.counters.Values().Pending, context.Cause(ctx))
+				return liberr.Errorf("flush: %d frames still pending: %w", r.counters.Values().Pending, context.Cause(ctx))
 			}
 		}
 	}
@@ -766,7 +759,7 @@ func (r *Recorder) close(ctx context.Context) error {
 	}
 	r.log.LogAttrs(context.Background(), slog.LevelWarn, "subagentctx: recorder closed with frames unwritten; given up",
 		slog.Int64("frames", unwritten), slog.Any("cause", cause))
-	return Errorf("close: %d frames given up: %w", unwritten, cause)
+	return liberr.Errorf("close: %d frames given up: %w", unwritten, cause)
 }
 
 // closedChan reports whether c is closed, without waiting.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/subagentctx/subagentctx/internal/canon"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Store keeps task_session_subagents. Implementations must be safe for
@@ -50,7 +52,7 @@ func (s *Subagent) Cursor() Cursor {
 // becomes (that microsecond, "", ""), which sorts before every row there
 // (a row's tool call id is never empty) and after every earlier row.
 func (a Cursor) Canonical() Cursor {
-	t := CeilMicro(a.ObservedAt)
+	t := canon.CeilMicro(a.ObservedAt)
 	if t.Equal(a.ObservedAt) {
 		a.ObservedAt = t
 		return a
@@ -78,8 +80,8 @@ func (p Page) Validate() error {
 	return nil
 }
 
-// Kinds of store failure, for errors.Is. A failing Store operation returns an
-// *OpError that matches at most one of them.
+// Kinds of store failure, for errors.Is: a failing Store operation's error
+// matches at most one of them (an *OpError for the first two).
 var (
 	// ErrConstraint: the database refused the row, for example because its
 	// session does not exist in the host's sessions table. Retrying the same
@@ -88,6 +90,10 @@ var (
 	// ErrUnavailable: the database could not be reached or the connection
 	// broke. The same write may succeed later.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrInvalidRow: a store refused the row before any SQL ran
+	// (storekit.Validate names the column: a bad identifier, an empty
+	// required column, a time outside years 1-9999). Nothing was written.
+	ErrInvalidRow = errors.New("invalid subagent row")
 )
 
 // OpError is the error a Store returns: which operation, on which key, and
@@ -112,31 +118,7 @@ func (e *OpError) Error() string {
 	if e.Kind != nil {
 		kind = e.Kind.Error() + ": "
 	}
-	return Prefix + e.Op + where + ": " + kind + unprefixed(e.Err)
-}
-
-// Prefix starts every error the library returns, once.
-const Prefix = "subagentctx: "
-
-// Errorf is fmt.Errorf for the library's errors: the message starts with
-// Prefix once, whatever the errors it wraps say (theirs is dropped), and
-// %w keeps them reachable for errors.Is and errors.As.
-func Errorf(format string, args ...any) error {
-	return &prefixed{fmt.Errorf(format, args...)}
-}
-
-type prefixed struct{ err error }
-
-func (e *prefixed) Error() string { return Prefix + unprefixed(e.err) }
-func (e *prefixed) Unwrap() error { return e.err }
-
-// unprefixed is an error's message without the library's prefix anywhere
-// in it (a wrapped error of the library's carries one).
-func unprefixed(err error) string {
-	if err == nil {
-		return "<nil>"
-	}
-	return strings.ReplaceAll(err.Error(), Prefix, "")
+	return liberr.Prefix + e.Op + where + ": " + kind + liberr.Unprefixed(e.Err)
 }
 
 // Unwrap exposes both the kind and the driver error to errors.Is/As.

@@ -15,7 +15,7 @@
 //		fx.Invoke(func(rec *core.Recorder) { … }),
 //	)
 //
-// SQL provides *core.Recorder, core.Store, core.Reader, *core.Counters and
+// SQL provides *core.Recorder, core.Store, report.Reader, *core.Counters and
 // *backfill.Runner from the host's *sqlstore.Store. Start returns at once:
 // the migration pass runs in the background (retried with backoff while it
 // fails), and the recorder queues frames until the table is ready. Stop
@@ -44,6 +44,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Config tunes the module; supplying it is optional (fx.Supply).
@@ -66,16 +68,16 @@ type Config struct {
 func (c Config) Validate() error {
 	switch {
 	case c.QueueSize < 0:
-		return core.Errorf("fxmodule: Config.QueueSize is %d: want 0 (the default) or more", c.QueueSize)
+		return liberr.Errorf("fxmodule: Config.QueueSize is %d: want 0 (the default) or more", c.QueueSize)
 	case c.RetryMin < 0 || c.RetryMax < 0:
-		return core.Errorf("fxmodule: Config.RetryMin (%v) and Config.RetryMax (%v) must not be negative",
+		return liberr.Errorf("fxmodule: Config.RetryMin (%v) and Config.RetryMax (%v) must not be negative",
 			c.RetryMin, c.RetryMax)
 	case c.RetryMax > 0 && c.RetryMax < c.RetryMin:
-		return core.Errorf("fxmodule: Config.RetryMax (%v) is below Config.RetryMin (%v)", c.RetryMax, c.RetryMin)
+		return liberr.Errorf("fxmodule: Config.RetryMax (%v) is below Config.RetryMin (%v)", c.RetryMax, c.RetryMin)
 	case c.Drain < 0:
-		return core.Errorf("fxmodule: Config.Drain is %v: want 0 (the default) or more", c.Drain)
+		return liberr.Errorf("fxmodule: Config.Drain is %v: want 0 (the default) or more", c.Drain)
 	case c.WriteTimeout < 0:
-		return core.Errorf("fxmodule: Config.WriteTimeout is %v: want 0 (the default) or more", c.WriteTimeout)
+		return liberr.Errorf("fxmodule: Config.WriteTimeout is %v: want 0 (the default) or more", c.WriteTimeout)
 	}
 	return nil
 }
@@ -108,7 +110,7 @@ func (p params) logger() *slog.Logger {
 // SQL wires a *sqlstore.Store that the host provides.
 var SQL = fx.Module("subagentctx",
 	fx.Provide(
-		func(s *sqlstore.Store) core.Store { return s }, func(s *sqlstore.Store) core.Reader { return s }, newRunner,
+		func(s *sqlstore.Store) core.Store { return s }, func(s *sqlstore.Store) report.Reader { return s }, newRunner,
 		newSQLRecorder, core.ProcessCounters,
 	),
 	fx.Invoke(func(*core.Recorder) {}), // the lifecycle runs even if nothing records yet
@@ -122,7 +124,7 @@ var Memory = fx.Module("subagentctx",
 		memory.New,
 	),
 	fx.Provide(
-		func(s *memory.Store) core.Store { return s }, func(s *memory.Store) core.Reader { return s }, newMemoryRecorder,
+		func(s *memory.Store) core.Store { return s }, func(s *memory.Store) report.Reader { return s }, newMemoryRecorder,
 		core.ProcessCounters,
 	),
 )

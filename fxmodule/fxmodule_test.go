@@ -18,6 +18,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/faultproxy"
@@ -34,10 +35,10 @@ var t0 = time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
 type host struct {
 	rec    *core.Recorder
 	store  core.Store
-	reader core.Reader
+	reader report.Reader
 }
 
-func newHost(rec *core.Recorder, store core.Store, reader core.Reader) *host {
+func newHost(rec *core.Recorder, store core.Store, reader report.Reader) *host {
 	return &host{rec: rec, store: store, reader: reader}
 }
 
@@ -86,7 +87,7 @@ func TestSameHostCodeOnEveryStore(t *testing.T) {
 			if len(rows) != 14 {
 				t.Errorf("rows = %d, want 14", len(rows))
 			}
-			if _, err := h.reader.Stats(ctx, core.StatsQuery{TaskSessionID: "fx-sess"}); err != nil {
+			if _, err := h.reader.Stats(ctx, report.StatsQuery{TaskSessionID: "fx-sess"}); err != nil {
 				t.Error(err)
 			}
 			app.RequireStop()
@@ -181,7 +182,7 @@ func TestBackfillInTheBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs testlog.Buffer
-	var reader core.Reader
+	var reader report.Reader
 	var runner *backfill.Runner
 	app := fxtest.New(
 		t, supply(e.Store), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger,
@@ -190,11 +191,11 @@ func TestBackfillInTheBackground(t *testing.T) {
 	app.RequireStart()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	report, err := runner.Wait(ctx)
-	if err != nil || report.Failed() || report.Step(backfill.StepBackfill).RowsInserted == 0 {
-		t.Fatalf("backfill: %v\n%s", err, report)
+	ran, err := runner.Wait(ctx)
+	if err != nil || ran.Failed() || ran.Step(backfill.StepBackfill).RowsInserted == 0 {
+		t.Fatalf("backfill: %v\n%s", err, ran)
 	}
-	if a, err := reader.Activation(ctx); err != nil || a.State != core.Activated {
+	if a, err := reader.Activation(ctx); err != nil || a.State != report.Activated {
 		t.Errorf("after the pass: %+v %v", a, err)
 	}
 	app.RequireStop()

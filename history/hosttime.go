@@ -3,7 +3,7 @@ package history
 import (
 	"time"
 
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // ParseHostTime reads a host timestamp stored as text (SQLite has no
@@ -97,9 +97,9 @@ func ParseHostTime(s string) (t time.Time, ok bool) {
 }
 
 // ReadableInstant reports whether the pass reads t as an instant: its
-// stored form (core.CanonicalTime) lies in years 1-9999 and is not Go's zero
+// stored form (storekit.CanonicalTime) lies in years 1-9999 and is not Go's zero
 // time, which means "not set" (docs/CONTRACT.md §4.2).
 func ReadableInstant(t time.Time) bool {
-	c := core.CanonicalTime(t)
+	c := storekit.CanonicalTime(t)
 	return !c.IsZero() && c.Year() >= 1 && c.Year() <= 9999
 }

@@ -3,7 +3,7 @@
 // stored (Pass), and the host's timestamps (ParseHostTime). It is the Go
 // reference the migration pass must match on every dialect
 // (docs/CONTRACT.md §4.1, §4.2); differential fuzz tests hold each
-// dialect's SQL to it. It reads the column declaration (core.Columns): a
+// dialect's SQL to it. It reads the column declaration (storekit.Columns): a
 // column's metadata path and metric floor are declared there, not here.
 package history
 
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/canon"
 	"github.com/subagentctx/subagentctx/internal/jsonb"
 )
 
@@ -67,16 +69,16 @@ func Recover(m Message) Recovered {
 		AgentExecutionID: core.UnknownExecution,
 		Source:           core.SourceBackfill,
 	}
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		if c.Metadata != nil {
 			c.Set(&r.Row, Read(c, jsonb.Lookup(doc, c.Metadata...)))
 		}
 	}
 	if m.CreatedAt != nil {
-		r.Row.ObservedAt = core.CanonicalTime(*m.CreatedAt)
+		r.Row.ObservedAt = storekit.CanonicalTime(*m.CreatedAt)
 	}
-	if r.Row.ToolStatus != nil && core.IsTerminalToolStatus(*r.Row.ToolStatus) && m.UpdatedAt != nil {
-		t := core.CanonicalTime(*m.UpdatedAt)
+	if r.Row.ToolStatus != nil && canon.IsTerminalToolStatus(*r.Row.ToolStatus) && m.UpdatedAt != nil {
+		t := storekit.CanonicalTime(*m.UpdatedAt)
 		r.Row.SettledAt = &t
 	}
 	r.Recoverable = m.CreatedAt != nil && r.Row.TaskSessionID != "" && r.Row.TaskID != "" && r.Row.ToolCallID != "" &&
@@ -91,19 +93,19 @@ func Recover(m Message) Recovered {
 // JSON string (” ⇒ NULL), a metric a JSON number whose value is an
 // integer within 64 bits and at least the column's Min, a boolean true or
 // a number equal to 1. Anything else is NULL (false for a boolean).
-func Read(c core.Column, v any) any {
+func Read(c storekit.Column, v any) any {
 	switch c.Type {
-	case core.Text:
+	case storekit.Text:
 		if s, _ := v.(string); s != "" || !c.Nullable {
 			return s
 		}
-	case core.Int64:
+	case storekit.Int64:
 		if n, ok := v.(jsonb.Number); ok {
 			if i, ok := n.Int(); ok && i >= c.Min {
 				return i
 			}
 		}
-	case core.Bool:
+	case storekit.Bool:
 		return isTrue(v)
 	}
 	return nil
@@ -111,11 +113,11 @@ func Read(c core.Column, v any) any {
 
 // storable: every identifier could be stored live, and the row has an id.
 func storable(id string, ids ...string) bool {
-	if id == "" || core.CheckIdentifier(id) != nil {
+	if id == "" || storekit.CheckIdentifier(id) != nil {
 		return false
 	}
 	for _, x := range ids {
-		if core.CheckIdentifier(x) != nil {
+		if storekit.CheckIdentifier(x) != nil {
 			return false
 		}
 	}
@@ -154,7 +156,7 @@ type Result struct {
 	// Inserted: rows written for pairs that had none.
 	Inserted int64
 	// Merged: rows live frames wrote first, into which history was merged
-	// (core.MergeHistory).
+	// (storekit.MergeHistory).
 	Merged int64
 	// Through is backfill_through: the newest created_at among the
 	// recoverable messages (nil: none matched, the '' sentinel).
@@ -168,7 +170,7 @@ type Result struct {
 // (AC-21b). A pair without a row gets that message's row, unless its
 // session does not exist (AC-21a) or its id is taken in the session (the
 // primary key; the insert does nothing). A pair with rows merges history
-// into its first row in AC-13 order (core.MergeHistory): one invocation,
+// into its first row in AC-13 order (storekit.MergeHistory): one invocation,
 // one row, whichever came first.
 func Pass(messages []Message, sessions map[string]bool, stored []core.Subagent) ([]core.Subagent, Result) {
 	var res Result
@@ -205,7 +207,7 @@ func Pass(messages []Message, sessions map[string]bool, stored []core.Subagent) 
 	for _, p := range pairs {
 		r := newest[p]
 		if i, ok := first[p]; ok {
-			rows[i] = core.MergeHistory(rows[i], r.Row)
+			rows[i] = storekit.MergeHistory(rows[i], r.Row)
 			res.Merged++
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/history"
 	"github.com/subagentctx/subagentctx/internal/rowmaps"
 	"github.com/subagentctx/subagentctx/internal/testenv"
@@ -157,17 +158,17 @@ func view(t *testing.T, e *sqltest.Env) string {
 	}
 	for _, c := range sqlstore.HistoryColumns() {
 		switch c.Type {
-		case core.Text:
+		case storekit.Text:
 			if p := text(c.Name); p != nil {
 				c.Set(&row, *p)
 			}
-		case core.Int64:
+		case storekit.Int64:
 			if p := num(c.Name); p != nil {
 				c.Set(&row, *p)
 			}
-		case core.Bool:
+		case storekit.Bool:
 			c.Set(&row, deref64(num(c.Name)) == 1)
-		case core.Time:
+		case storekit.Time:
 			switch x := v[c.Name].(type) {
 			case time.Time:
 				c.Set(&row, x.UTC())
@@ -202,7 +203,7 @@ func describe(subagent, recoverable bool, r core.Subagent) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "recoverable=%v", recoverable)
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		switch c.Name {
 		case "agent_execution_id", "source", "updated_at":
 			continue // constants of the insert, not of the reading

@@ -28,6 +28,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // Option configures a Bridge.
@@ -56,7 +59,7 @@ type Sessions interface {
 // WithStore makes the live path's spans the record's: for each settled
 // row the bridge reads its session's rows from store and builds the
 // spans from the stored row — its observed_at, source, turn and the
-// history it absorbed — under its parent as core.Parents resolves it, so
+// history it absorbed — under its parent as report.Parents resolves it, so
 // that a live span and its replay are identical, at the seam and after a
 // restart (docs/CONTRACT.md §9). Without it the live path builds them from
 // the frames this process saw, its parent under the same execution. The
@@ -118,7 +121,7 @@ func (b *Bridge) Written(row core.Subagent) {
 	}
 	merged := row
 	if prev := b.pending[k]; prev != nil {
-		merged = core.Merge(prev, row)
+		merged = storekit.Merge(prev, row)
 	} else {
 		if len(b.order) >= b.maxPending {
 			delete(b.pending, b.order[0])
@@ -199,19 +202,19 @@ func (b *Bridge) Close(ctx context.Context) error {
 }
 
 // Replay emits the spans of every settled row an export yields (the rows
-// of a store, from core.Exporter.Export), in its order, and returns how
+// of a store, from report.Exporter.Export), in its order, and returns how
 // many rows had spans; a row not settled has none. The ids are the live
 // path's.
 //
 // An export yields a session's rows together (it is ordered by session):
 // each session's are held until the next begins, so that every row's
-// parent is resolved among its session's rows (core.Parents), as the live
+// parent is resolved among its session's rows (report.Parents), as the live
 // path resolves it.
 func (b *Bridge) Replay(ctx context.Context, rows iter.Seq2[core.Subagent, error]) (int, error) {
 	n := 0
 	var session []core.Subagent
 	flush := func() {
-		parents := core.Parents(session)
+		parents := report.Parents(session)
 		for i, p := range parents {
 			if session[i].SettledAt != nil {
 				b.emit(ctx, session[i], parentOf(session, p), traceOf(session, parents, i))
@@ -249,7 +252,7 @@ func (b *Bridge) live(ctx context.Context, settled []core.Subagent) {
 		if !read && b.store != nil {
 			s = &session{at: map[core.RowKey]int{}}
 			if rows, err := b.store.ListBySession(ctx, row.TaskSessionID, core.Page{}); err == nil {
-				s.rows, s.parents = rows, core.Parents(rows)
+				s.rows, s.parents = rows, report.Parents(rows)
 				for i, r := range rows {
 					s.at[r.Key()] = i
 				}
@@ -304,7 +307,7 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Su
 	_, agentSpan := b.tracer.Start(withIDs(tool, ids.trace, ids.agent), agentSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(row.ObservedAt),
 		trace.WithAttributes(agentAttributes(row)...))
-	if row.ToolStatus != nil && core.IsFailedToolStatus(*row.ToolStatus) {
+	if row.ToolStatus != nil && canon.IsFailedToolStatus(*row.ToolStatus) {
 		for _, s := range []trace.Span{agentSpan, toolSpan} {
 			s.SetStatus(codes.Error, *row.ToolStatus)
 		}

@@ -5,7 +5,8 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // A chart is one measure of the overview's window over time — its
@@ -60,31 +61,31 @@ func bucketFor(w window, now time.Time) time.Duration {
 // from since's to until's (now's), empty ones included, so that the bars
 // stand where their time is; the latest maxBars of them, and for a window
 // open at its start, from the first bucket with a row.
-func charts(t core.Timeline, now time.Time) []chart {
+func charts(t report.Timeline, now time.Time) []chart {
 	size := t.Query.Bucket
-	last := core.BucketOf(now, size)
+	last := storekit.BucketOf(now, size)
 	if !t.Query.Until.IsZero() {
-		last = core.BucketOf(t.Query.Until.Add(-time.Microsecond), size)
+		last = storekit.BucketOf(t.Query.Until.Add(-time.Microsecond), size)
 	}
 	first := last
 	switch {
 	case !t.Query.Since.IsZero():
-		first = core.BucketOf(t.Query.Since, size)
+		first = storekit.BucketOf(t.Query.Since, size)
 	case len(t.Buckets) > 0:
-		first = core.BucketOf(t.Buckets[0].Start, size)
+		first = storekit.BucketOf(t.Buckets[0].Start, size)
 	}
 	first = max(first, last-maxBars+1)
-	at := map[int64]core.Bucket{}
+	at := map[int64]report.Bucket{}
 	for _, b := range t.Buckets {
-		at[core.BucketOf(b.Start, size)] = b
+		at[storekit.BucketOf(b.Start, size)] = b
 	}
 	measures := []struct {
 		title string
-		value func(core.Bucket) *big.Int
+		value func(report.Bucket) *big.Int
 	}{
-		{"Subagents", func(b core.Bucket) *big.Int { return big.NewInt(b.Invocations) }},
-		{"Failed", func(b core.Bucket) *big.Int { return big.NewInt(b.Failed) }},
-		{"Tokens (reported)", func(b core.Bucket) *big.Int {
+		{"Subagents", func(b report.Bucket) *big.Int { return big.NewInt(b.Invocations) }},
+		{"Failed", func(b report.Bucket) *big.Int { return big.NewInt(b.Failed) }},
+		{"Tokens (reported)", func(b report.Bucket) *big.Int {
 			if b.TotalTokens.Sum == nil {
 				return new(big.Int)
 			}

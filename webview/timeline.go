@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/canon"
 	"github.com/subagentctx/subagentctx/internal/fanout"
 )
 
@@ -86,7 +87,7 @@ func layout(t fanout.Turn, index int) turnView {
 	for _, n := range order {
 		r := n.Row
 		v.Totals.Subagents++
-		if r.ToolStatus != nil && core.IsFailedToolStatus(*r.ToolStatus) {
+		if r.ToolStatus != nil && canon.IsFailedToolStatus(*r.ToolStatus) {
 			v.Totals.Failed++
 		}
 		if n.Depth == 0 {

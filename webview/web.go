@@ -32,17 +32,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/canon"
 	"github.com/subagentctx/subagentctx/internal/fanout"
 )
 
 // Source is what the view reads: the rows, and the read side.
 type Source interface {
 	core.Store
-	core.Reader
-	core.Overviewer
-	core.Timeliner
-	core.FailureLister
-	core.TurnLister
+	report.Reader
+	report.Overviewer
+	report.Timeliner
+	report.FailureLister
+	report.TurnLister
 }
 
 //go:embed assets
@@ -60,10 +63,10 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"text":           text,
 	"average":        average,
 	"add":            func(a, b int) int { return a + b },
-	"figures":        func(v *string, part string, f core.Figures) figuresRow { return figuresRow{v, part, f} },
-	"pageURL":        func(window, *core.SessionKey) string { return "" },
-	"failuresURL":    func(window, core.FailureKey) string { return "" },
-	"failedStatuses": core.FailedToolStatuses,
+	"figures":        func(v *string, part string, f report.Figures) figuresRow { return figuresRow{v, part, f} },
+	"pageURL":        func(window, *report.SessionKey) string { return "" },
+	"failuresURL":    func(window, report.FailureKey) string { return "" },
+	"failedStatuses": canon.FailedToolStatuses,
 	"head":           func(title string, refresh int) head { return head{title, refresh} },
 }).ParseFS(assets, "assets/*.html"))
 
@@ -82,8 +85,8 @@ type Option func(*server)
 func WithSessions(n int) Option { return func(s *server) { s.sessions = n } }
 
 // WithTurns sets how many turns a session's page draws (default 25; the
-// next ones follow by a link; at most core.MaxTurns).
-func WithTurns(n int) Option { return func(s *server) { s.turns = min(max(n, 1), core.MaxTurns) } }
+// next ones follow by a link; at most report.MaxTurns).
+func WithTurns(n int) Option { return func(s *server) { s.turns = min(max(n, 1), report.MaxTurns) } }
 
 // WithRefresh sets how often the page of a session with a subagent not
 // settled yet reloads itself (default 5 s, at least 1 s): with no script,
@@ -151,8 +154,8 @@ func New(src Source, opts ...Option) http.Handler {
 			v.Set(dir+"_exec", c.AgentExecutionID)
 			return s.prefix + "/session?" + v.Encode()
 		},
-		"pageURL": func(w window, after *core.SessionKey) string { return s.prefix + "/?" + w.query(after).Encode() },
-		"failuresURL": func(w window, after core.FailureKey) string {
+		"pageURL": func(w window, after *report.SessionKey) string { return s.prefix + "/?" + w.query(after).Encode() },
+		"failuresURL": func(w window, after report.FailureKey) string {
 			v := w.query(nil)
 			v.Set("failed_after", after.ObservedAt.UTC().Format(time.RFC3339Nano))
 			v.Set("failed_session", after.TaskSessionID)
@@ -204,11 +207,11 @@ func (s *server) secure(h http.Handler) http.Handler {
 type overviewPage struct {
 	Window     window
 	Ranges     []string
-	Activation core.Activation
-	Health     core.Health
-	Overview   core.Overview
-	Sessions   []core.SessionSummary
-	Next       *core.SessionKey
+	Activation report.Activation
+	Health     report.Health
+	Overview   report.Overview
+	Sessions   []report.SessionSummary
+	Next       *report.SessionKey
 	Generated  time.Time
 	// Charts are the window over time: subagents, failures and tokens per
 	// bucket.
@@ -216,9 +219,9 @@ type overviewPage struct {
 	// Failed is the overview of the failed rows alone: what they cost,
 	// apart from the rest; Failures lists them, newest first, a page at a
 	// time (NextFailures: the next page's key).
-	Failed       core.Overview
+	Failed       report.Overview
 	Failures     []core.Subagent
-	NextFailures *core.FailureKey
+	NextFailures *report.FailureKey
 }
 
 // figuresRow is one line of a breakdown's table: a group's figures over
@@ -226,7 +229,7 @@ type overviewPage struct {
 type figuresRow struct {
 	Value *string
 	Part  string
-	F     core.Figures
+	F     report.Figures
 }
 
 // window is the overview's scope, from the query string: a range ending
@@ -236,9 +239,9 @@ type window struct {
 	Range        string
 	Since, Until time.Time
 	Prefix       string
-	After        *core.SessionKey
+	After        *report.SessionKey
 	// FailedAfter is the last failure of the previous page of failures.
-	FailedAfter *core.FailureKey
+	FailedAfter *report.FailureKey
 }
 
 // failuresPage is how many failed subagents the overview lists a page.
@@ -307,14 +310,14 @@ func parseWindow(v url.Values, now time.Time) (window, error) {
 		if err != nil {
 			return w, err
 		}
-		w.After = &core.SessionKey{LastObservedAt: t, TaskSessionID: v.Get("after_id")}
+		w.After = &report.SessionKey{LastObservedAt: t, TaskSessionID: v.Get("after_id")}
 	}
 	if v.Has("failed_after") {
 		t, err := instant("failed_after")
 		if err != nil {
 			return w, err
 		}
-		w.FailedAfter = &core.FailureKey{ObservedAt: t, TaskSessionID: v.Get("failed_session"),
+		w.FailedAfter = &report.FailureKey{ObservedAt: t, TaskSessionID: v.Get("failed_session"),
 			ToolCallID: v.Get("failed_tool"), AgentExecutionID: v.Get("failed_exec")}
 	}
 	return w, nil
@@ -335,8 +338,8 @@ func checkQuery(v url.Values, names ...string) error {
 				return fmt.Errorf("%s=%q is not valid UTF-8", name, value)
 			case strings.ContainsRune(value, 0):
 				return fmt.Errorf("%s=%q holds a NUL byte", name, value)
-			case len(value) > core.MaxIDBytes:
-				return fmt.Errorf("%s is %d bytes long: at most %d", name, len(value), core.MaxIDBytes)
+			case len(value) > storekit.MaxIDBytes:
+				return fmt.Errorf("%s is %d bytes long: at most %d", name, len(value), storekit.MaxIDBytes)
 			}
 		}
 	}
@@ -346,7 +349,7 @@ func checkQuery(v url.Values, names ...string) error {
 // query is the window as a query string, on the page after the key after
 // (nil: the first page). A range ending now stays a range, so that the
 // next page moves with it only by the time it takes to read.
-func (w window) query(after *core.SessionKey) url.Values {
+func (w window) query(after *report.SessionKey) url.Values {
 	v := url.Values{}
 	if w.Range != "" {
 		v.Set("range", w.Range)
@@ -397,36 +400,36 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	errs := make([]error, 7)
 	for i, read := range []func() error{
 		func() (err error) {
-			p.Failed, err = s.src.Overview(ctx, core.OverviewQuery{Since: win.Since, Until: win.Until, Failed: true})
+			p.Failed, err = s.src.Overview(ctx, report.OverviewQuery{Since: win.Since, Until: win.Until, Failed: true})
 			return
 		},
 		func() (err error) {
-			p.Failures, err = s.src.Failures(ctx, core.FailureQuery{Since: win.Since, Until: win.Until,
+			p.Failures, err = s.src.Failures(ctx, report.FailureQuery{Since: win.Since, Until: win.Until,
 				Limit: failuresPage + 1, After: win.FailedAfter})
 			if len(p.Failures) > failuresPage {
 				p.Failures = p.Failures[:failuresPage]
-				k := core.KeyOf(p.Failures[failuresPage-1])
+				k := report.KeyOf(p.Failures[failuresPage-1])
 				p.NextFailures = &k
 			}
 			return
 		},
 		func() error {
-			t, err := s.src.Timeline(ctx, core.TimelineQuery{Since: win.Since, Until: win.Until,
+			t, err := s.src.Timeline(ctx, report.TimelineQuery{Since: win.Since, Until: win.Until,
 				Bucket: bucketFor(win, now)})
 			p.Charts = charts(t, now)
 			return err
 		},
 		func() (err error) {
-			p.Health, err = s.src.Health(ctx, core.HealthQuery{Since: now.Add(-healthWindow)})
+			p.Health, err = s.src.Health(ctx, report.HealthQuery{Since: now.Add(-healthWindow)})
 			return
 		},
 		func() (err error) { p.Activation, err = s.src.Activation(ctx); return },
 		func() (err error) {
-			p.Overview, err = s.src.Overview(ctx, core.OverviewQuery{Since: win.Since, Until: win.Until})
+			p.Overview, err = s.src.Overview(ctx, report.OverviewQuery{Since: win.Since, Until: win.Until})
 			return
 		},
 		func() (err error) {
-			p.Sessions, err = s.src.Sessions(ctx, core.SessionQuery{Since: win.Since, Until: win.Until,
+			p.Sessions, err = s.src.Sessions(ctx, report.SessionQuery{Since: win.Since, Until: win.Until,
 				Prefix: win.Prefix, After: win.After, Limit: s.sessions + 1})
 			return
 		},
@@ -446,8 +449,8 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 
 type sessionPage struct {
 	ID       string
-	Stats    core.Stats
-	Coverage core.SessionCoverage
+	Stats    report.Stats
+	Coverage report.SessionCoverage
 	Turns    []turnView
 	// AllTurns is the session's number of turn groups (its statistics').
 	AllTurns int
@@ -485,7 +488,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		bad(err)
 		return
 	}
-	q := core.TurnQuery{TaskSessionID: id, Limit: s.turns}
+	q := report.TurnQuery{TaskSessionID: id, Limit: s.turns}
 	if q.After, err = turnCursor(v, "after"); err != nil {
 		bad(err)
 		return
@@ -507,7 +510,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil {
-		p.Stats, err = s.src.Stats(ctx, core.StatsQuery{TaskSessionID: id})
+		p.Stats, err = s.src.Stats(ctx, report.StatsQuery{TaskSessionID: id})
 	}
 	if err == nil {
 		if len(p.Stats.Sessions) == 1 {
@@ -643,7 +646,7 @@ func ms(p *int64) string {
 
 // average is a metric's average, three significant digits in human units,
 // or "—" when nothing was reported.
-func average(m core.Metric) string {
+func average(m report.Metric) string {
 	if m.Average == nil {
 		return "—"
 	}

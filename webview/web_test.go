@@ -18,6 +18,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/webview"
@@ -276,11 +278,11 @@ type failing struct{ *memory.Store }
 
 var errDSN = errors.New(`dial postgres://admin:s3cret@db.internal:5432/prod: refused`)
 
-func (failing) Health(context.Context, core.HealthQuery) (core.Health, error) {
-	return core.Health{}, errDSN
+func (failing) Health(context.Context, report.HealthQuery) (report.Health, error) {
+	return report.Health{}, errDSN
 }
-func (failing) SessionTurns(context.Context, core.TurnQuery) (core.TurnPage, error) {
-	return core.TurnPage{}, errDSN
+func (failing) SessionTurns(context.Context, report.TurnQuery) (report.TurnPage, error) {
+	return report.TurnPage{}, errDSN
 }
 
 // TestErrorsNameNoDatabase: a store that fails shows a plain error page,
@@ -496,7 +498,7 @@ func TestBadQueriesAre400(t *testing.T) {
 	s := memory.New()
 	testenv.Record(t, s, kandevtest.Stream("demo-", t0))
 	h := webview.New(s, webview.WithClock(clock))
-	long := strings.Repeat("x", core.MaxIDBytes+1)
+	long := strings.Repeat("x", storekit.MaxIDBytes+1)
 	for _, c := range []struct{ path, param string }{
 		{"/?q=%ff", "q"}, {"/?q=%00", "q"}, {"/?q=" + long, "q"}, {"/?q=a&q=b", "q"},
 		{"/?range=%ff", "range"}, {"/?range=1y", "range"},
@@ -522,7 +524,7 @@ func TestBadQueriesAre400(t *testing.T) {
 // window over time — subagents, failures and tokens per bucket, minutes
 // for an hour, hours for a day, days for a month — as inline SVG, each
 // bar labelled with its bucket and its value as the store's timeline
-// gives it (core.TimelineOf over the same rows), the captions saying the
+// gives it (storekit.TimelineOf over the same rows), the captions saying the
 // measure and the bucket in words.
 func TestOverviewOverTime(t *testing.T) {
 	s := memory.New()
@@ -542,9 +544,9 @@ func TestOverviewOverTime(t *testing.T) {
 			}
 		}
 		now := clock()
-		q := core.TimelineQuery{Since: now.Add(-map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour,
+		q := report.TimelineQuery{Since: now.Add(-map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour,
 			"30d": 30 * 24 * time.Hour}[c.rng]).UTC(), Bucket: c.size}
-		for _, b := range core.TimelineOf(rows, q).Buckets {
+		for _, b := range storekit.TimelineOf(rows, q).Buckets {
 			want := fmt.Sprintf("<title>%s: %d</title>", b.Start.UTC().Format("2006-01-02 15:04:05.000000Z"),
 				b.Invocations)
 			if !strings.Contains(body, want) {

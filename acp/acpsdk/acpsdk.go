@@ -19,6 +19,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/acp"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Update takes one typed session/update notification and returns the
@@ -36,7 +37,7 @@ func Update(t *acp.Tracker, id acp.Identity, n sdk.SessionNotification) ([]core.
 	}
 	params, err := json.Marshal(n)
 	if err != nil {
-		return nil, core.Errorf("acp: a typed notification: %w", err)
+		return nil, liberr.Errorf("acp: a typed notification: %w", err)
 	}
 	return t.UpdateJSON(id, params)
 }

@@ -1,5 +1,5 @@
 // Package memory is an in-memory core.Store with the same semantics as the
-// SQL adapters: it applies core.Merge directly. Use it in a host's unit
+// SQL adapters: it applies storekit.Merge directly. Use it in a host's unit
 // tests; it keeps nothing across restarts.
 //
 // Where it differs from the SQL stores, the difference is declared in
@@ -19,6 +19,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // Store is a concurrency-safe in-memory core.Store.
@@ -30,8 +32,8 @@ type Store struct {
 }
 
 var (
-	_ core.Store  = (*Store)(nil)
-	_ core.Reader = (*Store)(nil)
+	_ core.Store    = (*Store)(nil)
+	_ report.Reader = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -57,16 +59,16 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	r := new(core.Subagent)
 	*r = row
 	r.UpdatedAt = s.now()
-	if err := r.Validate(); err != nil {
+	if err := storekit.Validate(r); err != nil {
 		return &core.OpError{Op: "upsert", Key: r.Key(), Err: err}
 	}
-	r.Detach()
-	r.Canonicalize()
+	storekit.Detach(r)
+	storekit.Canonicalize(r)
 	key := r.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if stored, ok := s.rows[key]; ok {
-		core.MergeInto(stored, r)
+		storekit.MergeInto(stored, r)
 		return nil
 	}
 
@@ -92,11 +94,11 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 		AgentExecutionID: core.UnknownExecution,
 		ToolCallID:       key.ToolCallID,
 	}
-	if history, ok := s.rows[seam]; ok && core.Absorbs(r, history) {
+	if history, ok := s.rows[seam]; ok && storekit.Absorbs(r, history) {
 		delete(s.rows, seam)
 		delete(s.ids, [2]string{history.TaskSessionID, history.ID})
-		*r = core.MergeHistory(*r, *history)
-		r.Detach()
+		*r = storekit.MergeHistory(*r, *history)
+		storekit.Detach(r)
 	}
 	s.ids[id] = key
 	s.rows[key] = r
@@ -150,7 +152,7 @@ func (s *Store) list(
 	out := make([]core.Subagent, 0)
 	for _, r := range s.rows {
 		if match(r) && (after == nil || after.Less(r.Cursor())) {
-			out = append(out, r.Clone())
+			out = append(out, storekit.Clone(*r))
 		}
 	}
 	s.mu.RUnlock()

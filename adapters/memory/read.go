@@ -8,21 +8,23 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // Activation reports an unactivated store: the memory adapter has no meta
 // table, so no absence in it means anything (docs/CONTRACT.md §5.1).
-func (s *Store) Activation(ctx context.Context) (core.Activation, error) {
-	return core.NewActivation(nil), ctx.Err()
+func (s *Store) Activation(ctx context.Context) (report.Activation, error) {
+	return storekit.NewActivation(nil), ctx.Err()
 }
 
 // Health does not run on the memory adapter; the report says why.
-func (s *Store) Health(ctx context.Context, q core.HealthQuery) (core.Health, error) {
+func (s *Store) Health(ctx context.Context, q report.HealthQuery) (report.Health, error) {
 	if err := q.Validate(); err != nil {
-		return core.Health{}, &core.OpError{Op: "health check", Err: err}
+		return report.Health{}, &core.OpError{Op: "health check", Err: err}
 	}
 	a, err := s.Activation(ctx)
-	h, _, _ := core.HealthPrecondition(a, q)
+	h, _, _ := storekit.HealthPrecondition(a, q)
 	h.Reason += " (" + errNotActivated.Error() + ")"
 	return h, err
 }
@@ -30,15 +32,15 @@ func (s *Store) Health(ctx context.Context, q core.HealthQuery) (core.Health, er
 // Stats computes the same statistics as the SQL stores, over the rows in
 // memory, in the not_activated state: every session's coverage is unknown
 // and distinct executions are not reported.
-func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error) {
+func (s *Store) Stats(ctx context.Context, q report.StatsQuery) (report.Stats, error) {
 	if err := q.Validate(); err != nil {
-		return core.Stats{}, &core.OpError{Op: "stats", Err: err}
+		return report.Stats{}, &core.OpError{Op: "stats", Err: err}
 	}
 	a, err := s.Activation(ctx)
 	if err != nil {
-		return core.Stats{}, err
+		return report.Stats{}, err
 	}
-	st := core.Stats{Query: q, Activation: a, FanOutPerTurn: []core.FanOut{}}
+	st := report.Stats{Query: q, Activation: a, FanOutPerTurn: []report.FanOut{}}
 	perTurn := map[[2]string]int64{} // a turn within its session (docs/CONTRACT.md §5.3)
 	first := map[string]*time.Time{}
 	s.mu.RLock()
@@ -77,16 +79,16 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 		hist[n]++
 	}
 	for n, turns := range hist {
-		st.FanOutPerTurn = append(st.FanOutPerTurn, core.FanOut{Subagents: n, Turns: turns})
+		st.FanOutPerTurn = append(st.FanOutPerTurn, report.FanOut{Subagents: n, Turns: turns})
 	}
-	slices.SortFunc(st.FanOutPerTurn, func(a, b core.FanOut) int { return int(a.Subagents - b.Subagents) })
-	st.AddCoverage(first) // never activated: every verdict is unknown
+	slices.SortFunc(st.FanOutPerTurn, func(a, b report.FanOut) int { return int(a.Subagents - b.Subagents) })
+	storekit.AddCoverage(&st, first) // never activated: every verdict is unknown
 	return st, nil
 }
 
-// Sessions implements core.Reader over the rows in memory, with the SQL
+// Sessions implements report.Reader over the rows in memory, with the SQL
 // stores' order; every coverage is unknown (never activated).
-func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.SessionSummary, error) {
+func (s *Store) Sessions(ctx context.Context, q report.SessionQuery) ([]report.SessionSummary, error) {
 	if err := q.Validate(); err != nil {
 		return nil, &core.OpError{Op: "sessions", Err: err}
 	}
@@ -94,69 +96,69 @@ func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.Sessi
 	if err != nil {
 		return nil, err
 	}
-	return core.SessionsOf(s.snapshot(), a, q), nil
+	return storekit.SessionsOf(s.snapshot(), a, q), nil
 }
 
-// Overview implements core.Overviewer: the reference, over the rows in
+// Overview implements report.Overviewer: the reference, over the rows in
 // memory at the stores' microsecond.
-func (s *Store) Overview(ctx context.Context, q core.OverviewQuery) (core.Overview, error) {
+func (s *Store) Overview(ctx context.Context, q report.OverviewQuery) (report.Overview, error) {
 	if err := q.Validate(); err != nil {
-		return core.Overview{}, &core.OpError{Op: "overview", Err: err}
+		return report.Overview{}, &core.OpError{Op: "overview", Err: err}
 	}
 	if err := ctx.Err(); err != nil {
-		return core.Overview{}, &core.OpError{Op: "overview", Err: err}
+		return report.Overview{}, &core.OpError{Op: "overview", Err: err}
 	}
-	return core.OverviewOf(s.snapshot(), q), nil
+	return storekit.OverviewOf(s.snapshot(), q), nil
 }
 
-// Failures implements core.FailureLister over the rows in memory.
-func (s *Store) Failures(ctx context.Context, q core.FailureQuery) ([]core.Subagent, error) {
+// Failures implements report.FailureLister over the rows in memory.
+func (s *Store) Failures(ctx context.Context, q report.FailureQuery) ([]core.Subagent, error) {
 	if err := q.Validate(); err != nil {
 		return nil, &core.OpError{Op: "failures", Err: err}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &core.OpError{Op: "failures", Err: err}
 	}
-	return core.FailuresOf(s.snapshot(), q), nil
+	return storekit.FailuresOf(s.snapshot(), q), nil
 }
 
-// Timeline implements core.Timeliner over the rows in memory.
-func (s *Store) Timeline(ctx context.Context, q core.TimelineQuery) (core.Timeline, error) {
+// Timeline implements report.Timeliner over the rows in memory.
+func (s *Store) Timeline(ctx context.Context, q report.TimelineQuery) (report.Timeline, error) {
 	if err := q.Validate(); err != nil {
-		return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+		return report.Timeline{}, &core.OpError{Op: "timeline", Err: err}
 	}
 	if err := ctx.Err(); err != nil {
-		return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+		return report.Timeline{}, &core.OpError{Op: "timeline", Err: err}
 	}
-	return core.TimelineOf(s.snapshot(), q), nil
+	return storekit.TimelineOf(s.snapshot(), q), nil
 }
 
-// NextSince implements core.Exporter: a write is visible as soon as it
+// NextSince implements report.Exporter: a write is visible as soon as it
 // is made, so the next window starts at Until, or now.
-func (s *Store) NextSince(_ context.Context, q core.ExportQuery) (time.Time, error) {
+func (s *Store) NextSince(_ context.Context, q report.ExportQuery) (time.Time, error) {
 	if err := q.Validate(); err != nil {
 		return time.Time{}, &core.OpError{Op: "export", Err: err}
 	}
-	if now := core.CanonicalTime(s.now()); q.Until.IsZero() || now.Before(q.Until) {
+	if now := storekit.CanonicalTime(s.now()); q.Until.IsZero() || now.Before(q.Until) {
 		return now, nil
 	}
 	return q.Until, nil
 }
 
-// Export implements core.Exporter over the rows in memory, in the SQL
+// Export implements report.Exporter over the rows in memory, in the SQL
 // stores' order: session, then id, byte by byte.
-func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.Subagent, error] {
+func (s *Store) Export(ctx context.Context, q report.ExportQuery) iter.Seq2[core.Subagent, error] {
 	return func(yield func(core.Subagent, error) bool) {
 		if err := q.Validate(); err != nil {
 			yield(core.Subagent{}, &core.OpError{Op: "export", Err: err})
 			return
 		}
-		since, until := core.CeilMicro(q.Since), core.CeilMicro(q.Until)
+		since, until := storekit.CeilMicro(q.Since), storekit.CeilMicro(q.Until)
 		s.mu.RLock()
 		var out []core.Subagent
 		for _, r := range s.rows {
-			c := r.Canonical() // times at the stores' microsecond
-			k := core.ExportKey{TaskSessionID: c.TaskSessionID, ID: c.ID}
+			c := storekit.Canonical(*r) // times at the stores' microsecond
+			k := report.ExportKey{TaskSessionID: c.TaskSessionID, ID: c.ID}
 			switch {
 			case !q.Since.IsZero() && c.UpdatedAt.Before(since),
 				!q.Until.IsZero() && !c.UpdatedAt.Before(until),
@@ -167,8 +169,8 @@ func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.S
 		}
 		s.mu.RUnlock()
 		slices.SortFunc(out, func(a, b core.Subagent) int {
-			return exportCompare(core.ExportKey{TaskSessionID: a.TaskSessionID, ID: a.ID},
-				core.ExportKey{TaskSessionID: b.TaskSessionID, ID: b.ID})
+			return exportCompare(report.ExportKey{TaskSessionID: a.TaskSessionID, ID: a.ID},
+				report.ExportKey{TaskSessionID: b.TaskSessionID, ID: b.ID})
 		})
 		for _, r := range out {
 			if err := ctx.Err(); err != nil {
@@ -183,7 +185,7 @@ func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.S
 }
 
 // exportCompare orders export keys: session, then id, byte by byte.
-func exportCompare(a, b core.ExportKey) int {
+func exportCompare(a, b report.ExportKey) int {
 	if c := strings.Compare(a.TaskSessionID, b.TaskSessionID); c != 0 {
 		return c
 	}
@@ -196,18 +198,18 @@ func (s *Store) snapshot() []core.Subagent {
 	defer s.mu.RUnlock()
 	rows := make([]core.Subagent, 0, len(s.rows))
 	for _, r := range s.rows {
-		rows = append(rows, r.Canonical())
+		rows = append(rows, storekit.Canonical(*r))
 	}
 	return rows
 }
 
-// SessionTurns implements core.TurnLister over the rows in memory.
-func (s *Store) SessionTurns(ctx context.Context, q core.TurnQuery) (core.TurnPage, error) {
+// SessionTurns implements report.TurnLister over the rows in memory.
+func (s *Store) SessionTurns(ctx context.Context, q report.TurnQuery) (report.TurnPage, error) {
 	if err := q.Validate(); err != nil {
-		return core.TurnPage{}, &core.OpError{Op: "session turns", Err: err}
+		return report.TurnPage{}, &core.OpError{Op: "session turns", Err: err}
 	}
 	if err := ctx.Err(); err != nil {
-		return core.TurnPage{}, &core.OpError{Op: "session turns", Err: err}
+		return report.TurnPage{}, &core.OpError{Op: "session turns", Err: err}
 	}
-	return core.TurnsOf(s.snapshot(), q), nil
+	return storekit.TurnsOf(s.snapshot(), q), nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // TableExists implements sqlstore.Catalog: a table visible on the
@@ -173,7 +174,7 @@ func (d Dialect) executionKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Table
 			err = run(db, hook, "drop legacy key", `ALTER TABLE `+sqlstore.Table+` DROP CONSTRAINT "`+x.Constraint+`"`)
 		case x.Unique && slices.Equal(x.Columns, legacyKey):
 			err = run(db, hook, "drop legacy key", `DROP INDEX "`+x.Name+`"`)
-		case x.Unique && slices.Equal(x.Columns, core.KeyColumns):
+		case x.Unique && slices.Equal(x.Columns, storekit.KeyColumns):
 			hasKey = true
 		}
 		if err != nil {
@@ -188,7 +189,7 @@ func (d Dialect) executionKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Table
 		hook,
 		"add key",
 		`ALTER TABLE `+sqlstore.Table+` ADD CONSTRAINT `+sqlstore.Table+`_key UNIQUE (`+strings.Join(
-			core.KeyColumns,
+			storekit.KeyColumns,
 			", ",
 		)+`)`,
 	)
@@ -202,13 +203,13 @@ func (d Dialect) widen(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables, hook
 	if err != nil {
 		return err
 	}
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		got := info.Column(c.Name)
 		switch {
 		case got == nil || got.Type == d.ColumnType(c.Type):
-		case c.Type == core.Int64:
+		case c.Type == storekit.Int64:
 			err = run(db, hook, "widen metrics", `ALTER TABLE `+sqlstore.Table+` ALTER COLUMN `+c.Name+` TYPE BIGINT`)
-		case c.Type == core.Time && got.Type == "TIMESTAMP":
+		case c.Type == storekit.Time && got.Type == "TIMESTAMP":
 			err = run(db, hook, "timestamps to timestamptz", `ALTER TABLE `+sqlstore.Table+` ALTER COLUMN `+c.Name+
 				` TYPE TIMESTAMPTZ USING `+c.Name+` AT TIME ZONE 'UTC'`)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // Dialect is PostgreSQL's sqlstore.Dialect: its fragments here, its
@@ -42,13 +43,13 @@ func (Dialect) Name() string { return "postgres" }
 // upstream 32-bit INTEGER was a defect, docs/CONTRACT.md §8.1); timestamps
 // are TIMESTAMPTZ: instants, so neither writing nor comparing depends on
 // the session's TimeZone.
-func (Dialect) ColumnType(t core.Type) string {
+func (Dialect) ColumnType(t storekit.Type) string {
 	switch t {
-	case core.Int64:
+	case storekit.Int64:
 		return "BIGINT"
-	case core.Bool:
+	case storekit.Bool:
 		return "INTEGER"
-	case core.Time:
+	case storekit.Time:
 		return "TIMESTAMPTZ"
 	}
 	return "TEXT"
@@ -64,10 +65,10 @@ func (Dialect) Within(x string, since, until time.Time) (string, []any) {
 	var conds []string
 	var args []any
 	if !since.IsZero() {
-		conds, args = append(conds, x+" >= ?"), append(args, core.CeilMicro(since))
+		conds, args = append(conds, x+" >= ?"), append(args, storekit.CeilMicro(since))
 	}
 	if !until.IsZero() {
-		conds, args = append(conds, x+" < ?"), append(args, core.CeilMicro(until))
+		conds, args = append(conds, x+" < ?"), append(args, storekit.CeilMicro(until))
 	}
 	if len(conds) == 0 {
 		return "TRUE", nil
@@ -88,7 +89,7 @@ func (d Dialect) Extreme(fn, x string) string { return d.Instant(fn + "(" + x + 
 func (Dialect) Ordered(x string) string { return x }
 
 // OrderedArg implements sqlstore.Fragments.
-func (Dialect) OrderedArg(t time.Time) any { return core.CanonicalTime(t) }
+func (Dialect) OrderedArg(t time.Time) any { return storekit.CanonicalTime(t) }
 
 // Bytewise implements sqlstore.Fragments: the C collation compares bytes,
 // whatever the database's own (an ICU locale orders linguistically).

@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // metadataFunction is the function the message view calls: the metadata
@@ -68,11 +68,11 @@ func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC() }
 // HostTimeCeiling implements sqlstore.MessageView: t itself, as for
 // HostTimeFloor (a timestamp's UTC wall time before t is a value before
 // t).
-func (Dialect) HostTimeCeiling(t time.Time) any { return core.CeilMicro(t).UTC() }
+func (Dialect) HostTimeCeiling(t time.Time) any { return storekit.CeilMicro(t).UTC() }
 
 // HostInstantArg implements sqlstore.MessageView: host instants are
 // microseconds, so the bound is t rounded up to the next one.
-func (Dialect) HostInstantArg(t time.Time) any { return core.CeilMicro(t).UnixMicro() }
+func (Dialect) HostInstantArg(t time.Time) any { return storekit.CeilMicro(t).UnixMicro() }
 
 // ParseHostInstant implements sqlstore.MessageView.
 func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
@@ -100,7 +100,7 @@ func (d Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 		where = " AND (" + where + ")"
 	}
 	var fromDoc, out, checked []string
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		if c.Metadata != nil {
 			fromDoc = append(fromDoc, jsonValue(c)+" AS "+c.Name)
 		}
@@ -109,10 +109,10 @@ func (d Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 			if name == "id" {
 				name = "message_id"
 			}
-			checked = append(checked, fmt.Sprintf("COALESCE(octet_length(e.%s), 0) <= %d", name, core.MaxIDBytes))
+			checked = append(checked, fmt.Sprintf("COALESCE(octet_length(e.%s), 0) <= %d", name, storekit.MaxIDBytes))
 		}
 	}
-	terminal := core.TerminalToolStatuses()
+	terminal := storekit.TerminalToolStatuses()
 	for i, s := range terminal {
 		terminal[i] = "'" + s + "'"
 	}
@@ -122,7 +122,7 @@ func (d Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 			out = append(out, "e."+c.Name)
 		case c.Name == "observed_at":
 			out = append(out, fromMicros("e.created")+" AS observed_at")
-		case c.Name == core.SettledAtColumn:
+		case c.Name == storekit.SettledAtColumn:
 			settled := "CASE WHEN e.tool_status IN (" + strings.Join(terminal, ", ") + ")" +
 				" THEN " + fromMicros("e.updated") + " END AS settled_at"
 			out = append(out, settled)
@@ -156,15 +156,15 @@ func (d Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 // equal to 1, else 0 (the searched CASE, not CASE x WHEN …, because Citus
 // deparses the simple form, once the planner has rewritten it, into SQL
 // the workers reject).
-func jsonValue(c core.Column) string {
+func jsonValue(c storekit.Column) string {
 	p := "'{" + strings.Join(c.Metadata, ",") + "}'"
 	typ, text := "jsonb_typeof(d.doc #> "+p+")", "(d.doc #>> "+p+")"
 	switch c.Type {
-	case core.Int64:
+	case storekit.Int64:
 		v := text + "::numeric"
 		return fmt.Sprintf("CASE WHEN %s = 'number' THEN CASE WHEN %s = trunc(%s) AND %s BETWEEN %d AND %d "+
 			"THEN %s::bigint END END", typ, v, v, v, c.Min, int64(math.MaxInt64), v)
-	case core.Bool:
+	case storekit.Bool:
 		return "CASE WHEN " + typ + " = 'boolean' THEN CASE WHEN " + text + " = 'true' THEN 1 ELSE 0 END" +
 			" WHEN " + typ + " = 'number' THEN CASE WHEN " + text + "::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END"
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -104,7 +105,7 @@ func TestCitusMetaCreatedAsReference(t *testing.T) {
 	if r := backfill.New(e.Store, quiet).Run(context.Background()); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
-	if e.Keys(t)[core.CaptureSinceKey] == "" {
+	if e.Keys(t)[storekit.CaptureSinceKey] == "" {
 		t.Error("no capture_since in the reference meta table after the pass")
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // OpenDB returns a *gorm.DB for dsn without connecting yet (the first query
@@ -21,7 +22,7 @@ import (
 // OpenDB). GORM's own logger is silenced: failures surface as errors.
 func OpenDB(dsn string) (*gorm.DB, error) {
 	if dsn == "" {
-		return nil, core.Errorf("postgres: DSN is empty")
+		return nil, liberr.Errorf("postgres: DSN is empty")
 	}
 	db, err := gorm.Open(
 		gormpostgres.Open(dsn),
@@ -87,14 +88,14 @@ func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 // connection of its own.
 func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 	if db == nil {
-		return nil, core.Errorf("postgres.NewSQL: *sql.DB is nil")
+		return nil, liberr.Errorf("postgres.NewSQL: *sql.DB is nil")
 	}
 	g, err := gorm.Open(
 		gormpostgres.New(gormpostgres.Config{Conn: db}),
 		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true},
 	)
 	if err != nil {
-		return nil, core.Errorf("postgres: wrap the host's *sql.DB: %w", err)
+		return nil, liberr.Errorf("postgres: wrap the host's *sql.DB: %w", err)
 	}
 	return New(g, opts...)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -109,7 +109,7 @@ func TestBackfillUnderParallelPlans(t *testing.T) {
 		r.Step(backfill.StepBackfill).RowsInserted != 30 {
 		t.Fatalf("pass under parallel plans:\n%s", r)
 	}
-	if h, err := s.Health(context.Background(), core.HealthQuery{}); err != nil || !h.Ran {
+	if h, err := s.Health(context.Background(), report.HealthQuery{}); err != nil || !h.Ran {
 		t.Errorf("health under parallel plans: %+v %v", h, err)
 	}
 }

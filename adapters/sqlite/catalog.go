@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // TableExists implements sqlstore.Catalog.
@@ -91,7 +91,7 @@ func (d Dialect) Steps() []sqlstore.Step {
 			Name:    "agent_execution_id in the key",
 			Stages:  rebuildStages,
 			Apply: d.rebuildUnless(func(info sqlstore.TableInfo) bool {
-				return info.Column("agent_execution_id") != nil && hasUnique(info, core.KeyColumns) &&
+				return info.Column("agent_execution_id") != nil && hasUnique(info, storekit.KeyColumns) &&
 					!hasUnique(info, legacyKey)
 			}),
 		},
@@ -143,7 +143,7 @@ func (d Dialect) rebuildUnless(
 		db := tx.WithContext(ctx)
 		var cols []string
 		for _, c := range info.Columns {
-			if slices.ContainsFunc(core.Columns, func(k core.Column) bool { return k.Name == c.Name }) {
+			if slices.ContainsFunc(storekit.Columns, func(k storekit.Column) bool { return k.Name == c.Name }) {
 				cols = append(cols, c.Name)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // Dialect is SQLite's sqlstore.Dialect: its fragments here, its message
@@ -28,11 +29,11 @@ func (Dialect) Name() string { return "sqlite" }
 // ColumnType implements sqlstore.Fragments. SQLite's INTEGER is 64-bit;
 // TIMESTAMP columns hold go-sqlite3's UTC text form, compared through
 // Instant.
-func (Dialect) ColumnType(t core.Type) string {
+func (Dialect) ColumnType(t storekit.Type) string {
 	switch t {
-	case core.Int64, core.Bool:
+	case storekit.Int64, storekit.Bool:
 		return "INTEGER"
-	case core.Time:
+	case storekit.Time:
 		return "TIMESTAMP"
 	}
 	return "TEXT"
@@ -67,17 +68,19 @@ func (Dialect) Instant(x string) string {
 // ones are spared.
 func (d Dialect) Within(x string, since, until time.Time) (string, []any) {
 	canonical := canonical(x)
-	text := func(t time.Time) string { return core.CeilMicro(t).UTC().Format("2006-01-02 15:04:05.999999-07:00") }
+	text := func(t time.Time) string {
+		return storekit.CeilMicro(t).UTC().Format("2006-01-02 15:04:05.999999-07:00")
+	}
 	var conds []string
 	var args []any
 	if !since.IsZero() {
 		conds = append(conds, x+" >= ?", "CASE WHEN "+canonical+" THEN "+x+" >= ? ELSE "+d.Instant(x)+" >= ? END")
-		args = append(args, d.HostTimeFloor(since), text(since), core.CeilMicro(since).UnixMicro())
+		args = append(args, d.HostTimeFloor(since), text(since), storekit.CeilMicro(since).UnixMicro())
 	}
 	if !until.IsZero() {
 		conds = append(conds, x+" < ?", "CASE WHEN "+canonical+" THEN "+x+" < ? ELSE "+d.Instant(x)+" < ? END")
 		args = append(args, d.HostTimeCeiling(until), text(until),
-			core.CeilMicro(until).UnixMicro())
+			storekit.CeilMicro(until).UnixMicro())
 	}
 	if len(conds) == 0 {
 		return "1 = 1", nil
@@ -115,7 +118,7 @@ func (d Dialect) Extreme(fn, x string) string {
 func (d Dialect) Ordered(x string) string { return d.Instant(x) }
 
 // OrderedArg implements sqlstore.Fragments: Instant's microseconds.
-func (Dialect) OrderedArg(t time.Time) any { return core.CanonicalTime(t).UnixMicro() }
+func (Dialect) OrderedArg(t time.Time) any { return storekit.CanonicalTime(t).UnixMicro() }
 
 // Bytewise implements sqlstore.Fragments: SQLite's default collation,
 // BINARY, compares bytes.

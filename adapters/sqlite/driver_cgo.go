@@ -9,6 +9,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // With cgo the adapter drives mattn/go-sqlite3, the C library behind the
@@ -57,7 +58,7 @@ func classify(err error) error {
 func register(driverConn any) error {
 	c, ok := driverConn.(*sqlite3.SQLiteConn)
 	if !ok {
-		return core.Errorf("sqlite: the handle's driver is %T, want mattn/go-sqlite3 (this build has cgo)", driverConn)
+		return liberr.Errorf("sqlite: the handle's driver is %T, want mattn/go-sqlite3 (this build has cgo)", driverConn)
 	}
 	if err := c.RegisterFunc("subagentctx_message", message, true); err != nil {
 		return err

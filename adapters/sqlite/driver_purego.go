@@ -10,6 +10,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Without cgo the adapter drives modernc.org/sqlite, SQLite's C source
@@ -82,7 +83,7 @@ func register(driverConn any) error {
 	if _, ok := driverConn.(interface {
 		NewBackup(string) (*sqlite.Backup, error)
 	}); !ok {
-		return core.Errorf("sqlite: the handle's driver is %T, want modernc.org/sqlite (this build has no cgo)",
+		return liberr.Errorf("sqlite: the handle's driver is %T, want modernc.org/sqlite (this build has no cgo)",
 			driverConn)
 	}
 	return nil

@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/subagentctx/subagentctx/core"
-
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/history"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // instantLayout is a host instant as text that orders as the instant, at
@@ -105,7 +104,7 @@ func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) erro
 	return db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
 		conn, ok := tx.Statement.ConnPool.(*sql.Conn)
 		if !ok {
-			return core.Errorf("sqlite: want a connection, got %T", tx.Statement.ConnPool)
+			return liberr.Errorf("sqlite: want a connection, got %T", tx.Statement.ConnPool)
 		}
 		if err := conn.Raw(register); err != nil {
 			return err

@@ -11,13 +11,12 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/subagentctx/subagentctx/core"
-
 	gormsqlite "gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // DSN returns the DSN for a database file with Pragmas, for DriverName.
@@ -40,7 +39,7 @@ func OpenDB(path string) (*gorm.DB, error) { return openDB(path, false) }
 // the web view.
 func openDB(path string, readOnly bool) (*gorm.DB, error) {
 	if path == "" {
-		return nil, core.Errorf("sqlite: database path is empty")
+		return nil, liberr.Errorf("sqlite: database path is empty")
 	}
 	dsn, how := DSN(path), ""
 	if readOnly {
@@ -49,7 +48,7 @@ func openDB(path string, readOnly bool) (*gorm.DB, error) {
 	db, err := gorm.Open(&gormsqlite.Dialector{DriverName: DriverName, DSN: dsn},
 		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
-		return nil, core.Errorf("sqlite: open %s%s: %w", path, how, err)
+		return nil, liberr.Errorf("sqlite: open %s%s: %w", path, how, err)
 	}
 	return db, nil
 }
@@ -79,14 +78,14 @@ func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 // connection of its own.
 func NewSQL(db *sql.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 	if db == nil {
-		return nil, core.Errorf("sqlite.NewSQL: *sql.DB is nil")
+		return nil, liberr.Errorf("sqlite.NewSQL: *sql.DB is nil")
 	}
 	g, err := gorm.Open(
 		&gormsqlite.Dialector{Conn: db},
 		&gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true},
 	)
 	if err != nil {
-		return nil, core.Errorf("sqlite: wrap the host's *sql.DB: %w", err)
+		return nil, liberr.Errorf("sqlite: wrap the host's *sql.DB: %w", err)
 	}
 	return New(g, opts...)
 }

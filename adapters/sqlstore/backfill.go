@@ -11,6 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // stageTable holds, on a dialect that stages (SQLite), the recoverable
@@ -67,8 +69,8 @@ func historyValue(column string) string {
 // (AC-22). The session is checked here, on the newest message of each
 // pair only, rather than while ranking every message.
 func (s *Store) backfillInsert(source string) string {
-	values := make([]string, len(core.Columns))
-	for i, c := range core.Columns {
+	values := make([]string, len(storekit.Columns))
+	for i, c := range storekit.Columns {
 		values[i] = historyValue(c.Name)
 	}
 	return `INSERT INTO ` + Table + ` (` + columnList("") + `)
@@ -81,7 +83,7 @@ func (s *Store) backfillInsert(source string) string {
 
 // backfillMerge merges the newest message of each pair from source into
 // the pair's first row, where live frames wrote one before the pass
-// (history under live, core.MergeHistory, docs/CONTRACT.md §8.5).
+// (history under live, storekit.MergeHistory, docs/CONTRACT.md §8.5).
 func (s *Store) backfillMerge(source string) string {
 	set := historySet(historyValue, func(c string) string { return "t." + c }, "?", nil)
 	return `UPDATE ` + Table + ` AS t SET ` + set + `
@@ -165,14 +167,14 @@ func (s *Store) Backfill(
 	}
 	defer release()
 	if ok, err := s.d.TableExists(ctx, s.db, s.tables.Messages); err != nil || !ok {
-		return res, errors.Join(core.Errorf("messages table %q does not exist", s.tables.Messages), err)
+		return res, errors.Join(liberr.Errorf("messages table %q does not exist", s.tables.Messages), err)
 	}
 	distributed, err := s.distributed(ctx)
 	if err != nil {
 		return res, s.opError("read the table's placement", err)
 	}
 	form, st := s.d.BackfillForm(distributed), s.backfillStatements(distributed)
-	updated := core.CanonicalTime(now())
+	updated := storekit.CanonicalTime(now())
 	err = s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
 		if st.Stage != "" {
 			defer conn.Exec(st.Drop) // a temporary table: gone with the connection if this fails
@@ -209,12 +211,12 @@ func (s *Store) Backfill(
 			}
 			// capture_since: after the insert, inside the transaction,
 			// before the key writes (never at transaction start).
-			capture := formatKey(core.CanonicalTime(now()))
-			through := core.BackfillNothing
+			capture := formatKey(storekit.CanonicalTime(now()))
+			through := storekit.BackfillNothing
 			if res.Through != nil {
 				through = formatKey(*res.Through)
 			}
-			for _, kv := range [][2]string{{core.BackfillThroughKey, through}, {core.CaptureSinceKey, capture}} {
+			for _, kv := range [][2]string{{storekit.BackfillThroughKey, through}, {storekit.CaptureSinceKey, capture}} {
 				wrote, err := s.writeKey(tx, kv[0], kv[1])
 				if err != nil {
 					return err
@@ -276,5 +278,5 @@ func (s *Store) recover(tx *gorm.DB, st backfillStatements, updated time.Time, r
 // WriteExecutionKey writes subagent_context_execution_since (AC-33b) if it
 // is absent; it reports whether it wrote.
 func (s *Store) WriteExecutionKey(ctx context.Context, at time.Time) (bool, error) {
-	return s.writeKey(s.db.WithContext(ctx), core.ExecutionSinceKey, formatKey(core.CanonicalTime(at)))
+	return s.writeKey(s.db.WithContext(ctx), storekit.ExecutionSinceKey, formatKey(storekit.CanonicalTime(at)))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 )
 
@@ -45,7 +46,7 @@ func TestCitusPlans(t *testing.T) {
 	where := " WHERE task_session_id = ?"
 	bf, form := s.BackfillParts(), s.Form(true)
 	merge, remove := s.RepairSQL()
-	sessions, sessionsArgs := s.SessionsSQL(core.SessionQuery{Since: capture, Prefix: "sess-", Limit: 50})
+	sessions, sessionsArgs := s.SessionsSQL(report.SessionQuery{Since: capture, Prefix: "sess-", Limit: 50})
 	cursor := &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}
 	starts, startsArgs := s.TurnStartsSQL("sess-1", cursor, false, 26)
 	turnRows, turnRowsArgs := s.TurnRowsSQL("sess-1", "turn-1", "turn-2")

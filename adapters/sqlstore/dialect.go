@@ -5,15 +5,14 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"gorm.io/gorm"
-
-	"github.com/subagentctx/subagentctx/core"
 )
 
 // Dialect is what one SQL database supplies; everything else — the DDL, the
 // upsert, the lists, the migration pass's statements, health and
 // statistics — is rendered by this package from the column declaration
-// (core.Columns) and the dialect's answers. adapters/sqlite and
+// (storekit.Columns) and the dialect's answers. adapters/sqlite and
 // adapters/postgres implement it. It is an interface for dialect authors,
 // not a stable API for hosts: it changes when a statement needs something
 // new from a dialect. Each concern is a small interface of its own, so a
@@ -34,7 +33,7 @@ type Fragments interface {
 	Name() string
 	// ColumnType is the SQL type of a declared column type, as the DDL
 	// spells it and as Describe reports it.
-	ColumnType(core.Type) string
+	ColumnType(storekit.Type) string
 	// Instant is an SQL expression over one of this table's timestamp
 	// columns: its Unix time in microseconds, a 64-bit integer. Every
 	// comparison and ordering of those columns goes through it, so each is
@@ -69,7 +68,7 @@ type Fragments interface {
 	// Upsert gives the upsert its form on this database: the schema
 	// objects it needs (created once the table has its declared shape:
 	// the trigger that absorbs history) and the statement run once per
-	// row, with one placeholder per column of core.Columns in that order
+	// row, with one placeholder per column of storekit.Columns in that order
 	// (docs/CONTRACT.md §3.2, §8.5).
 	Upsert(u UpsertParts) (schema []SchemaObject, statement string)
 	// Classify maps a driver error to core.ErrConstraint (the frame's
@@ -82,7 +81,7 @@ type Fragments interface {
 	// itself, naming the setting and how to set it.
 	CheckHandle(ctx context.Context, db *gorm.DB) error
 	// Writers is how many concurrent writers suit the database: a
-	// recorder's default (core.WriterHint).
+	// recorder's default (storekit.WriterHint).
 	Writers() int
 }
 
@@ -91,12 +90,12 @@ type Fragments interface {
 type UpsertParts struct {
 	// Insert is the INSERT … VALUES … ON CONFLICT … DO UPDATE statement,
 	// rendered by GORM in the dialect's bind syntax, one placeholder per
-	// column in core.Columns order.
+	// column in storekit.Columns order.
 	Insert string
 	// The rest are for the trigger that runs right after Insert inserts a
 	// row under an execution id, in the same statement: the backfilled row
 	// of its (session, tool call id) pair, if any, is merged into it and
-	// deleted (core.Absorbs, core.MergeHistory, docs/CONTRACT.md §8.5).
+	// deleted (storekit.Absorbs, storekit.MergeHistory, docs/CONTRACT.md §8.5).
 	//
 	// History is the condition selecting that backfilled row, given how
 	// the trigger refers to the inserted row's value of a column (its
@@ -305,9 +304,9 @@ func MessageColumns() []string {
 // backfill sets itself (agent_execution_id 'unknown', source 'backfill',
 // updated_at): turn_id, the columns read from the metadata, observed_at
 // and settled_at, in declaration order.
-func HistoryColumns() []core.Column {
-	var out []core.Column
-	for _, c := range core.Columns {
+func HistoryColumns() []storekit.Column {
+	var out []storekit.Column
+	for _, c := range storekit.Columns {
 		switch c.Name {
 		case "id", "task_session_id", "task_id", "tool_call_id", "agent_execution_id", "source", "updated_at":
 			continue

@@ -10,16 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 	"gorm.io/gorm"
-
-	"github.com/subagentctx/subagentctx/core"
 )
 
 // The table evolves along one path (docs/CONTRACT.md §4 step 2): the
 // numbered steps — the non-additive changes of its history, each run once
 // and recorded in the meta table under VersionKey, as goose, River and
 // Temporal record theirs — then every column the declaration has and the
-// table lacks, added from core.Columns. A table an earlier build left
+// table lacks, added from storekit.Columns. A table an earlier build left
 // without a recorded version is placed by its catalog (inferVersion).
 
 // VersionKey is the meta table's key recording that numbered step v has
@@ -44,7 +44,7 @@ func (s *Store) steps(merged *int64) []Step {
 			if err != nil {
 				return err
 			}
-			for _, c := range []string{"source", "observed_at", core.SettledAtColumn} {
+			for _, c := range []string{"source", "observed_at", storekit.SettledAtColumn} {
 				if info.Column(c) == nil {
 					return nil // no build wrote a table without them, nor a doubled pair into one
 				}
@@ -137,7 +137,7 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 		return ev, s.opError("read the table's shape", err)
 	}
 	if !info.Exists {
-		return ev, core.Errorf("table %s does not exist", Table)
+		return ev, liberr.Errorf("table %s does not exist", Table)
 	}
 	if pending, placed := s.pending(info, versions); len(pending) == 0 && !placed &&
 		compare(s.d, s.tables, info).holds() {
@@ -293,7 +293,7 @@ func (s *Store) distributed(ctx context.Context) (bool, error) {
 // ("" for BEGIN), committed when fn returns nil and rolled back otherwise.
 func (s *Store) write(conn *gorm.DB, begin string, fn func(tx *gorm.DB) error) error {
 	if _, inTx := conn.Statement.ConnPool.(*sql.Tx); inTx {
-		return core.Errorf("the migration pass runs its own transactions: give the store a pool, not a transaction")
+		return liberr.Errorf("the migration pass runs its own transactions: give the store a pool, not a transaction")
 	}
 	if begin == "" {
 		begin = "BEGIN"

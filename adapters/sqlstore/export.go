@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
-// Export implements core.Exporter: one statement, its rows read as they
+// Export implements report.Exporter: one statement, its rows read as they
 // arrive, so an export of any size runs in constant memory here (the
 // database sorts: byte order has no index under a linguistic collation).
 // updated_at has no index: an export is a batch job that reads the table
 // once, and an index on a column every upsert rewrites would cost the hot
 // path (docs/CONTRACT.md §8.15).
-func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.Subagent, error] {
+func (s *Store) Export(ctx context.Context, q report.ExportQuery) iter.Seq2[core.Subagent, error] {
 	return func(yield func(core.Subagent, error) bool) {
 		if err := q.Validate(); err != nil {
 			yield(core.Subagent{}, &core.OpError{Op: "export", Err: err})
@@ -27,7 +29,7 @@ func (s *Store) Export(ctx context.Context, q core.ExportQuery) iter.Seq2[core.S
 			return
 		}
 		defer rows.Close()
-		dest := make([]any, len(core.Columns))
+		dest := make([]any, len(storekit.Columns))
 		for rows.Next() {
 			r, err := scanRow(rows, dest)
 			if err != nil {
@@ -56,18 +58,18 @@ const DefaultWriteHorizon = time.Minute
 // (NextSince). Every process writing to one database should use the same.
 func WithWriteHorizon(d time.Duration) Option { return func(s *Store) { s.horizon = d } }
 
-// NextSince implements core.Exporter (docs/CONTRACT.md §8.16): q's Until,
+// NextSince implements report.Exporter (docs/CONTRACT.md §8.16): q's Until,
 // or now less the write horizon when that is earlier, taken after any
 // migration pass in progress has ended (a pass's transaction may outlast
 // the horizon; what it stamped is committed once its lock is free).
-func (s *Store) NextSince(ctx context.Context, q core.ExportQuery) (time.Time, error) {
+func (s *Store) NextSince(ctx context.Context, q report.ExportQuery) (time.Time, error) {
 	if err := q.Validate(); err != nil {
 		return time.Time{}, &core.OpError{Op: "export", Err: err}
 	}
 	if err := s.waitForPass(ctx); err != nil {
 		return time.Time{}, err
 	}
-	h := core.CanonicalTime(s.now().Add(-s.horizon))
+	h := storekit.CanonicalTime(s.now().Add(-s.horizon))
 	if q.Until.IsZero() || h.Before(q.Until) {
 		return h, nil
 	}
@@ -81,7 +83,7 @@ func (s *Store) writeDeadline(ctx context.Context) (context.Context, context.Can
 }
 
 // exportStatement selects the rows of q in export order.
-func (s *Store) exportStatement(q core.ExportQuery) (string, []any) {
+func (s *Store) exportStatement(q report.ExportQuery) (string, []any) {
 	d := s.d
 	sess, id := d.Bytewise("task_session_id"), d.Bytewise("id")
 	updated := d.Instant("updated_at")
@@ -89,11 +91,11 @@ func (s *Store) exportStatement(q core.ExportQuery) (string, []any) {
 	var args []any
 	if !q.Since.IsZero() {
 		stmt += " AND " + updated + " >= ?"
-		args = append(args, core.CeilMicro(q.Since).UnixMicro())
+		args = append(args, storekit.CeilMicro(q.Since).UnixMicro())
 	}
 	if !q.Until.IsZero() {
 		stmt += " AND " + updated + " < ?"
-		args = append(args, core.CeilMicro(q.Until).UnixMicro())
+		args = append(args, storekit.CeilMicro(q.Until).UnixMicro())
 	}
 	if k := q.After; k != nil {
 		stmt += " AND (" + sess + " > ? OR (" + sess + " = ? AND " + id + " > ?))"

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 )
 
 // What the package's external tests (the golden statements, the Citus
@@ -21,7 +22,7 @@ func (s *Store) HealthSQL(since time.Time, distributed, whole bool) []struct {
 		SQL  string
 		Args []any
 	}
-	for _, st := range s.healthStatements(since, core.DefaultHealthPairs, distributed, whole) {
+	for _, st := range s.healthStatements(since, report.DefaultHealthPairs, distributed, whole) {
 		out = append(out, struct {
 			SQL  string
 			Args []any
@@ -34,10 +35,10 @@ func (s *Store) ListSQL(column, value string, page core.Page) (string, []any) {
 }
 func (s *Store) StatsSQL(where string) string  { return s.statsStatement(where) }
 func (s *Store) FanOutSQL(where string) string { return s.fanOutStatement(where) }
-func (s *Store) SessionsSQL(q core.SessionQuery) (string, []any) {
+func (s *Store) SessionsSQL(q report.SessionQuery) (string, []any) {
 	return s.sessionsStatement(q)
 }
-func (s *Store) OverviewSQL(q core.OverviewQuery) (string, []any) { return s.overviewStatement(q) }
+func (s *Store) OverviewSQL(q report.OverviewQuery) (string, []any) { return s.overviewStatement(q) }
 func (s *Store) FirstActivitySQL(where string, before time.Time) (string, string) {
 	rows, messages, _, _ := s.firstActivityStatements(where, before)
 	return rows, messages

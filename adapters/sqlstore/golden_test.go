@@ -20,6 +20,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 )
 
@@ -53,9 +54,9 @@ func TestGoldenStatements(t *testing.T) {
 			where := " WHERE task_session_id = ?"
 			rows, messages := s.FirstActivitySQL(where, time.Time{})
 			rowsBefore, messagesBefore := s.FirstActivitySQL(" WHERE task_session_id IN (?, ?)", capture)
-			sessions, sessionsArgs := s.SessionsSQL(core.SessionQuery{Since: capture, Until: capture.Add(time.Hour),
-				Prefix: "sess-", After: &core.SessionKey{LastObservedAt: capture, TaskSessionID: "sess-9"}, Limit: 50})
-			overview, overviewArgs := s.OverviewSQL(core.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)})
+			sessions, sessionsArgs := s.SessionsSQL(report.SessionQuery{Since: capture, Until: capture.Add(time.Hour),
+				Prefix: "sess-", After: &report.SessionKey{LastObservedAt: capture, TaskSessionID: "sess-9"}, Limit: 50})
+			overview, overviewArgs := s.OverviewSQL(report.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)})
 			merge, remove := s.RepairSQL()
 			cursor := &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}
 			starts, startsArgs := s.TurnStartsSQL("sess-1", cursor, false, 26)
@@ -67,7 +68,7 @@ func TestGoldenStatements(t *testing.T) {
 					"\n-- every row of the page's turns (two, and the rows without one)\n" +
 					withArgs(turnRows, turnRowsArgs),
 				"schema.sql":            strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
-				"upsert.sql":            "-- per row; the arguments are core.Columns' values in order\n" + s.UpsertSQL() + ";\n",
+				"upsert.sql":            "-- per row; the arguments are storekit.Columns' values in order\n" + s.UpsertSQL() + ";\n",
 				"list_by_session.sql":   withArgs(list, listArgs),
 				"list_keyset.sql":       withArgs(keyset, keysetArgs),
 				"subagent_messages.sql": s.MessagesSQL() + ";\n",

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // The record moves between stores as an export (docs/CONTRACT.md §3.3,
@@ -25,9 +28,9 @@ func (s *Store) Keys(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	for name, k := range map[string]core.KeyReading{
-		core.CaptureSinceKey: a.CaptureSince, core.ExecutionSinceKey: a.ExecutionSince,
-		core.BackfillThroughKey: a.BackfillThrough, core.PrunedBeforeKey: a.PrunedBefore,
+	for name, k := range map[string]report.KeyReading{
+		storekit.CaptureSinceKey: a.CaptureSince, storekit.ExecutionSinceKey: a.ExecutionSince,
+		storekit.BackfillThroughKey: a.BackfillThrough, storekit.PrunedBeforeKey: a.PrunedBefore,
 	} {
 		if k.Present {
 			out[name] = k.Raw
@@ -71,7 +74,7 @@ func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Se
 ) (ImportResult, error) {
 	var res ImportResult
 	if s.readOnly {
-		return res, core.Errorf("import: the store is read-only")
+		return res, liberr.Errorf("import: the store is read-only")
 	}
 	batch := make([]core.Subagent, 0, importBatch)
 	flush := func() error {
@@ -104,7 +107,7 @@ func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Se
 	}
 	for r, err := range rows {
 		if err != nil {
-			return res, core.Errorf("import: read row %d: %w", res.Rows+int64(len(batch))+1, err)
+			return res, liberr.Errorf("import: read row %d: %w", res.Rows+int64(len(batch))+1, err)
 		}
 		if batch = append(batch, r); len(batch) == importBatch {
 			if err := flush(); err != nil {
@@ -126,7 +129,7 @@ func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *Imp
 		return err
 	}
 	db := s.db.WithContext(ctx)
-	for _, name := range []string{core.BackfillThroughKey, core.CaptureSinceKey, core.ExecutionSinceKey} {
+	for _, name := range []string{storekit.BackfillThroughKey, storekit.CaptureSinceKey, storekit.ExecutionSinceKey} {
 		v, ok := keys[name]
 		switch {
 		case !ok:
@@ -143,15 +146,15 @@ func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *Imp
 			}
 		}
 	}
-	if v, ok := keys[core.PrunedBeforeKey]; ok {
-		k := core.ParseKey(true, v)
+	if v, ok := keys[storekit.PrunedBeforeKey]; ok {
+		k := storekit.ParseKey(true, v)
 		if !k.Usable() {
-			return core.Errorf("import: %s %q is not an instant", core.PrunedBeforeKey, v)
+			return liberr.Errorf("import: %s %q is not an instant", storekit.PrunedBeforeKey, v)
 		}
 		if _, moved, err := s.advanceBoundary(ctx, *k.Time); err != nil {
 			return s.opError("import the retention boundary", err)
 		} else if moved {
-			res.KeysWritten = append(res.KeysWritten, core.PrunedBeforeKey)
+			res.KeysWritten = append(res.KeysWritten, storekit.PrunedBeforeKey)
 		}
 	}
 	return nil

@@ -7,37 +7,38 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
-// This file writes core.Merge's rules as SQL, once, for every statement
+// This file writes storekit.Merge's rules as SQL, once, for every statement
 // that merges: the upsert (a frame over the stored row), the backfill
 // meeting a row live frames wrote first, and the repair of a pair an
-// earlier build left with two rows (history under live: core.MergeHistory).
+// earlier build left with two rows (history under live: storekit.MergeHistory).
 // Each statement says how it refers to the stored and the incoming value
 // of a column.
 
 // ref is how a statement refers to one side's value of a column.
 type ref = func(column string) string
 
-// mergeExpr is the value core.MergeInto gives a column from its stored and
+// mergeExpr is the value storekit.MergeInto gives a column from its stored and
 // incoming values, as its declared rule says (docs/CONTRACT.md §3.2), or
 // "" for a column the rule never changes (key, write-once). In an
 // UPDATE's SET list every reference reads the row as it was before the
 // statement, on both dialects, so the order of assignments does not
 // matter.
-func mergeExpr(c core.Column, stored, incoming ref) string {
+func mergeExpr(c storekit.Column, stored, incoming ref) string {
 	s, in := stored(c.Name), incoming(c.Name)
 	switch c.Rule {
-	case core.RuleFirstWins:
+	case storekit.RuleFirstWins:
 		return "COALESCE(" + s + ", " + in + ")"
-	case core.RuleFillForward:
+	case storekit.RuleFillForward:
 		return "COALESCE(" + in + ", " + s + ")"
-	case core.RuleFrozenOnceSettled:
-		settled := stored(core.SettledAtColumn)
+	case storekit.RuleFrozenOnceSettled:
+		settled := stored(storekit.SettledAtColumn)
 		return "CASE WHEN " + settled + " IS NOT NULL THEN " + s + " ELSE COALESCE(" + in + ", " + s + ") END"
-	case core.RuleSticky:
+	case storekit.RuleSticky:
 		return "CASE WHEN " + s + " = 1 OR " + in + " = 1 THEN 1 ELSE 0 END"
-	case core.RuleLastWrite:
+	case storekit.RuleLastWrite:
 		return in
 	}
 	return ""
@@ -49,12 +50,12 @@ func mergeExpr(c core.Column, stored, incoming ref) string {
 func excluded(c string) string { return "excluded." + c }
 func current(c string) string  { return `"` + Table + `"."` + c + `"` }
 
-// mergeSet is core.Merge written as the upsert's DO UPDATE, one assignment
+// mergeSet is storekit.Merge written as the upsert's DO UPDATE, one assignment
 // per column from its declared rule (AC-14: no read-then-write). Key and
 // write-once columns are absent: they never change.
 func mergeSet() clause.Set {
 	var set clause.Set
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		if e := mergeExpr(c, current, excluded); e != "" {
 			set = append(set, clause.Assignment{Column: clause.Column{Name: c.Name}, Value: clause.Expr{SQL: e}})
 		}
@@ -62,7 +63,7 @@ func mergeSet() clause.Set {
 	return set
 }
 
-// historySet is core.MergeHistory as an UPDATE's SET list over a row live
+// historySet is storekit.MergeHistory as an UPDATE's SET list over a row live
 // frames wrote first (target refers to it), with history the stored side:
 // history gives the write-once columns (but the id, which the row keeps)
 // and what its rules let it keep, the row's own values follow the
@@ -71,13 +72,13 @@ func mergeSet() clause.Set {
 // has admits are set (nil: all of them).
 func historySet(history, target ref, written string, has func(column string) bool) string {
 	var set []string
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		switch {
 		case has != nil && !has(c.Name):
-		case c.Rule == core.RuleKey || c.Name == "id":
-		case c.Rule == core.RuleWriteOnce:
+		case c.Rule == storekit.RuleKey || c.Name == "id":
+		case c.Rule == storekit.RuleWriteOnce:
 			set = append(set, c.Name+" = "+history(c.Name))
-		case c.Rule == core.RuleLastWrite:
+		case c.Rule == storekit.RuleLastWrite:
 			if written != "" {
 				set = append(set, c.Name+" = "+written)
 			}
@@ -107,7 +108,7 @@ func samePair(a, b string) string {
 }
 
 // backfilled is the condition on alias's row that it is a row the backfill
-// wrote, not yet absorbed by a live one (core.Absorbs).
+// wrote, not yet absorbed by a live one (storekit.Absorbs).
 func backfilled(alias string) string {
 	if alias != "" {
 		alias += "."
@@ -118,13 +119,13 @@ func backfilled(alias string) string {
 
 // historyOf is the condition that selects, among the rows, the one the
 // backfill wrote for the pair of an inserted row (new refers to its
-// values), not yet absorbed by a live one (core.Absorbs).
+// values), not yet absorbed by a live one (storekit.Absorbs).
 func historyOf(new ref) string {
 	return `task_session_id = ` + new("task_session_id") + ` AND tool_call_id = ` + new("tool_call_id") +
 		` AND agent_execution_id = '` + core.UnknownExecution + `' AND source = '` + string(core.SourceBackfill) + `'`
 }
 
-// absorbing is core.MergeHistory as the SET list a dialect's trigger runs
+// absorbing is storekit.MergeHistory as the SET list a dialect's trigger runs
 // over the row just inserted (target), history's values referred to by
 // history; updated_at stays the insert's.
 func absorbing(history, target ref) string { return historySet(history, target, "", nil) }
@@ -133,13 +134,13 @@ func absorbing(history, target ref) string { return historySet(history, target, 
 // UPDATE SET … from clauses, in the handle's dialect (quoting, bind
 // variables), with one placeholder per declared column.
 func (s *Store) renderInsert() (string, error) {
-	cols := make([]clause.Column, len(core.Columns))
-	values := make([]any, len(core.Columns))
-	for i, c := range core.Columns {
+	cols := make([]clause.Column, len(storekit.Columns))
+	values := make([]any, len(storekit.Columns))
+	for i, c := range storekit.Columns {
 		cols[i] = clause.Column{Name: c.Name}
 	}
-	key := make([]clause.Column, len(core.KeyColumns))
-	for i, c := range core.KeyColumns {
+	key := make([]clause.Column, len(storekit.KeyColumns))
+	for i, c := range storekit.KeyColumns {
 		key[i] = clause.Column{Name: c}
 	}
 	db := s.db.Session(&gorm.Session{DryRun: true, NewDB: true})
@@ -154,7 +155,7 @@ func (s *Store) renderInsert() (string, error) {
 // repairStatements merge, in every (session, tool call id) pair an earlier
 // build (or the reference host's own writer) left with a backfilled row
 // and a row under an execution id, the backfilled row into the first
-// other row (history under live, core.MergeHistory), then delete the
+// other row (history under live, storekit.MergeHistory), then delete the
 // backfilled rows so merged. The update takes updated_at; the count of
 // rows it updates is the number of pairs repaired. It runs before the
 // shape step adds the declared columns the table lacks, so it merges the

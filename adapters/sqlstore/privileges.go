@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/subagentctx/subagentctx/internal/liberr"
 	"gorm.io/gorm"
-
-	"github.com/subagentctx/subagentctx/core"
 )
 
 // Part is a part of the library that uses the database, by the privileges
@@ -59,7 +58,7 @@ func Grants(t Tables, part Part) ([]Grant, error) {
 	case PartPrune:
 		return []Grant{{[]string{"SELECT", "DELETE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta}}, nil
 	}
-	return nil, core.Errorf("no part %q: want one of %s", part, joinParts())
+	return nil, liberr.Errorf("no part %q: want one of %s", part, joinParts())
 }
 
 func joinParts() string {
@@ -101,7 +100,7 @@ func (s *Store) CheckPrivileges(ctx context.Context, part Part) error {
 				return s.opError("check the role's privileges", err)
 			}
 			if !has {
-				return core.Errorf("%w: %s on %s, which the %s path needs (GRANT %s ON %s TO the role; "+
+				return liberr.Errorf("%w: %s on %s, which the %s path needs (GRANT %s ON %s TO the role; "+
 					"subagentctl grants --role NAME --part %s prints them all)", ErrPrivilege, p, g.Table, part, p,
 					g.Table, part)
 			}
@@ -114,10 +113,10 @@ func (s *Store) CheckPrivileges(ctx context.Context, part Part) error {
 // host's tables t.
 func GrantSQL(t Tables, part Part, role string) ([]string, error) {
 	if role == "" || len(role) > 63 || strings.ContainsRune(role, 0) {
-		return nil, core.Errorf("grants: the role %q: want a role name of 1 to 63 bytes without NUL", role)
+		return nil, liberr.Errorf("grants: the role %q: want a role name of 1 to 63 bytes without NUL", role)
 	}
 	if err := t.Validate(); err != nil {
-		return nil, core.Errorf("%w", err)
+		return nil, liberr.Errorf("%w", err)
 	}
 	grants, err := Grants(t, part)
 	if err != nil {

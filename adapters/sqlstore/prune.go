@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // DefaultPruneBatch is how many rows one statement of a prune deletes by
@@ -39,13 +41,13 @@ func (s *Store) Prune(ctx context.Context, before time.Time, opts ...PruneOption
 	}
 	switch {
 	case o.batch < 1:
-		return res, core.Errorf("prune: batches of %d rows, want at least 1", o.batch)
+		return res, liberr.Errorf("prune: batches of %d rows, want at least 1", o.batch)
 	case s.readOnly:
-		return res, core.Errorf("prune: the store is read-only")
+		return res, liberr.Errorf("prune: the store is read-only")
 	case before.IsZero():
-		return res, core.Errorf("prune: no time given")
+		return res, liberr.Errorf("prune: no time given")
 	case before.After(s.now()):
-		return res, core.Errorf("prune: %s is in the future: rows are still being written before it",
+		return res, liberr.Errorf("prune: %s is in the future: rows are still being written before it",
 			before.UTC().Format(time.RFC3339Nano))
 	}
 	a, err := s.Activation(ctx)
@@ -57,16 +59,16 @@ func (s *Store) Prune(ctx context.Context, before time.Time, opts ...PruneOption
 	for _, k := range []struct {
 		name    string
 		present bool
-	}{{core.BackfillThroughKey, a.BackfillThrough.Present}, {core.CaptureSinceKey, a.CaptureSince.Present}} {
+	}{{storekit.BackfillThroughKey, a.BackfillThrough.Present}, {storekit.CaptureSinceKey, a.CaptureSince.Present}} {
 		if !k.present {
-			return res, core.Errorf("prune: the record is not activated (no %s): run the migration pass first; "+
+			return res, liberr.Errorf("prune: the record is not activated (no %s): run the migration pass first; "+
 				"its backfill would recover what a prune deletes", k.name)
 		}
 	}
 	if err := s.CheckPrivileges(ctx, PartPrune); err != nil {
 		return res, err
 	}
-	boundary, advanced, err := s.advanceBoundary(ctx, core.CanonicalTime(before))
+	boundary, advanced, err := s.advanceBoundary(ctx, storekit.CanonicalTime(before))
 	if err != nil {
 		return res, s.opError("prune: write the retention boundary", err)
 	}
@@ -92,23 +94,23 @@ func (s *Store) advanceBoundary(ctx context.Context, t time.Time) (time.Time, bo
 	meta := quote(s.tables.Meta)
 	for {
 		var current []string
-		if err := db.Raw(`SELECT value FROM `+meta+` WHERE "key" = ?`, core.PrunedBeforeKey).
+		if err := db.Raw(`SELECT value FROM `+meta+` WHERE "key" = ?`, storekit.PrunedBeforeKey).
 			Scan(&current).Error; err != nil {
 			return t, false, err
 		}
 		if len(current) == 0 {
-			ok, err := s.writeKey(db, core.PrunedBeforeKey, formatKey(t))
+			ok, err := s.writeKey(db, storekit.PrunedBeforeKey, formatKey(t))
 			if err != nil || ok {
 				return t, ok, err
 			}
 			continue // another prune wrote it first: compare with that
 		}
-		k := core.ParseKey(true, current[0])
+		k := storekit.ParseKey(true, current[0])
 		if k.Usable() && !k.Time.Before(t) {
 			return *k.Time, false, nil
 		}
 		res := db.Exec(`UPDATE `+meta+` SET value = ? WHERE "key" = ? AND value = ?`,
-			formatKey(t), core.PrunedBeforeKey, current[0])
+			formatKey(t), storekit.PrunedBeforeKey, current[0])
 		if res.Error != nil {
 			return t, false, res.Error
 		}

@@ -13,55 +13,57 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/rowmaps"
 )
 
 // Activation reads the three keys (docs/CONTRACT.md §5.1).
-func (s *Store) Activation(ctx context.Context) (core.Activation, error) {
+func (s *Store) Activation(ctx context.Context) (report.Activation, error) {
 	return s.activation(s.db.WithContext(ctx))
 }
 
-func (s *Store) activation(db *gorm.DB) (core.Activation, error) {
+func (s *Store) activation(db *gorm.DB) (report.Activation, error) {
 	// No meta table: no pass ever ran here, so no key is present — not
 	// activated, which is what every reader must say (health: exit 3).
 	if ok, err := s.d.TableExists(db.Statement.Context, db, s.tables.Meta); err != nil {
-		return core.Activation{}, s.opError("read activation keys", err)
+		return report.Activation{}, s.opError("read activation keys", err)
 	} else if !ok {
-		return core.NewActivation(nil), nil
+		return storekit.NewActivation(nil), nil
 	}
 	var kv []struct{ Key, Value string }
 	err := db.Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" IN ?`,
-		[]string{core.CaptureSinceKey, core.ExecutionSinceKey, core.BackfillThroughKey, core.PrunedBeforeKey}).
+		[]string{storekit.CaptureSinceKey, storekit.ExecutionSinceKey, storekit.BackfillThroughKey, storekit.PrunedBeforeKey}).
 		Scan(&kv).Error
 	if err != nil {
-		return core.Activation{}, s.opError("read activation keys", err)
+		return report.Activation{}, s.opError("read activation keys", err)
 	}
 	keys := make(map[string]string, len(kv))
 	for _, p := range kv {
 		keys[p.Key] = p.Value
 	}
-	return core.NewActivation(keys), nil
+	return storekit.NewActivation(keys), nil
 }
 
 // Health runs the health check (docs/CONTRACT.md §5.2) over the window q
 // asks for, in one statement, so both sides are read in one snapshot. It
 // does not run without a usable capture_since; collisions are not
 // reported in capture_only.
-func (s *Store) Health(ctx context.Context, q core.HealthQuery) (core.Health, error) {
+func (s *Store) Health(ctx context.Context, q report.HealthQuery) (report.Health, error) {
 	if err := q.Validate(); err != nil {
-		return core.Health{}, &core.OpError{Op: "health check", Err: err}
+		return report.Health{}, &core.OpError{Op: "health check", Err: err}
 	}
 	a, err := s.Activation(ctx)
 	if err != nil {
-		return core.Health{}, err
+		return report.Health{}, err
 	}
-	h, since, ok := core.HealthPrecondition(a, q)
+	h, since, ok := storekit.HealthPrecondition(a, q)
 	if !ok {
 		return h, nil
 	}
 	distributed, err := s.distributed(ctx)
 	if err != nil {
-		return core.Health{}, s.opError("health check", err)
+		return report.Health{}, s.opError("health check", err)
 	}
 	var out []map[string]any
 	err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) error {
@@ -76,11 +78,11 @@ func (s *Store) Health(ctx context.Context, q core.HealthQuery) (core.Health, er
 		return nil
 	})
 	if err != nil {
-		return core.Health{}, s.opError("health check", err)
+		return report.Health{}, s.opError("health check", err)
 	}
 	for _, r := range out {
 		if err := s.healthRow(&h, a, r); err != nil {
-			return core.Health{}, s.opError("health check", err)
+			return report.Health{}, s.opError("health check", err)
 		}
 	}
 	return h, nil
@@ -88,7 +90,7 @@ func (s *Store) Health(ctx context.Context, q core.HealthQuery) (core.Health, er
 
 // healthRow reads one row of the health statement into h: the counts
 // (part 0), a missing pair (1) or an excess pair (2).
-func (s *Store) healthRow(h *core.Health, a core.Activation, r map[string]any) error {
+func (s *Store) healthRow(h *report.Health, a report.Activation, r map[string]any) error {
 	num := func(col string) (*big.Int, error) { return integer(r[col]) }
 	if r["part"] == nil {
 		return fmt.Errorf("a health row without its part: %v", r)
@@ -142,14 +144,14 @@ func (s *Store) healthRow(h *core.Health, a core.Activation, r map[string]any) e
 		if err != nil || first == nil {
 			return fmt.Errorf("a missing pair's first message %v: %v", r["due_first"], err)
 		}
-		h.Missing = append(h.Missing, core.Pair{TaskSessionID: text("task_session_id"),
+		h.Missing = append(h.Missing, report.Pair{TaskSessionID: text("task_session_id"),
 			ToolCallID: text("tool_call_id"), FirstSeen: *first})
 	case 2:
 		first, err := instant("recent_first")
 		if err != nil || first == nil {
 			return fmt.Errorf("an excess pair's first row %v: %v", r["recent_first"], err)
 		}
-		h.Extra = append(h.Extra, core.Pair{TaskSessionID: text("task_session_id"),
+		h.Extra = append(h.Extra, report.Pair{TaskSessionID: text("task_session_id"),
 			ToolCallID: text("tool_call_id"), FirstSeen: *first})
 	}
 	return nil
@@ -164,7 +166,7 @@ func micros(v sql.NullInt64) *time.Time {
 }
 
 // scope is a StatsQuery as a WHERE clause with its argument.
-func scope(q core.StatsQuery) (string, []any) {
+func scope(q report.StatsQuery) (string, []any) {
 	switch {
 	case q.TaskSessionID != "":
 		return " WHERE task_session_id = ?", []any{q.TaskSessionID}
@@ -176,23 +178,23 @@ func scope(q core.StatsQuery) (string, []any) {
 
 // Stats computes coverage-aware statistics with SQL aggregates; nothing is
 // loaded row by row (docs/CONTRACT.md §5.3).
-func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error) {
+func (s *Store) Stats(ctx context.Context, q report.StatsQuery) (report.Stats, error) {
 	if err := q.Validate(); err != nil {
-		return core.Stats{}, &core.OpError{Op: "stats", Err: err}
+		return report.Stats{}, &core.OpError{Op: "stats", Err: err}
 	}
 	a, err := s.Activation(ctx)
 	if err != nil {
-		return core.Stats{}, err
+		return report.Stats{}, err
 	}
-	st := core.Stats{Query: q, Activation: a}
+	st := report.Stats{Query: q, Activation: a}
 	where, args := scope(q)
 	db := s.db.WithContext(ctx)
 	aggs, err := rowmaps.Query(db, s.statsStatement(where), args...)
 	if err != nil {
-		return core.Stats{}, s.opError("stats", err)
+		return report.Stats{}, s.opError("stats", err)
 	}
 	if len(aggs) != 1 {
-		return core.Stats{}, &core.OpError{
+		return report.Stats{}, &core.OpError{
 			Op:  "stats",
 			Err: fmt.Errorf("the aggregate returned %d rows, want 1", len(aggs)),
 		}
@@ -216,24 +218,24 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 	for _, m := range st.Metrics() {
 		for _, part := range []struct {
 			src  core.Source
-			dst  *core.Metric
+			dst  *report.Metric
 			rows int64
 		}{{core.SourceLive, &m.Stats.Live, st.Live}, {core.SourceBackfill, &m.Stats.Backfill, st.Backfill}} {
 			prefix := m.Column + "_" + string(part.src)
 			hi, err := integer(agg[prefix+"_hi"])
 			if err != nil {
-				return core.Stats{}, &core.OpError{Op: "stats", Err: err}
+				return report.Stats{}, &core.OpError{Op: "stats", Err: err}
 			}
 			lo, err := integer(agg[prefix+"_lo"])
 			if err != nil {
-				return core.Stats{}, &core.OpError{Op: "stats", Err: err}
+				return report.Stats{}, &core.OpError{Op: "stats", Err: err}
 			}
 			sum := hi.Lsh(hi, 32)
 			sum.Add(sum, lo)
 			part.dst.Set(part.rows, n(prefix+"_n"), sum)
 		}
 		all := new(big.Int)
-		for _, p := range []*core.Metric{&m.Stats.Live, &m.Stats.Backfill} {
+		for _, p := range []*report.Metric{&m.Stats.Live, &m.Stats.Backfill} {
 			if p.Sum != nil {
 				all.Add(all, p.Sum)
 			}
@@ -241,16 +243,16 @@ func (s *Store) Stats(ctx context.Context, q core.StatsQuery) (core.Stats, error
 		m.Stats.All.Set(st.Subagents, m.Stats.Live.Reported+m.Stats.Backfill.Reported, all)
 	}
 	if bad != nil {
-		return core.Stats{}, &core.OpError{Op: "stats", Err: bad}
+		return report.Stats{}, &core.OpError{Op: "stats", Err: bad}
 	}
 	if err := db.Raw(s.fanOutStatement(where), args...).Scan(&st.FanOutPerTurn).Error; err != nil {
-		return core.Stats{}, s.opError("stats: fan-out", err)
+		return report.Stats{}, s.opError("stats: fan-out", err)
 	}
 	if st.FanOutPerTurn == nil {
-		st.FanOutPerTurn = []core.FanOut{}
+		st.FanOutPerTurn = []report.FanOut{}
 	}
 	if err := s.coverage(ctx, q, &st); err != nil {
-		return core.Stats{}, err
+		return report.Stats{}, err
 	}
 	return st, nil
 }
@@ -277,9 +279,9 @@ func integer(v any) (*big.Int, error) {
 	return nil, fmt.Errorf("aggregate %v (%T) is not an integer", v, v)
 }
 
-// Sessions implements core.Reader: the summaries from one grouping, each
+// Sessions implements report.Reader: the summaries from one grouping, each
 // with its coverage verdict from its first activity.
-func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.SessionSummary, error) {
+func (s *Store) Sessions(ctx context.Context, q report.SessionQuery) ([]report.SessionSummary, error) {
 	if err := q.Validate(); err != nil {
 		return nil, &core.OpError{Op: "sessions", Err: err}
 	}
@@ -296,7 +298,7 @@ func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.Sessi
 	if err := s.db.WithContext(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
 		return nil, s.opError("sessions", err)
 	}
-	sums := make([]core.SessionSummary, len(out))
+	sums := make([]report.SessionSummary, len(out))
 	if len(out) == 0 {
 		return sums, nil
 	}
@@ -325,22 +327,22 @@ func (s *Store) Sessions(ctx context.Context, q core.SessionQuery) ([]core.Sessi
 		if !ok {
 			f = &bound
 		}
-		sums[i] = core.SessionSummary{TaskSessionID: o.TaskSessionID, TaskID: o.TaskID, Subagents: o.Subagents,
+		sums[i] = report.SessionSummary{TaskSessionID: o.TaskSessionID, TaskID: o.TaskID, Subagents: o.Subagents,
 			Turns: o.Turns, MaxFanOut: o.MaxFanOut, Open: o.Open,
 			FirstObservedAt: time.UnixMicro(o.FirstUs).UTC(), LastObservedAt: time.UnixMicro(o.LastUs).UTC(),
-			Coverage: core.CoverageOf(a, o.TaskSessionID, f)}
+			Coverage: storekit.CoverageOf(a, o.TaskSessionID, f)}
 	}
 	return sums, nil
 }
 
 // coverage gives each session in scope a verdict from its first activity.
-func (s *Store) coverage(ctx context.Context, q core.StatsQuery, st *core.Stats) error {
+func (s *Store) coverage(ctx context.Context, q report.StatsQuery, st *report.Stats) error {
 	where, args := scope(q)
 	first, err := s.firstActivity(ctx, where, args, time.Time{})
 	if err != nil {
 		return err
 	}
-	st.AddCoverage(first)
+	storekit.AddCoverage(st, first)
 	return nil
 }
 
@@ -395,11 +397,11 @@ func (s *Store) firstActivity(
 	return first, nil
 }
 
-// Overview implements core.Overviewer with one statement
+// Overview implements report.Overviewer with one statement
 // (overviewStatement), its rows assembled into the breakdowns here.
-func (s *Store) Overview(ctx context.Context, q core.OverviewQuery) (core.Overview, error) {
+func (s *Store) Overview(ctx context.Context, q report.OverviewQuery) (report.Overview, error) {
 	if err := q.Validate(); err != nil {
-		return core.Overview{}, &core.OpError{Op: "overview", Err: err}
+		return report.Overview{}, &core.OpError{Op: "overview", Err: err}
 	}
 	sql, args := s.overviewStatement(q)
 	var rows []map[string]any
@@ -408,25 +410,25 @@ func (s *Store) Overview(ctx context.Context, q core.OverviewQuery) (core.Overvi
 		return err
 	})
 	if err != nil {
-		return core.Overview{}, s.opError("overview", err)
+		return report.Overview{}, s.opError("overview", err)
 	}
 	o, err := assembleOverview(q, rows)
 	if err != nil {
-		return core.Overview{}, &core.OpError{Op: "overview", Err: err}
+		return report.Overview{}, &core.OpError{Op: "overview", Err: err}
 	}
 	return o, nil
 }
 
 // assembleOverview reads overviewStatement's rows into an overview.
-func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overview, error) {
-	o := core.Overview{Query: q}
-	into := map[string]*core.Breakdown{"tool_status": &o.ToolStatus, "agent_status": &o.AgentStatus,
+func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Overview, error) {
+	o := report.Overview{Query: q}
+	into := map[string]*report.Breakdown{"tool_status": &o.ToolStatus, "agent_status": &o.AgentStatus,
 		"subagent_type": &o.SubagentType, "model": &o.Model}
 	type key struct {
 		dim   string
 		place int64
 	}
-	listed := map[key]*core.Group{}
+	listed := map[key]*report.Group{}
 	var bad error
 	num := func(r map[string]any, col string) int64 {
 		v, err := integer(r[col])
@@ -446,16 +448,16 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 		}
 		return nil
 	}
-	group := func(r map[string]any) *core.Group {
+	group := func(r map[string]any) *report.Group {
 		k := key{*text(r["dim"]), num(r, "place")}
 		g := listed[k]
 		if g == nil {
-			g = &core.Group{Value: text(r["k"])}
+			g = &report.Group{Value: text(r["k"])}
 			listed[k] = g
 		}
 		return g
 	}
-	part := func(g *core.Group, source string) *core.Figures {
+	part := func(g *report.Group, source string) *report.Figures {
 		switch source {
 		case string(core.SourceLive):
 			return &g.Live
@@ -487,7 +489,7 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 			f.Invocations, f.Failed = num(r, "n"), num(r, "failed")
 			for _, m := range []struct {
 				col string
-				dst *core.Metric
+				dst *report.Metric
 			}{{"total_tokens", &f.TotalTokens}, {"tool_use_count", &f.ToolUseCount}} {
 				hi, err1 := integer(r[m.col+"_hi"])
 				lo, err2 := integer(r[m.col+"_lo"])
@@ -497,7 +499,7 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 				sum := hi.Lsh(hi, 32)
 				m.dst.Set(f.Invocations, num(r, m.col+"_n"), sum.Add(sum, lo))
 			}
-			f.Duration = &core.Distribution{Reported: num(r, "duration_n")}
+			f.Duration = &report.Distribution{Reported: num(r, "duration_n")}
 		case 2:
 			b := into[*text(r["dim"])]
 			b.OtherRows, b.Others = num(r, "n"), num(r, "failed")
@@ -512,7 +514,7 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 	for k, g := range listed {
 		b := into[k.dim]
 		for len(b.Groups) < int(k.place) {
-			b.Groups = append(b.Groups, core.Group{})
+			b.Groups = append(b.Groups, report.Group{})
 		}
 		b.Groups[k.place-1] = *g
 	}
@@ -524,13 +526,13 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 			}
 			sumFigures(g)
 			withDurations := durationsRanked(dim)
-			for source, f := range map[string]*core.Figures{"all": &g.All, string(core.SourceLive): &g.Live,
+			for source, f := range map[string]*report.Figures{"all": &g.All, string(core.SourceLive): &g.Live,
 				string(core.SourceBackfill): &g.Backfill} {
 				if !withDurations {
 					f.Duration = nil
 					continue
 				}
-				d := core.Distribution{}
+				d := report.Distribution{}
 				if f.Duration != nil {
 					d.Reported = f.Duration.Reported
 				}
@@ -538,10 +540,10 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 				ranked := durations[ranks{key{dim, int64(i + 1)}, source}]
 				for j := 0; j+1 < len(ranked); j += 2 {
 					v := ranked[j+1]
-					if ranked[j] == core.Rank(50, d.Reported) {
+					if ranked[j] == storekit.Rank(50, d.Reported) {
 						d.Median = &v
 					}
-					if ranked[j] == core.Rank(95, d.Reported) {
+					if ranked[j] == storekit.Rank(95, d.Reported) {
 						d.P95 = &ranked[j+1]
 					}
 				}
@@ -552,7 +554,7 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 			}
 		}
 		if b.Groups == nil {
-			b.Groups = []core.Group{}
+			b.Groups = []report.Group{}
 		}
 	}
 	o.Rows = o.Live + o.Backfill
@@ -561,15 +563,15 @@ func assembleOverview(q core.OverviewQuery, rows []map[string]any) (core.Overvie
 
 // sumFigures makes a group's All the sum of its live and backfilled
 // figures (its duration ranks come from the statement, over both).
-func sumFigures(g *core.Group) {
+func sumFigures(g *report.Group) {
 	l, b := g.Live, g.Backfill
 	a := &g.All
 	a.Invocations, a.Failed = l.Invocations+b.Invocations, l.Failed+b.Failed
-	for _, m := range []struct{ dst, l, b *core.Metric }{
+	for _, m := range []struct{ dst, l, b *report.Metric }{
 		{&a.TotalTokens, &l.TotalTokens, &b.TotalTokens}, {&a.ToolUseCount, &l.ToolUseCount, &b.ToolUseCount},
 	} {
 		sum := new(big.Int)
-		for _, p := range []*core.Metric{m.l, m.b} {
+		for _, p := range []*report.Metric{m.l, m.b} {
 			if p.Sum != nil {
 				sum.Add(sum, p.Sum)
 			}
@@ -577,22 +579,22 @@ func sumFigures(g *core.Group) {
 		m.dst.Set(a.Invocations, m.l.Reported+m.b.Reported, sum)
 	}
 	var reported int64
-	for _, p := range []*core.Figures{&l, &b} {
+	for _, p := range []*report.Figures{&l, &b} {
 		if p.Duration != nil {
 			reported += p.Duration.Reported
 		}
 	}
-	a.Duration = &core.Distribution{Reported: reported}
+	a.Duration = &report.Distribution{Reported: reported}
 }
 
-// Timeline implements core.Timeliner (docs/CONTRACT.md §5.6): one grouped
+// Timeline implements report.Timeliner (docs/CONTRACT.md §5.6): one grouped
 // statement over the window's rows, read through the observed_at index,
 // each row's bucket its instant's Unix microseconds divided by the
 // bucket's, rounded down, in SQL integers — no time zone, no collation —
 // and the tokens' sum exact (in two 32-bit halves, as the statistics').
-func (s *Store) Timeline(ctx context.Context, q core.TimelineQuery) (core.Timeline, error) {
+func (s *Store) Timeline(ctx context.Context, q report.TimelineQuery) (report.Timeline, error) {
 	if err := q.Validate(); err != nil {
-		return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+		return report.Timeline{}, &core.OpError{Op: "timeline", Err: err}
 	}
 	sql, args := s.timelineStatement(q)
 	var rows []map[string]any
@@ -601,34 +603,34 @@ func (s *Store) Timeline(ctx context.Context, q core.TimelineQuery) (core.Timeli
 		return err
 	})
 	if err != nil {
-		return core.Timeline{}, s.opError("timeline", err)
+		return report.Timeline{}, s.opError("timeline", err)
 	}
-	t := core.Timeline{Query: q}
+	t := report.Timeline{Query: q}
 	for _, r := range rows {
 		var v [5]*big.Int
 		for i, col := range []string{"k", "n", "failed", "reported", "hi"} {
 			if v[i], err = integer(r[col]); err != nil {
-				return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+				return report.Timeline{}, &core.OpError{Op: "timeline", Err: err}
 			}
 		}
 		lo, err := integer(r["lo"])
 		if err != nil {
-			return core.Timeline{}, &core.OpError{Op: "timeline", Err: err}
+			return report.Timeline{}, &core.OpError{Op: "timeline", Err: err}
 		}
 		sum := v[4].Lsh(v[4], 32)
 		sum.Add(sum, lo)
-		t.Buckets = append(t.Buckets, core.BucketFromSQL(q, v[0].Int64(), v[1].Int64(), v[2].Int64(), v[3].Int64(), sum))
+		t.Buckets = append(t.Buckets, storekit.BucketFromSQL(q, v[0].Int64(), v[1].Int64(), v[2].Int64(), v[3].Int64(), sum))
 	}
 	return t, nil
 }
 
 // timelineStatement groups the window's rows by bucket, the earliest
 // first.
-func (s *Store) timelineStatement(q core.TimelineQuery) (string, []any) {
+func (s *Store) timelineStatement(q report.TimelineQuery) (string, []any) {
 	within, args := s.d.Within("observed_at", q.Since, q.Until)
 	b := q.Bucket.Microseconds()
 	i := s.d.Instant("observed_at")
-	failed := "'" + strings.Join(core.FailedToolStatuses(), "', '") + "'"
+	failed := "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
 	// (i - ((i % b) + b) % b) / b is i / b rounded down, whatever i's sign.
 	return fmt.Sprintf(`SELECT k, count(*) AS n, SUM(CASE WHEN tool_status IN (%s) THEN 1 ELSE 0 END) AS failed,
 	count(total_tokens) AS reported, SUM(total_tokens / 4294967296) AS hi, SUM(total_tokens %% 4294967296) AS lo
@@ -637,9 +639,9 @@ FROM (SELECT (%s - ((%s %% %d) + %d) %% %d) / %d AS k, tool_status, total_tokens
 GROUP BY k ORDER BY k`, failed, i, i, b, b, b, b, s.d.ThroughIndex(Table, observedAtIndex), within), args
 }
 
-// Failures implements core.FailureLister: one statement, the window's
+// Failures implements report.FailureLister: one statement, the window's
 // failed rows newest first, after the key, through the observed_at index.
-func (s *Store) Failures(ctx context.Context, q core.FailureQuery) ([]core.Subagent, error) {
+func (s *Store) Failures(ctx context.Context, q report.FailureQuery) ([]core.Subagent, error) {
 	if err := q.Validate(); err != nil {
 		return nil, &core.OpError{Op: "failures", Err: err}
 	}
@@ -648,16 +650,16 @@ func (s *Store) Failures(ctx context.Context, q core.FailureQuery) ([]core.Subag
 }
 
 // failuresStatement selects a page of failures.
-func (s *Store) failuresStatement(q core.FailureQuery) (string, []any) {
+func (s *Store) failuresStatement(q report.FailureQuery) (string, []any) {
 	d := s.d
 	within, args := d.Within("observed_at", q.Since, q.Until)
-	failed := "'" + strings.Join(core.FailedToolStatuses(), "', '") + "'"
+	failed := "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
 	at, sess, tool, exec := d.Instant("observed_at"), d.Bytewise("task_session_id"), d.Bytewise("tool_call_id"),
 		d.Bytewise("agent_execution_id")
 	sql := "SELECT " + columnList("") + " FROM " + d.ThroughIndex(Table, observedAtIndex) + " WHERE " + within +
 		" AND tool_status IN (" + failed + ")"
 	if a := q.After; a != nil {
-		us := core.CeilMicro(a.ObservedAt).UnixMicro()
+		us := storekit.CeilMicro(a.ObservedAt).UnixMicro()
 		sql += " AND (" + at + " < ? OR (" + at + " = ? AND (" + sess + " < ? OR (" + sess + " = ? AND (" + tool +
 			" < ? OR (" + tool + " = ? AND " + exec + " < ?))))))"
 		args = append(args, us, us, a.TaskSessionID, a.TaskSessionID, a.ToolCallID, a.ToolCallID, a.AgentExecutionID)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // The table's constraints and indexes, by name, on every dialect.
@@ -48,7 +48,7 @@ const observedAtIndex = "idx_subagents_observed_at"
 // small as the history.
 const historyIndex = "idx_subagents_history"
 
-// TableDDL is the table's CREATE TABLE, rendered from core.Columns: every
+// TableDDL is the table's CREATE TABLE, rendered from storekit.Columns: every
 // column with its dialect type, NOT NULL and default, the primary key, the
 // three-column key and the cascading foreign key to the host's sessions.
 // name is the table to create (Table, or a temporary name for a dialect's
@@ -56,11 +56,11 @@ const historyIndex = "idx_subagents_history"
 func TableDDL(d Fragments, name string, t Tables) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", name)
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		fmt.Fprintf(&b, "\t%-20s %s,\n", c.Name, columnDDL(d, c))
 	}
 	fmt.Fprintf(&b, "\tPRIMARY KEY (%s),\n", strings.Join(primaryKeyColumns, ", "))
-	fmt.Fprintf(&b, "\tCONSTRAINT %s UNIQUE (%s),\n", keyConstraint, strings.Join(core.KeyColumns, ", "))
+	fmt.Fprintf(&b, "\tCONSTRAINT %s UNIQUE (%s),\n", keyConstraint, strings.Join(storekit.KeyColumns, ", "))
 	fmt.Fprintf(
 		&b, "\tCONSTRAINT %s FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE\n)", sessionForeignKey,
 		quote(t.Sessions),
@@ -69,7 +69,7 @@ func TableDDL(d Fragments, name string, t Tables) string {
 }
 
 // columnDDL is a column's type, NOT NULL and default, as declared.
-func columnDDL(d Fragments, c core.Column) string {
+func columnDDL(d Fragments, c storekit.Column) string {
 	s := d.ColumnType(c.Type)
 	if !c.Nullable {
 		s += " NOT NULL"
@@ -125,7 +125,7 @@ func (s *Store) objects() []SchemaObject {
 
 // defaultLiteral renders a column's declared default as an SQL literal,
 // "" when it has none.
-func defaultLiteral(c core.Column) string {
+func defaultLiteral(c storekit.Column) string {
 	switch x := c.Default.(type) {
 	case nil:
 		return ""
@@ -142,17 +142,17 @@ func defaultLiteral(c core.Column) string {
 
 // addColumnDDL adds a declared column that a deployed table lacks: only a
 // nullable or defaulted one can be added to a table with rows.
-func addColumnDDL(d Fragments, c core.Column) string {
+func addColumnDDL(d Fragments, c storekit.Column) string {
 	return "ALTER TABLE " + Table + " ADD COLUMN " + c.Name + " " + columnDDL(d, c)
 }
 
 // additive reports whether a column can be added to a table with rows.
-func additive(c core.Column) bool { return c.Nullable || c.Default != nil }
+func additive(c storekit.Column) bool { return c.Nullable || c.Default != nil }
 
 // shapeReport is how a table differs from its declaration.
 type shapeReport struct {
 	// missing are declared columns the table lacks that the pass can add.
-	missing []core.Column
+	missing []storekit.Column
 	// indexes are declared secondary indexes the table lacks.
 	indexes bool
 	// diffs are the other differences, each a sentence: what only a
@@ -175,7 +175,7 @@ func (r shapeReport) String() string {
 }
 
 // compare tells how a table, as its catalog describes it, differs from the
-// declaration (docs/CONTRACT.md §2): every column of core.Columns with its
+// declaration (docs/CONTRACT.md §2): every column of storekit.Columns with its
 // type, nullability and default; the primary key, the three-column key and
 // no other unique key on the first draft's columns; the foreign key to the
 // sessions with its cascade; the secondary indexes. A column the table has
@@ -188,7 +188,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		return r
 	}
 	declared := map[string]bool{}
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		declared[c.Name] = true
 		got := info.Column(c.Name)
 		switch {
@@ -243,7 +243,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 					),
 				)
 			}
-		case x.Unique && slices.Equal(x.Columns, core.KeyColumns):
+		case x.Unique && slices.Equal(x.Columns, storekit.KeyColumns):
 			key = true
 		case x.Unique && slices.Equal(x.Columns, legacyKeyColumns):
 			legacy = true
@@ -252,7 +252,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		}
 	}
 	if !key {
-		r.diffs = append(r.diffs, "lacks the unique key ("+strings.Join(core.KeyColumns, ", ")+")")
+		r.diffs = append(r.diffs, "lacks the unique key ("+strings.Join(storekit.KeyColumns, ", ")+")")
 	}
 	if legacy {
 		r.diffs = append(r.diffs, "still has the first draft's unique key ("+strings.Join(legacyKeyColumns, ", ")+")")
@@ -298,7 +298,7 @@ func orNone(lit string) string {
 func inferVersion(d Fragments, info TableInfo) int {
 	hasKey := slices.ContainsFunc(
 		info.Indexes,
-		func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, core.KeyColumns) },
+		func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, storekit.KeyColumns) },
 	)
 	legacy := slices.ContainsFunc(
 		info.Indexes,
@@ -307,8 +307,8 @@ func inferVersion(d Fragments, info TableInfo) int {
 	if info.Column("agent_execution_id") == nil || !hasKey || legacy {
 		return 0
 	}
-	for _, c := range core.Columns {
-		if got := info.Column(c.Name); got != nil && (c.Type == core.Int64 || c.Type == core.Time) &&
+	for _, c := range storekit.Columns {
+		if got := info.Column(c.Name); got != nil && (c.Type == storekit.Int64 || c.Type == storekit.Time) &&
 			got.Type != d.ColumnType(c.Type) {
 			return 1
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // This file renders the read side's statements. Those that read the
@@ -152,18 +154,18 @@ func (s *Store) pairFlags(since time.Time, messages, rows string, activeArgs []a
 			CASE WHEN ` + updated + ` >= ? THEN ` + updated + ` END
 		FROM ` + Table + ` t WHERE ` + rows + `) u
 	GROUP BY u.task_session_id, u.tool_call_id`
-	atOrAfter := core.CeilMicro(since).UnixMicro()
-	after := core.CanonicalTime(since).UnixMicro() + 1
+	atOrAfter := storekit.CeilMicro(since).UnixMicro()
+	after := storekit.CanonicalTime(since).UnixMicro() + 1
 	host := d.HostInstantArg(since)
 	args := append([]any{host, host}, activeArgs...)
 	args = append(args, atOrAfter, atOrAfter, atOrAfter, after)
 	return q, append(args, activeArgs...)
 }
 
-// metricColumns are the metric columns statistics sum (core.Stats).
+// metricColumns are the metric columns statistics sum (report.Stats).
 func metricColumns() []string {
 	var out []string
-	for _, m := range new(core.Stats).Metrics() {
+	for _, m := range new(report.Stats).Metrics() {
 		out = append(out, m.Column)
 	}
 	return out
@@ -232,7 +234,7 @@ const textArg = "CAST(? AS TEXT)"
 // limit: each (session, turn) is counted first, then the turns of each
 // session. Grouped by session, so on a sharded table each shard groups
 // its own.
-func (s *Store) sessionsStatement(q core.SessionQuery) (string, []any) {
+func (s *Store) sessionsStatement(q report.SessionQuery) (string, []any) {
 	d := s.d
 	where, args := s.d.Within("observed_at", q.Since, q.Until)
 	if q.Prefix != "" {
@@ -251,7 +253,7 @@ GROUP BY p.task_session_id`
 		sql += `
 HAVING MAX(p.last_us) < ? OR (MAX(p.last_us) = ? AND ` + d.Bytewise("p.task_session_id") + ` > ` +
 			d.Bytewise(textArg) + `)`
-		us := core.CanonicalTime(q.After.LastObservedAt).UnixMicro()
+		us := storekit.CanonicalTime(q.After.LastObservedAt).UnixMicro()
 		args = append(args, us, us, q.After.TaskSessionID)
 	}
 	sql += `
@@ -262,11 +264,11 @@ ORDER BY last_us DESC, ` + d.Bytewise("p.task_session_id")
 	return sql, args
 }
 
-// overviewDimensions are the breakdowns of core.Overview, by column.
+// overviewDimensions are the breakdowns of report.Overview, by column.
 var overviewDimensions = []string{"tool_status", "agent_status", "subagent_type", "model"}
 
 // durationsRanked reports whether a breakdown gives its durations' ranks
-// (core.Figures.Duration): the type's and the model's.
+// (report.Figures.Duration): the type's and the model's.
 func durationsRanked(dim string) bool { return dim == "subagent_type" || dim == "model" }
 
 // overviewStatement is the overview (docs/CONTRACT.md §5.4) in one
@@ -278,10 +280,10 @@ func durationsRanked(dim string) bool { return dim == "subagent_type" || dim == 
 // percentile's nearest rank per listed group and source, 'all' for both
 // (part 3), and the window's rows per source (part 4). Metric sums are split into high and low 32 bits, as in
 // statsStatement.
-func (s *Store) overviewStatement(q core.OverviewQuery) (string, []any) {
+func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	d := s.d
 	where, args := s.d.Within("observed_at", q.Since, q.Until)
-	failed := "'" + strings.Join(core.FailedToolStatuses(), "', '") + "'"
+	failed := "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
 	if q.Failed {
 		where += " AND tool_status IN (" + failed + ")"
 	}
@@ -307,7 +309,7 @@ func (s *Store) overviewStatement(q core.OverviewQuery) (string, []any) {
 	}
 	limit := fmt.Sprint(q.GroupsOrDefault())
 	// ranked: the rank rn of m values is the median's or the 95th
-	// percentile's nearest rank (core.Rank).
+	// percentile's nearest rank (storekit.Rank).
 	ranked := func(rn, m string) string {
 		return rn + " IN ((50 * " + m + " + 99) / 100, (95 * " + m + " + 99) / 100)"
 	}

@@ -1,9 +1,9 @@
 // Package sqlstore is the one SQL implementation of core.Store and
-// core.Reader, shared by the SQLite and PostgreSQL adapters through GORM.
+// report.Reader, shared by the SQLite and PostgreSQL adapters through GORM.
 // Each adapter supplies a Dialect (adapters/sqlite, adapters/postgres) and
 // constructors; everything else — the DDL and its evolution, the upsert,
 // the lists, the migration pass's statements, health and statistics — is
-// written once here, from the columns declared in core.Columns.
+// written once here, from the columns declared in storekit.Columns.
 //
 // A Store is what the adapters' constructors return:
 //
@@ -29,6 +29,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Store keeps task_session_subagents in a SQL database. It is safe for
@@ -54,10 +57,10 @@ type Store struct {
 }
 
 var (
-	_ core.Store      = (*Store)(nil)
-	_ core.Reader     = (*Store)(nil)
-	_ core.BatchStore = (*Store)(nil)
-	_ core.WriterHint = (*Store)(nil)
+	_ core.Store          = (*Store)(nil)
+	_ report.Reader       = (*Store)(nil)
+	_ storekit.BatchStore = (*Store)(nil)
+	_ storekit.WriterHint = (*Store)(nil)
 )
 
 // Option configures a Store.
@@ -88,10 +91,10 @@ var ErrNoSessionsTable = errors.New("the host's sessions table does not exist")
 // fault).
 func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	if db == nil {
-		return nil, core.Errorf("sqlstore.New: *gorm.DB is nil")
+		return nil, liberr.Errorf("sqlstore.New: *gorm.DB is nil")
 	}
 	if d == nil {
-		return nil, core.Errorf("sqlstore.New: the dialect is nil")
+		return nil, liberr.Errorf("sqlstore.New: the dialect is nil")
 	}
 	s, err := configure(opts)
 	if err != nil {
@@ -100,7 +103,7 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	s.db, s.d, s.now = db, d, time.Now
 	insert, err := s.renderInsert()
 	if err != nil {
-		return nil, core.Errorf("render the upsert: %w", err)
+		return nil, liberr.Errorf("render the upsert: %w", err)
 	}
 	s.upsertSchema, s.upsertSQL = d.Upsert(UpsertParts{Insert: insert, History: historyOf, Absorb: absorbing})
 	return s, nil
@@ -114,10 +117,10 @@ func configure(opts []Option) (*Store, error) {
 		o(s)
 	}
 	if s.horizon <= 0 {
-		return nil, core.Errorf("sqlstore: WithWriteHorizon(%v): want more than 0", s.horizon)
+		return nil, liberr.Errorf("sqlstore: WithWriteHorizon(%v): want more than 0", s.horizon)
 	}
 	if err := s.tables.Validate(); err != nil {
-		return nil, core.Errorf("%w", err)
+		return nil, liberr.Errorf("%w", err)
 	}
 	s.tables = s.tables.WithDefaults()
 	return s, nil
@@ -166,7 +169,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		return s.opError("check the sessions table", err)
 	}
 	if !ok {
-		return core.Errorf(
+		return liberr.Errorf(
 			"%w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
 			ErrNoSessionsTable,
 			s.tables.Sessions,
@@ -267,7 +270,7 @@ func (s *Store) checkHandle(ctx context.Context) error {
 	}
 	if err := s.d.CheckHandle(ctx, s.db); err != nil {
 		if errors.Is(err, ErrHandleSettings) {
-			return core.Errorf("%w", err)
+			return liberr.Errorf("%w", err)
 		}
 		return s.opError("check the handle's settings", err)
 	}
@@ -275,17 +278,17 @@ func (s *Store) checkHandle(ctx context.Context) error {
 	return nil
 }
 
-// args are a row's values for the upsert's placeholders, in core.Columns
+// args are a row's values for the upsert's placeholders, in storekit.Columns
 // order.
 func args(row *core.Subagent) []any {
-	out := make([]any, len(core.Columns))
-	for i, c := range core.Columns {
+	out := make([]any, len(storekit.Columns))
+	for i, c := range storekit.Columns {
 		out[i] = c.Value(row)
 	}
 	return out
 }
 
-// Upsert writes one row in one atomic statement with core.Merge's
+// Upsert writes one row in one atomic statement with storekit.Merge's
 // semantics. The statement is prepared once and executed with bound
 // arguments: the hot path builds nothing per frame. A row that breaks
 // docs/CONTRACT.md §2 is refused before any SQL runs (core.ErrInvalidRow).
@@ -316,7 +319,7 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	return nil
 }
 
-// UpsertBatch implements core.BatchStore: the rows in order, each its own
+// UpsertBatch implements storekit.BatchStore: the rows in order, each its own
 // upsert statement (AC-14), in one transaction, so that a recorder commits
 // many frames at once. A row the database refuses is taken out and the
 // others are written again in a new transaction (PostgreSQL aborts a
@@ -422,7 +425,7 @@ func (s *Store) onHandle(ctx context.Context, rows []core.Subagent, todo []int) 
 	return -1, nil
 }
 
-// Writers implements core.WriterHint with the dialect's number.
+// Writers implements storekit.WriterHint with the dialect's number.
 func (s *Store) Writers() int { return s.d.Writers() }
 
 // prepareRow stamps updated_at, gives a new row its id and validates it.
@@ -431,7 +434,7 @@ func (s *Store) prepareRow(row *core.Subagent) error {
 	if row.ID == "" {
 		row.ID = uuid.NewString()
 	}
-	if err := row.Validate(); err != nil {
+	if err := storekit.Validate(row); err != nil {
 		return &core.OpError{Op: "upsert", Key: row.Key(), Err: err}
 	}
 	return nil
@@ -483,7 +486,7 @@ func (s *Store) rows(ctx context.Context, op, q string, args []any) ([]core.Suba
 	}
 	defer rows.Close()
 	out := make([]core.Subagent, 0)
-	dest := make([]any, len(core.Columns))
+	dest := make([]any, len(storekit.Columns))
 	for rows.Next() {
 		r, err := scanRow(rows, dest)
 		if err != nil {
@@ -497,15 +500,15 @@ func (s *Store) rows(ctx context.Context, op, q string, args []any) ([]core.Suba
 	return out, nil
 }
 
-// scanRow reads rows' current row, its columns in core.Columns order,
+// scanRow reads rows' current row, its columns in storekit.Columns order,
 // through dest (one element per column, reused from row to row).
 func scanRow(rows *sql.Rows, dest []any) (core.Subagent, error) {
 	var r core.Subagent
-	for i, c := range core.Columns {
+	for i, c := range storekit.Columns {
 		dest[i] = c.Dest(&r)
 	}
 	err := rows.Scan(dest...)
-	return r.Canonical(), err
+	return storekit.Canonical(r), err
 }
 
 // listStatement is the list query: one session's or one turn's rows in
@@ -531,10 +534,10 @@ func (s *Store) listStatement(column, value string, page core.Page) (string, []a
 	return q, args
 }
 
-// columnList is core.Columns' names, comma-separated, each prefixed.
+// columnList is storekit.Columns' names, comma-separated, each prefixed.
 func columnList(prefix string) string {
-	names := make([]string, len(core.Columns))
-	for i, c := range core.Columns {
+	names := make([]string, len(storekit.Columns))
+	for i, c := range storekit.Columns {
 		names[i] = prefix + c.Name
 	}
 	return strings.Join(names, ", ")

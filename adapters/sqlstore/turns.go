@@ -7,33 +7,35 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
-// SessionTurns implements core.TurnLister (docs/CONTRACT.md §5.7): the
+// SessionTurns implements report.TurnLister (docs/CONTRACT.md §5.7): the
 // first rows of the page's turns, walked along the session's order index
 // from the cursor, then the rows of those turns; a probe at each end says
 // whether turns start beyond the page. Each statement reads what the page
 // draws, whatever the session's size.
-func (s *Store) SessionTurns(ctx context.Context, q core.TurnQuery) (core.TurnPage, error) {
+func (s *Store) SessionTurns(ctx context.Context, q report.TurnQuery) (report.TurnPage, error) {
 	const op = "session turns"
 	if err := q.Validate(); err != nil {
-		return core.TurnPage{}, &core.OpError{Op: op, Err: err}
+		return report.TurnPage{}, &core.OpError{Op: op, Err: err}
 	}
 	n := q.LimitOrDefault()
-	page := core.TurnPage{Rows: []core.Subagent{}}
+	page := report.TurnPage{Rows: []core.Subagent{}}
 	var starts []turnStart
 	var err error
 	switch {
 	case q.Before != nil:
 		if starts, err = s.turnStarts(ctx, q.TaskSessionID, q.Before, true, n+1); err != nil {
-			return core.TurnPage{}, s.opError(op, err)
+			return report.TurnPage{}, s.opError(op, err)
 		}
 		page.Earlier = len(starts) > n
 		starts = starts[:min(len(starts), n)]
 		slices.Reverse(starts)
 	default:
 		if starts, err = s.turnStarts(ctx, q.TaskSessionID, q.After, false, n+1); err != nil {
-			return core.TurnPage{}, s.opError(op, err)
+			return report.TurnPage{}, s.opError(op, err)
 		}
 		page.Later = len(starts) > n
 		starts = starts[:min(len(starts), n)]
@@ -46,19 +48,19 @@ func (s *Store) SessionTurns(ctx context.Context, q core.TurnQuery) (core.TurnPa
 	case q.Before != nil:
 		later, err := s.turnStarts(ctx, q.TaskSessionID, &page.Last, false, 1)
 		if err != nil {
-			return core.TurnPage{}, s.opError(op, err)
+			return report.TurnPage{}, s.opError(op, err)
 		}
 		page.Later = len(later) > 0
 	case q.After != nil:
 		earlier, err := s.turnStarts(ctx, q.TaskSessionID, &page.First, true, 1)
 		if err != nil {
-			return core.TurnPage{}, s.opError(op, err)
+			return report.TurnPage{}, s.opError(op, err)
 		}
 		page.Earlier = len(earlier) > 0
 	}
 	sql, args := s.turnRowsStatement(q.TaskSessionID, starts)
 	if page.Rows, err = s.rows(ctx, op, sql, args); err != nil {
-		return core.TurnPage{}, err
+		return report.TurnPage{}, err
 	}
 	return page, nil
 }
@@ -87,7 +89,7 @@ func (s *Store) turnStarts(ctx context.Context, session string, from *core.Curso
 		if err := rows.Scan(&t.turn, &at, &t.at.ToolCallID, &t.at.AgentExecutionID); err != nil {
 			return nil, err
 		}
-		t.at.ObservedAt = core.CanonicalTime(at)
+		t.at.ObservedAt = storekit.CanonicalTime(at)
 		out = append(out, t)
 	}
 	return out, rows.Err()

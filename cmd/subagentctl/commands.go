@@ -20,6 +20,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 )
 
 func cmdMigrate(ctx context.Context, e *env, o *opts) error {
@@ -337,7 +338,7 @@ func cmdList(ctx context.Context, e *env, o *opts) error {
 }
 
 func cmdStats(ctx context.Context, e *env, o *opts) error {
-	q := core.StatsQuery{TaskSessionID: o.session, TaskID: o.task}
+	q := report.StatsQuery{TaskSessionID: o.session, TaskID: o.task}
 	if err := q.Validate(); err != nil {
 		return usagef("stats: give --session or --task, not both")
 	}
@@ -382,7 +383,7 @@ const (
 )
 
 func cmdHealth(ctx context.Context, e *env, o *opts) error {
-	q := core.HealthQuery{Pairs: o.pairs}
+	q := report.HealthQuery{Pairs: o.pairs}
 	if o.since != "" {
 		since, err := instant("health --since", o.since)
 		if err != nil {
@@ -406,7 +407,7 @@ func cmdHealth(ctx context.Context, e *env, o *opts) error {
 		printHealth(e.stdout, h)
 	}
 	switch {
-	case !h.Ran && (h.State == core.NotActivated || h.State == core.NoBoundary):
+	case !h.Ran && (h.State == report.NotActivated || h.State == report.NoBoundary):
 		return exitError{healthNotActivated}
 	case !h.Ran:
 		return exitError{healthError}
@@ -417,7 +418,7 @@ func cmdHealth(ctx context.Context, e *env, o *opts) error {
 }
 
 func cmdExport(ctx context.Context, e *env, o *opts) error {
-	var q core.ExportQuery
+	var q report.ExportQuery
 	for _, b := range []struct {
 		flag, v string
 		into    *time.Time
@@ -437,7 +438,7 @@ func cmdExport(ctx context.Context, e *env, o *opts) error {
 	case (o.afterSession == "") != (o.afterID == ""):
 		return usagef("export: give --after-session and --after-id together")
 	case o.afterSession != "":
-		q.After = &core.ExportKey{TaskSessionID: o.afterSession, ID: o.afterID}
+		q.After = &report.ExportKey{TaskSessionID: o.afterSession, ID: o.afterID}
 	case o.keys && o.format != "jsonl":
 		return usagef("export --keys: the keys travel in JSON lines only, not %s", o.format)
 	}
@@ -518,10 +519,10 @@ func cmdPrune(ctx context.Context, e *env, o *opts) error {
 	return nil
 }
 
-func (e *env) health(ctx context.Context, q core.HealthQuery) (core.Health, error) {
+func (e *env) health(ctx context.Context, q report.HealthQuery) (report.Health, error) {
 	s, err := e.open(ctx, readOnly)
 	if err != nil {
-		return core.Health{}, err
+		return report.Health{}, err
 	}
 	defer s.Close()
 	e.warnHostIndexes(ctx, s)

@@ -10,6 +10,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -115,7 +116,7 @@ func cmdDemo(ctx context.Context, e *env, _ *opts) error {
 	printTree(out, rows)
 
 	section("statistics")
-	for _, q := range []core.StatsQuery{{TaskSessionID: sess}, {TaskSessionID: ids[0]}, {}} {
+	for _, q := range []report.StatsQuery{{TaskSessionID: sess}, {TaskSessionID: ids[0]}, {}} {
 		st, err := s.Stats(ctx, q)
 		if err != nil {
 			return err
@@ -131,7 +132,7 @@ func cmdDemo(ctx context.Context, e *env, _ *opts) error {
 	printActivation(out, a)
 
 	section("health")
-	h, err := s.Health(ctx, core.HealthQuery{})
+	h, err := s.Health(ctx, report.HealthQuery{})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -176,24 +178,24 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 		}
 
 		r = cli(t, "", db, "stats", "--session", "s1", "--json").want(t, 0)
-		var st core.Stats
+		var st report.Stats
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 			t.Fatal(err)
 		}
 		if st.Subagents != 2 || st.TotalTokens.All.Reported != 1 || st.TotalTokens.All.Unreported != 1 ||
-			len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
+			len(st.Sessions) != 1 || st.Sessions[0].Coverage != report.Known {
 			t.Errorf("stats --json: %+v", st) // all of s1's activity is after activation: known
 		}
 		r = cli(t, "", db, "activation", "--json").want(t, 0)
-		var a core.Activation
-		if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || a.State != core.Activated || !a.NothingToRecover {
+		var a report.Activation
+		if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || a.State != report.Activated || !a.NothingToRecover {
 			t.Errorf("activation --json: %+v %v", a, err)
 		}
 
 		// Healthy (no subagent messages since activation), then a message
 		// the writer never saw: shortfall, exit 1.
 		r = cli(t, "", db, "health", "--json").want(t, 0)
-		var h core.Health
+		var h report.Health
 		if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || !h.Ran || h.Shortfall != 0 {
 			t.Errorf("health --json: %+v %v", h, err)
 		}
@@ -249,7 +251,7 @@ func TestCommandsOnEveryDialect(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &pr); err != nil || pr.Deleted != 0 || !pr.Advanced {
 			t.Errorf("prune --json: %+v %v\n%s", pr, err, r.stdout)
 		}
-		if r = cli(t, "", db, "activation").want(t, 0); !strings.Contains(r.stdout, core.PrunedBeforeKey) {
+		if r = cli(t, "", db, "activation").want(t, 0); !strings.Contains(r.stdout, storekit.PrunedBeforeKey) {
 			t.Errorf("activation after a prune:\n%s", r.stdout)
 		}
 		cli(t, "", db, "prune", "--before", "-1h").want(t, 2)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/fanout"
 )
 
@@ -97,8 +99,8 @@ func describe(r core.Subagent) string {
 	return strings.Join(parts, "  ")
 }
 
-func printMetric(w io.Writer, name string, m core.MetricStats) {
-	line := func(part string, x core.Metric) string {
+func printMetric(w io.Writer, name string, m report.MetricStats) {
+	line := func(part string, x report.Metric) string {
 		if x.Average == nil {
 			return fmt.Sprintf("%s: reported by 0, not reported by %d", part, x.Unreported)
 		}
@@ -111,7 +113,7 @@ func printMetric(w io.Writer, name string, m core.MetricStats) {
 	)
 }
 
-func printStats(w io.Writer, st core.Stats) {
+func printStats(w io.Writer, st report.Stats) {
 	scope := "whole store"
 	switch {
 	case st.Query.TaskSessionID != "":
@@ -140,7 +142,7 @@ func printStats(w io.Writer, st core.Stats) {
 			st.UnknownExecutionRows,
 		)
 	} else {
-		fmt.Fprintf(w, "  executions      not identities: %s is absent\n", core.ExecutionSinceKey)
+		fmt.Fprintf(w, "  executions      not identities: %s is absent\n", storekit.ExecutionSinceKey)
 	}
 	fmt.Fprintf(
 		w, "  coverage        %d sessions with known fan-out, %d unknown\n", st.KnownSessions, st.UnknownSessions,
@@ -150,7 +152,7 @@ func printStats(w io.Writer, st core.Stats) {
 	}
 }
 
-func printKey(w io.Writer, name string, k core.KeyReading) {
+func printKey(w io.Writer, name string, k report.KeyReading) {
 	switch {
 	case !k.Present:
 		fmt.Fprintf(w, "  %-34s absent\n", name)
@@ -161,21 +163,21 @@ func printKey(w io.Writer, name string, k core.KeyReading) {
 	}
 }
 
-func printActivation(w io.Writer, a core.Activation) {
+func printActivation(w io.Writer, a report.Activation) {
 	fmt.Fprintf(w, "state: %s\n", a.State)
-	printKey(w, core.CaptureSinceKey, a.CaptureSince)
-	printKey(w, core.ExecutionSinceKey, a.ExecutionSince)
+	printKey(w, storekit.CaptureSinceKey, a.CaptureSince)
+	printKey(w, storekit.ExecutionSinceKey, a.ExecutionSince)
 	if a.NothingToRecover {
-		fmt.Fprintf(w, "  %-34s '' (the backfill found nothing to recover)\n", core.BackfillThroughKey)
+		fmt.Fprintf(w, "  %-34s '' (the backfill found nothing to recover)\n", storekit.BackfillThroughKey)
 	} else {
-		printKey(w, core.BackfillThroughKey, a.BackfillThrough)
+		printKey(w, storekit.BackfillThroughKey, a.BackfillThrough)
 	}
 	if a.PrunedBefore.Present {
-		printKey(w, core.PrunedBeforeKey, a.PrunedBefore)
+		printKey(w, storekit.PrunedBeforeKey, a.PrunedBefore)
 	}
 }
 
-func printHealth(w io.Writer, h core.Health) {
+func printHealth(w io.Writer, h report.Health) {
 	if !h.Ran {
 		fmt.Fprintf(w, "health: %s (state %s)\n", h.Reason, h.State)
 		return
@@ -202,7 +204,7 @@ func printHealth(w io.Writer, h core.Health) {
 	if h.WriterSilent() {
 		fmt.Fprintln(w, "  the writer has produced nothing in the window")
 	}
-	pairs := func(title string, ps []core.Pair, total int64) {
+	pairs := func(title string, ps []report.Pair, total int64) {
 		if len(ps) == 0 {
 			return
 		}
@@ -227,10 +229,10 @@ func exportJSONLine(w io.Writer) func(*core.Subagent) error {
 func exportCSV(w io.Writer) func(*core.Subagent) error {
 	c := csv.NewWriter(w)
 	header := true
-	record := make([]string, len(core.Columns))
+	record := make([]string, len(storekit.Columns))
 	return func(r *core.Subagent) error {
 		if header {
-			for i, col := range core.Columns {
+			for i, col := range storekit.Columns {
 				record[i] = col.Name
 			}
 			if err := c.Write(record); err != nil {
@@ -238,7 +240,7 @@ func exportCSV(w io.Writer) func(*core.Subagent) error {
 			}
 			header = false
 		}
-		for i, col := range core.Columns {
+		for i, col := range storekit.Columns {
 			record[i] = csvValue(col, r)
 		}
 		if err := c.Write(record); err != nil {
@@ -252,8 +254,8 @@ func exportCSV(w io.Writer) func(*core.Subagent) error {
 // csvValue is a column's CSV field (docs/CONTRACT.md §3.3): NULL empty,
 // a boolean true or false, a text that a spreadsheet would read as a
 // formula prefixed with ' so that it stays text.
-func csvValue(col core.Column, r *core.Subagent) string {
-	if col.Type == core.Bool {
+func csvValue(col storekit.Column, r *core.Subagent) string {
+	if col.Type == storekit.Bool {
 		return strconv.FormatBool(col.Value(r) == int64(1))
 	}
 	if col.IsNull(r) {

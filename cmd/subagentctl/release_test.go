@@ -12,6 +12,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
@@ -105,18 +106,18 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 			t.Fatalf("the previous release wrote %d rows, want 3 (its doubled pair and one more)", n)
 		}
 
-		var report struct {
+		var migrated struct {
 			Steps []struct {
 				Step, Status, Detail string
 				RowsMerged           int64 `json:"rows_merged"`
 			}
 		}
-		if err := json.Unmarshal([]byte(run(binary, "", "migrate", "--json")), &report); err != nil {
+		if err := json.Unmarshal([]byte(run(binary, "", "migrate", "--json")), &migrated); err != nil {
 			t.Fatal(err)
 		}
-		if len(report.Steps) < 2 || report.Steps[1].RowsMerged != 1 ||
-			!strings.Contains(report.Steps[1].Detail, "1 doubled pairs merged") {
-			t.Errorf("migrate: %+v", report.Steps)
+		if len(migrated.Steps) < 2 || migrated.Steps[1].RowsMerged != 1 ||
+			!strings.Contains(migrated.Steps[1].Detail, "1 doubled pairs merged") {
+			t.Errorf("migrate: %+v", migrated.Steps)
 		}
 		var rows []core.Subagent
 		if err := json.Unmarshal([]byte(run(binary, "", "list", "--session", "s1", "--json")), &rows); err != nil {
@@ -128,7 +129,7 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 			*rows[0].TotalTokens != 5000 {
 			t.Errorf("rows after the repair: %s", run(binary, "", "list", "--session", "s1"))
 		}
-		var st core.Stats
+		var st report.Stats
 		if err := json.Unmarshal([]byte(run(binary, "", "stats", "--json")), &st); err != nil || st.Subagents != 2 {
 			t.Errorf("stats: %d subagents, %v", st.Subagents, err)
 		}
@@ -181,7 +182,7 @@ func TestDeployWhileSubagentsRun(t *testing.T) {
 			e.DSN,
 			"record",
 		).want(t, 0)
-		var st core.Stats
+		var st report.Stats
 		if err := json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "stats", "--json").want(t, 0).stdout), &st); err != nil ||
 			st.Subagents != 1 || len(st.FanOutPerTurn) != 1 || st.FanOutPerTurn[0].Subagents != 1 {
 			t.Errorf("stats: %d subagents, fan-out %v, %v; want one", st.Subagents, st.FanOutPerTurn, err)

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 )
 
 // testExport: every store streams the same rows in the same order —
 // session, then id, byte by byte — bounded by updated_at, and resumes
 // after a key (docs/CONTRACT.md §3.3).
 func testExport(t *testing.T, s *suite) {
-	x, ok := s.Store.(core.Exporter)
+	x, ok := s.Store.(report.Exporter)
 	if !ok {
-		t.Fatal("the store does not implement core.Exporter")
+		t.Fatal("the store does not implement report.Exporter")
 	}
 	a, b := s.session(t, "B"), s.session(t, "a") // "B" < "a" in bytes
 	var ids []string
@@ -30,7 +31,7 @@ func testExport(t *testing.T, s *suite) {
 			ids = append(ids, sess+"/"+row.ID)
 		}
 	}
-	mine := func(q core.ExportQuery) []string {
+	mine := func(q report.ExportQuery) []string {
 		var out []string
 		for r, err := range x.Export(context.Background(), q) {
 			if err != nil {
@@ -50,21 +51,21 @@ func testExport(t *testing.T, s *suite) {
 		return strings.Join(out, " ")
 	}
 	// In bytes: session "…-sess-B" before "…-sess-a"; ids "…-row-10" < "…-row-2" < "…-row-é".
-	if got := strings.Join(mine(core.ExportQuery{}), " "); got != want(1, 0, 2, 4, 3, 5) {
+	if got := strings.Join(mine(report.ExportQuery{}), " "); got != want(1, 0, 2, 4, 3, 5) {
 		t.Errorf("export order\n got  %s\n want %s", got, want(1, 0, 2, 4, 3, 5))
 	}
-	after := core.ExportKey{TaskSessionID: a, ID: s.id("row", "2")}
-	if got := strings.Join(mine(core.ExportQuery{After: &after}), " "); got != want(2, 4, 3, 5) {
+	after := report.ExportKey{TaskSessionID: a, ID: s.id("row", "2")}
+	if got := strings.Join(mine(report.ExportQuery{After: &after}), " "); got != want(2, 4, 3, 5) {
 		t.Errorf("resumed after %v\n got  %s\n want %s", after, got, want(2, 4, 3, 5))
 	}
 	future := time.Now().Add(time.Hour)
-	if got := mine(core.ExportQuery{Since: future}); len(got) != 0 {
+	if got := mine(report.ExportQuery{Since: future}); len(got) != 0 {
 		t.Errorf("rows written after an hour from now: %v", got)
 	}
-	if got := mine(core.ExportQuery{Until: future}); len(got) != 6 {
+	if got := mine(report.ExportQuery{Until: future}); len(got) != 6 {
 		t.Errorf("rows written before an hour from now: %v, want all 6", got)
 	}
-	bad := core.ExportQuery{Since: future, Until: future.Add(-time.Minute)}
+	bad := report.ExportQuery{Since: future, Until: future.Add(-time.Minute)}
 	var badErr error
 	for _, err := range x.Export(context.Background(), bad) {
 		badErr = err

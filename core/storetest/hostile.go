@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // testHostileFrames: text that some databases refuse, huge values, extreme
 // metrics and times, oversized ids. Each is stored with the same value on
-// every adapter (descriptive text sanitized by core.Sanitize), or rejected
+// every adapter (descriptive text sanitized by storekit.Sanitize), or rejected
 // with ErrInvalidRow, and no other row changes.
 func testHostileFrames(t *testing.T, s *suite) {
 	sess := s.session(t, "hostile")
@@ -62,9 +63,9 @@ func testHostileFrames(t *testing.T, s *suite) {
 				return r.ObservedAt.Equal(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC))
 			}},
 		{"key of three ids at the limit", func(f *core.Frame) {
-			f.ToolCallID, f.ExecutionID = strings.Repeat("x", core.MaxIDBytes), strings.Repeat("€", core.MaxIDBytes/3)
+			f.ToolCallID, f.ExecutionID = strings.Repeat("x", storekit.MaxIDBytes), strings.Repeat("€", storekit.MaxIDBytes/3)
 		}, func(r core.Subagent) bool {
-			return len(r.ToolCallID) == core.MaxIDBytes && len(r.AgentExecutionID) == core.MaxIDBytes/3*3
+			return len(r.ToolCallID) == storekit.MaxIDBytes && len(r.AgentExecutionID) == storekit.MaxIDBytes/3*3
 		}},
 	}
 	for _, c := range stored {
@@ -88,14 +89,14 @@ func testHostileFrames(t *testing.T, s *suite) {
 		set  func(f *core.Frame)
 	}{
 		{"id of 10 KiB", func(f *core.Frame) { f.ToolCallID = strings.Repeat("y", 10<<10) }},
-		{"id one byte over the limit", func(f *core.Frame) { f.ToolCallID = strings.Repeat("z", core.MaxIDBytes+1) }},
+		{"id one byte over the limit", func(f *core.Frame) { f.ToolCallID = strings.Repeat("z", storekit.MaxIDBytes+1) }},
 		{
 			"execution id over the limit",
-			func(f *core.Frame) { f.ExecutionID = strings.Repeat("é", core.MaxIDBytes/2+1) },
+			func(f *core.Frame) { f.ExecutionID = strings.Repeat("é", storekit.MaxIDBytes/2+1) },
 		},
 		{
 			"parent id over the limit",
-			func(f *core.Frame) { f.ParentToolCallID = strings.Repeat("p", core.MaxIDBytes+1) },
+			func(f *core.Frame) { f.ParentToolCallID = strings.Repeat("p", storekit.MaxIDBytes+1) },
 		},
 		{"execution id with NUL", func(f *core.Frame) { f.ExecutionID = "e\x00" }},
 		{"turn id not UTF-8", func(f *core.Frame) { f.TurnID = "turn\xff" }},

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // window is an hour of its own for one test, so that a test reading a
@@ -82,7 +85,7 @@ func (s *suite) seedWindow(t *testing.T, n int) (start time.Time, rows []core.Su
 }
 
 // testOverview: the overview of a window equals the reference
-// (core.OverviewOf) over the same rows — breakdowns by tool status, agent
+// (storekit.OverviewOf) over the same rows — breakdowns by tool status, agent
 // status, subagent type and model in their order (most invoked, then byte
 // order, not reported last), invocations and failures, live and
 // backfilled apart, exact metric sums over reported values with the
@@ -90,12 +93,12 @@ func (s *suite) seedWindow(t *testing.T, n int) (start time.Time, rows []core.Su
 // percentile — for the whole window, a part of it, and a bound on the
 // groups listed.
 func testOverview(t *testing.T, s *suite) {
-	o, ok := s.Store.(core.Overviewer)
+	o, ok := s.Store.(report.Overviewer)
 	if !ok {
-		t.Fatal("the store does not implement core.Overviewer")
+		t.Fatal("the store does not implement report.Overviewer")
 	}
 	start, rows := s.seedWindow(t, 240)
-	for _, q := range []core.OverviewQuery{
+	for _, q := range []report.OverviewQuery{
 		{Since: start, Until: start.Add(time.Hour)},
 		{Since: start.Add(10*time.Minute + time.Nanosecond), Until: start.Add(40 * time.Minute)},
 		{Since: start, Until: start.Add(time.Hour), Groups: 2},
@@ -108,32 +111,32 @@ func testOverview(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := core.OverviewOf(rows, q)
+		want := storekit.OverviewOf(rows, q)
 		if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
 			t.Errorf("overview of [%s, %s) groups %d failed %v:\n got  %s\n want %s", q.Since, q.Until, q.Groups,
 				q.Failed, g, w)
 		}
 	}
-	whole := core.OverviewQuery{Since: start, Until: start.Add(time.Hour)}
+	whole := report.OverviewQuery{Since: start, Until: start.Add(time.Hour)}
 	if got, _ := o.Overview(context.Background(), whole); got.Rows != 240 {
 		t.Errorf("the window holds %d rows, want 240", got.Rows)
 	}
-	_, err := o.Overview(context.Background(), core.OverviewQuery{Groups: core.MaxOverviewGroups + 1})
+	_, err := o.Overview(context.Background(), report.OverviewQuery{Groups: report.MaxOverviewGroups + 1})
 	WantError(t, "too many groups", err, nil)
-	_, err = o.Overview(context.Background(), core.OverviewQuery{Since: start, Until: start})
+	_, err = o.Overview(context.Background(), report.OverviewQuery{Since: start, Until: start})
 	WantError(t, "an empty window", err, nil)
 }
 
 // testSessionsWindow: sessions listed for a window and an id prefix equal
-// the reference (core.SessionsOf) over the same rows, and paging by key
+// the reference (storekit.SessionsOf) over the same rows, and paging by key
 // (SessionQuery.After) walks the same list, none skipped or repeated.
 func testSessionsWindow(t *testing.T, s *suite) {
-	r, ok := s.Store.(core.Reader)
+	r, ok := s.Store.(report.Reader)
 	if !ok {
-		t.Skip("store does not implement core.Reader")
+		t.Skip("store does not implement report.Reader")
 	}
 	start, rows := s.seedWindow(t, 60)
-	for _, q := range []core.SessionQuery{
+	for _, q := range []report.SessionQuery{
 		{Since: start, Until: start.Add(time.Hour), Prefix: s.ns},
 		{Since: start.Add(20 * time.Minute), Until: start.Add(30 * time.Minute), Prefix: s.ns},
 		{Since: start, Prefix: s.id("sess", "ov-")},
@@ -143,11 +146,11 @@ func testSessionsWindow(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := core.SessionsOf(rows, core.Activation{}, q)
+		want := storekit.SessionsOf(rows, report.Activation{}, q)
 		if g, w := summaries(all), summaries(want); g != w {
 			t.Errorf("sessions of %+v:\n got  %s\n want %s", q, g, w)
 		}
-		var paged []core.SessionSummary
+		var paged []report.SessionSummary
 		for page := q; ; {
 			page.Limit = 1
 			got, err := r.Sessions(context.Background(), page)
@@ -165,15 +168,15 @@ func testSessionsWindow(t *testing.T, s *suite) {
 			t.Errorf("paged one by one:\n got  %s\n want %s", g, w)
 		}
 	}
-	_, err := r.Sessions(context.Background(), core.SessionQuery{Prefix: "\xff"})
+	_, err := r.Sessions(context.Background(), report.SessionQuery{Prefix: "\xff"})
 	WantError(t, "a prefix that is not UTF-8", err, nil)
-	_, err = r.Sessions(context.Background(), core.SessionQuery{Limit: -1})
+	_, err = r.Sessions(context.Background(), report.SessionQuery{Limit: -1})
 	WantError(t, "a negative limit", err, nil)
 }
 
 // summaries shows session summaries without their coverage (which comes
 // from each session's whole activity; testSessions checks it).
-func summaries(ss []core.SessionSummary) string {
+func summaries(ss []report.SessionSummary) string {
 	var out []string
 	for _, g := range ss {
 		out = append(out, fmt.Sprintf("%s task=%s n=%d turns=%d max=%d open=%d %s..%s",
@@ -194,13 +197,13 @@ func jsonOf(t *testing.T, v any) string {
 
 // testTimeline: a window's timeline — invocations, failures and exact token
 // sums per bucket, counted from the Unix epoch in UTC — equals the
-// reference (core.TimelineOf) over the same rows, for buckets of a minute
+// reference (storekit.TimelineOf) over the same rows, for buckets of a minute
 // and of an hour, a part of the window, and around the epoch itself, where
 // a bucket's start is rounded down before 1970.
 func testTimeline(t *testing.T, s *suite) {
-	tl, ok := s.Store.(core.Timeliner)
+	tl, ok := s.Store.(report.Timeliner)
 	if !ok {
-		t.Fatal("the store does not implement core.Timeliner")
+		t.Fatal("the store does not implement report.Timeliner")
 	}
 	start, rows := s.seedWindow(t, 200)
 	epoch := time.Unix(0, 0).UTC()
@@ -214,7 +217,7 @@ func testTimeline(t *testing.T, s *suite) {
 		}
 	}
 	rows = append(rows, s.rows(t, sess)...)
-	for _, q := range []core.TimelineQuery{
+	for _, q := range []report.TimelineQuery{
 		{Since: start, Until: start.Add(time.Hour), Bucket: time.Minute},
 		{Since: start, Until: start.Add(time.Hour), Bucket: time.Hour},
 		{Since: start.Add(10*time.Minute + time.Nanosecond), Until: start.Add(40 * time.Minute), Bucket: 7 * time.Minute},
@@ -224,61 +227,61 @@ func testTimeline(t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g, w := jsonOf(t, got), jsonOf(t, core.TimelineOf(rows, q)); g != w {
+		if g, w := jsonOf(t, got), jsonOf(t, storekit.TimelineOf(rows, q)); g != w {
 			t.Errorf("timeline of [%s, %s) by %v:\n got  %s\n want %s", q.Since, q.Until, q.Bucket, g, w)
 		}
 	}
-	if got, _ := tl.Timeline(context.Background(), core.TimelineQuery{Since: epoch.Add(-2 * time.Second),
+	if got, _ := tl.Timeline(context.Background(), report.TimelineQuery{Since: epoch.Add(-2 * time.Second),
 		Until: epoch.Add(2 * time.Second), Bucket: time.Second}); len(got.Buckets) != 3 ||
 		!got.Buckets[0].Start.Equal(epoch.Add(-2*time.Second)) || got.Buckets[1].Invocations != 1 {
 		t.Errorf("around the epoch: %s, want buckets from -2 s, -1 s and 0", jsonOf(t, got))
 	}
-	_, err := tl.Timeline(context.Background(), core.TimelineQuery{Bucket: time.Millisecond})
+	_, err := tl.Timeline(context.Background(), report.TimelineQuery{Bucket: time.Millisecond})
 	WantError(t, "a bucket under a second", err, nil)
-	_, err = tl.Timeline(context.Background(), core.TimelineQuery{Since: start, Until: start.Add(24 * time.Hour),
+	_, err = tl.Timeline(context.Background(), report.TimelineQuery{Since: start, Until: start.Add(24 * time.Hour),
 		Bucket: time.Second})
 	WantError(t, "too many buckets", err, nil)
 }
 
 // testFailures: a window's failures, newest first, equal the reference
-// (core.FailuresOf) page by page, paged by key without a row skipped or
+// (storekit.FailuresOf) page by page, paged by key without a row skipped or
 // repeated; an unfailed row is never listed.
 func testFailures(t *testing.T, s *suite) {
-	fl, ok := s.Store.(core.FailureLister)
+	fl, ok := s.Store.(report.FailureLister)
 	if !ok {
-		t.Fatal("the store does not implement core.FailureLister")
+		t.Fatal("the store does not implement report.FailureLister")
 	}
 	start, rows := s.seedWindow(t, 150)
-	for _, q := range []core.FailureQuery{
+	for _, q := range []report.FailureQuery{
 		{Since: start, Until: start.Add(time.Hour), Limit: 1000},
 		{Since: start.Add(10 * time.Minute), Until: start.Add(40 * time.Minute), Limit: 7},
 	} {
-		want := core.FailuresOf(rows, core.FailureQuery{Since: q.Since, Until: q.Until, Limit: core.MaxFailures})
+		want := storekit.FailuresOf(rows, report.FailureQuery{Since: q.Since, Until: q.Until, Limit: report.MaxFailures})
 		var got []core.Subagent
 		for page := q; ; {
 			part, err := fl.Failures(context.Background(), page)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g, w := jsonOf(t, part), jsonOf(t, core.FailuresOf(rows, page)); g != w {
+			if g, w := jsonOf(t, part), jsonOf(t, storekit.FailuresOf(rows, page)); g != w {
 				t.Fatalf("failures page %+v:\n got  %s\n want %s", page, g, w)
 			}
 			got = append(got, part...)
 			if len(part) < page.LimitOrDefault() {
 				break
 			}
-			k := core.KeyOf(part[len(part)-1])
+			k := report.KeyOf(part[len(part)-1])
 			page.After = &k
 		}
 		if g, w := jsonOf(t, got), jsonOf(t, want); g != w || len(want) == 0 {
 			t.Errorf("failures paged %d at a time: %d rows, want %d", q.LimitOrDefault(), len(got), len(want))
 		}
 		for _, r := range got {
-			if r.ToolStatus == nil || !core.IsFailedToolStatus(*r.ToolStatus) {
+			if r.ToolStatus == nil || !canon.IsFailedToolStatus(*r.ToolStatus) {
 				t.Errorf("listed a row that did not fail: %+v", r.Key())
 			}
 		}
 	}
-	_, err := fl.Failures(context.Background(), core.FailureQuery{Limit: core.MaxFailures + 1})
+	_, err := fl.Failures(context.Background(), report.FailureQuery{Limit: report.MaxFailures + 1})
 	WantError(t, "a page too long", err, nil)
 }

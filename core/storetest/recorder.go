@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 )
 
@@ -15,8 +16,8 @@ import (
 // nothing is pending. The one declared difference: a Synchronous store's
 // row is readable as soon as Record returns, before any Flush.
 func testRecorderAlike(t *testing.T, s *suite) {
-	if _, ok := s.Store.(core.Synchronous); ok != s.Features.Synchronous {
-		t.Fatalf("the store implements core.Synchronous: %v; declared: %v", ok, s.Features.Synchronous)
+	if _, ok := s.Store.(storekit.Synchronous); ok != s.Features.Synchronous {
+		t.Fatalf("the store implements storekit.Synchronous: %v; declared: %v", ok, s.Features.Synchronous)
 	}
 	sess := s.session(t, "rec")
 	rec, err := core.NewRecorder(s.Store, core.WithLogger(testlog.Discard))

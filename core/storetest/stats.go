@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 )
 
 // testStats: statistics over reported values only, unreported counted
@@ -19,9 +20,9 @@ import (
 // backfill apart; coverage of a store the suite never activated is unknown,
 // never zero (AC-25, docs/CONTRACT.md §5.3).
 func testStats(t *testing.T, s *suite) {
-	r, ok := s.Store.(core.Reader)
+	r, ok := s.Store.(report.Reader)
 	if !ok {
-		t.Skip("store does not implement core.Reader")
+		t.Skip("store does not implement report.Reader")
 	}
 	sess := s.session(t, "stats")
 	other := s.session(t, "other")
@@ -43,7 +44,7 @@ func testStats(t *testing.T, s *suite) {
 	write("noturn", "", "", 300, i64(4), core.SourceBackfill)
 	s.write(t, s.frame(other, "1")) // another session's row stays out of scope
 
-	st, err := r.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess})
+	st, err := r.Stats(context.Background(), report.StatsQuery{TaskSessionID: sess})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,27 +71,27 @@ func testStats(t *testing.T, s *suite) {
 	if got != want {
 		t.Errorf("stats (not activated: distinct executions not reported):\n got  %s\n want %s", got, want)
 	}
-	if len(st.Sessions) != 1 || st.Sessions[0].TaskSessionID != sess || st.Sessions[0].Coverage != core.Unknown ||
-		st.Activation.State != core.NotActivated {
+	if len(st.Sessions) != 1 || st.Sessions[0].TaskSessionID != sess || st.Sessions[0].Coverage != report.Unknown ||
+		st.Activation.State != report.NotActivated {
 		t.Errorf("coverage: %+v, state %s; want %s unknown (not activated)", st.Sessions, st.Activation.State, sess)
 	}
 	// A session with no rows at all: unknown, never zero-and-known.
 	empty := s.session(t, "empty")
-	st, err = r.Stats(context.Background(), core.StatsQuery{TaskSessionID: empty})
+	st, err = r.Stats(context.Background(), report.StatsQuery{TaskSessionID: empty})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Subagents != 0 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Unknown ||
+	if st.Subagents != 0 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != report.Unknown ||
 		st.TotalTokens.All.Average != nil || st.TotalTokens.All.Sum != nil || st.FanOutPerTurn == nil {
 		t.Errorf(
 			"empty session: %d subagents, coverage %+v, tokens %s, fan-out %v", st.Subagents, st.Sessions,
 			showMetrics(st.TotalTokens), st.FanOutPerTurn,
 		)
 	}
-	_, err = r.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess, TaskID: "t"})
+	_, err = r.Stats(context.Background(), report.StatsQuery{TaskSessionID: sess, TaskID: "t"})
 	WantError(t, "both scopes", err, nil)
-	h, err := r.Health(context.Background(), core.HealthQuery{})
-	if err != nil || h.Ran || h.Reason == "" || h.State != core.NotActivated {
+	h, err := r.Health(context.Background(), report.HealthQuery{})
+	if err != nil || h.Ran || h.Reason == "" || h.State != report.NotActivated {
 		t.Errorf("health on a store never activated: %+v %v; want not run, with a reason", h, err)
 	}
 }
@@ -98,9 +99,9 @@ func testStats(t *testing.T, s *suite) {
 // testStatsSums: a statistic never fails because of the values stored:
 // sums past 64 bits are exact, on every adapter alike.
 func testStatsSums(t *testing.T, s *suite) {
-	r, ok := s.Store.(core.Reader)
+	r, ok := s.Store.(report.Reader)
 	if !ok {
-		t.Skip("store does not implement core.Reader")
+		t.Skip("store does not implement report.Reader")
 	}
 	sess := s.session(t, "sums")
 	for i, v := range []int64{1 << 62, 1 << 62, math.MaxInt64, 1} {
@@ -114,14 +115,14 @@ func testStatsSums(t *testing.T, s *suite) {
 			t.Fatal(err)
 		}
 	}
-	st, err := r.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess})
+	st, err := r.Stats(context.Background(), report.StatsQuery{TaskSessionID: sess})
 	if err != nil {
 		t.Fatalf("stats over sums past 64 bits: %v", err)
 	}
 	live := new(big.Int).Lsh(big.NewInt(1), 63)
 	live.Add(live, big.NewInt(math.MaxInt64))
 	all := new(big.Int).Add(live, big.NewInt(1))
-	for _, m := range []core.MetricStats{st.TotalTokens, st.DurationMs} {
+	for _, m := range []report.MetricStats{st.TotalTokens, st.DurationMs} {
 		if m.All.Sum == nil || m.All.Sum.Cmp(all) != 0 || m.Live.Sum.Cmp(live) != 0 ||
 			m.Backfill.Sum.Cmp(big.NewInt(1)) != 0 {
 			t.Errorf("exact sums: %s, want all %s live %s backfill 1", showMetrics(m), all, live)
@@ -133,11 +134,11 @@ func testStatsSums(t *testing.T, s *suite) {
 	}
 }
 
-func showMetrics(m core.MetricStats) string {
+func showMetrics(m report.MetricStats) string {
 	return fmt.Sprintf("all %s live %s backfill %s", showMetric(m.All), showMetric(m.Live), showMetric(m.Backfill))
 }
 
-func showMetric(m core.Metric) string {
+func showMetric(m report.Metric) string {
 	sum, avg := "NULL", "NULL"
 	if m.Sum != nil {
 		sum = m.Sum.String()
@@ -153,9 +154,9 @@ func showMetric(m core.Metric) string {
 // most in one turn, open ones, first and last observation) with the same
 // coverage verdict Stats gives it; a limit keeps the first ones.
 func testSessions(t *testing.T, s *suite) {
-	r, ok := s.Store.(core.Reader)
+	r, ok := s.Store.(report.Reader)
 	if !ok {
-		t.Skip("store does not implement core.Reader")
+		t.Skip("store does not implement report.Reader")
 	}
 	// Far after every other test's rows, so these sessions come first.
 	base := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -180,11 +181,11 @@ func testSessions(t *testing.T, s *suite) {
 	// The database is shared with the suite's other tests (one of which
 	// writes in the year 9999): this test's sessions are read out of the
 	// whole list.
-	all, err := r.Sessions(context.Background(), core.SessionQuery{})
+	all, err := r.Sessions(context.Background(), report.SessionQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []core.SessionSummary
+	var got []report.SessionSummary
 	last := -1
 	for i, g := range all {
 		if strings.HasPrefix(g.TaskSessionID, s.ns) {
@@ -207,7 +208,7 @@ func testSessions(t *testing.T, s *suite) {
 		t.Errorf("sessions:\n got  %q\n want %q", lines, want)
 	}
 	for _, g := range got {
-		st, err := r.Stats(context.Background(), core.StatsQuery{TaskSessionID: g.TaskSessionID})
+		st, err := r.Stats(context.Background(), report.StatsQuery{TaskSessionID: g.TaskSessionID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,9 +219,9 @@ func testSessions(t *testing.T, s *suite) {
 	// A limit keeps the first sessions of the whole list (read around it:
 	// a concurrent test's write between the reads is retried).
 	for attempt := 0; ; attempt++ {
-		before, err1 := r.Sessions(context.Background(), core.SessionQuery{})
-		some, err2 := r.Sessions(context.Background(), core.SessionQuery{Limit: last})
-		after, err3 := r.Sessions(context.Background(), core.SessionQuery{})
+		before, err1 := r.Sessions(context.Background(), report.SessionQuery{})
+		some, err2 := r.Sessions(context.Background(), report.SessionQuery{Limit: last})
+		after, err3 := r.Sessions(context.Background(), report.SessionQuery{})
 		if err := errors.Join(err1, err2, err3); err != nil {
 			t.Fatal(err)
 		}
@@ -232,6 +233,6 @@ func testSessions(t *testing.T, s *suite) {
 		}
 		break
 	}
-	_, err = r.Sessions(context.Background(), core.SessionQuery{Limit: -1})
+	_, err = r.Sessions(context.Background(), report.SessionQuery{Limit: -1})
 	WantError(t, "a negative limit", err, nil)
 }

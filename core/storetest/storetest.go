@@ -16,6 +16,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Harness is what an adapter's test supplies: a store, the host-side
@@ -43,7 +45,7 @@ type Features struct {
 	// Activation: the store can be activated (it has a meta table and host
 	// messages). The memory store is never activated.
 	Activation bool
-	// Synchronous: the store implements core.Synchronous, so a Recorder
+	// Synchronous: the store implements storekit.Synchronous, so a Recorder
 	// writes it on the caller's goroutine and its row is readable as soon
 	// as Record returns (the memory store, for a host's unit tests).
 	Synchronous bool
@@ -179,8 +181,8 @@ func WantError(t testing.TB, what string, err, target error) {
 		t.Errorf("%s: no error, want %v", what, target)
 	case target != nil && !errors.Is(err, target):
 		t.Errorf("%s: %v, want %v", what, err, target)
-	case !strings.HasPrefix(err.Error(), core.Prefix) || strings.Count(err.Error(), strings.TrimSpace(core.Prefix)) != 1:
-		t.Errorf("%s: %q: want the prefix %q once, at the start", what, err, core.Prefix)
+	case !strings.HasPrefix(err.Error(), liberr.Prefix) || strings.Count(err.Error(), strings.TrimSpace(liberr.Prefix)) != 1:
+		t.Errorf("%s: %q: want the prefix %q once, at the start", what, err, liberr.Prefix)
 	}
 }
 
@@ -188,7 +190,7 @@ func WantError(t testing.TB, what string, err, target error) {
 // updated_at (assigned by the store). Times compare as instants.
 func Diff(want, got core.Subagent) []string {
 	var d []string
-	for _, c := range core.Columns {
+	for _, c := range storekit.Columns {
 		if c.Name == "id" || c.Name == "updated_at" {
 			continue
 		}

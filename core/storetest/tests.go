@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/await"
 )
 
@@ -653,7 +654,7 @@ func testInvalidRow(t *testing.T, s *suite) {
 }
 
 // testModelCheck applies random frame sequences over a few keys to the store
-// and folds them through core.Merge; both must agree on every column but id
+// and folds them through storekit.Merge; both must agree on every column but id
 // and updated_at.
 func testModelCheck(t *testing.T, s *suite) {
 	seed := uint64(time.Now().UnixNano())
@@ -695,7 +696,7 @@ func testModelCheck(t *testing.T, s *suite) {
 		if err := s.Store.Upsert(context.Background(), row); err != nil {
 			t.Fatalf("upsert %+v: %v", row.Key(), err)
 		}
-		core.Write(model, row)
+		storekit.Write(model, row)
 		if i%50 == 49 || i == 299 {
 			compareModel(t, s, sess, model)
 		}
@@ -714,7 +715,7 @@ func compareModel(t *testing.T, s *suite, sess string, model map[core.RowKey]cor
 			t.Fatalf("store has a row the model lacks: %+v", r.Key())
 		}
 		if d := Diff(want, r); len(d) > 0 {
-			t.Fatalf("store and core.Merge disagree on %+v: %v", r.Key(), d)
+			t.Fatalf("store and storekit.Merge disagree on %+v: %v", r.Key(), d)
 		}
 	}
 }

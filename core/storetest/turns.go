@@ -8,19 +8,21 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // testSessionTurns (docs/CONTRACT.md §5.7): a session read a page of turns
-// at a time equals the reference (core.TurnsOf) for every page, walked
+// at a time equals the reference (storekit.TurnsOf) for every page, walked
 // forwards and backwards and from cursors that start no turn; every turn
 // is on exactly one page of a walk. The session has turns whose rows
 // interleave with others', rows without a turn, instants shared by
 // several rows and finer than a microsecond, and a turn id another
 // session uses too.
 func testSessionTurns(t *testing.T, s *suite) {
-	tl, ok := s.Store.(core.TurnLister)
+	tl, ok := s.Store.(report.TurnLister)
 	if !ok {
-		t.Fatal("the store does not implement core.TurnLister")
+		t.Fatal("the store does not implement report.TurnLister")
 	}
 	sess, other := s.session(t, "turns"), s.session(t, "turns-other")
 	rng := rand.New(rand.NewPCG(11, 13))
@@ -44,18 +46,18 @@ func testSessionTurns(t *testing.T, s *suite) {
 		}
 	}
 	rows := append(s.rows(t, sess), s.rows(t, other)...)
-	ask := func(q core.TurnQuery) core.TurnPage {
+	ask := func(q report.TurnQuery) report.TurnPage {
 		t.Helper()
 		got, err := tl.SessionTurns(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g, w := jsonOf(t, got), jsonOf(t, core.TurnsOf(rows, q)); g != w {
+		if g, w := jsonOf(t, got), jsonOf(t, storekit.TurnsOf(rows, q)); g != w {
 			t.Fatalf("turns %+v:\n got  %s\n want %s", q, g, w)
 		}
 		return got
 	}
-	all := core.TurnsOf(rows, core.TurnQuery{TaskSessionID: sess, Limit: core.MaxTurns})
+	all := storekit.TurnsOf(rows, report.TurnQuery{TaskSessionID: sess, Limit: report.MaxTurns})
 	if all.Later || len(all.Rows) != len(s.rows(t, sess)) {
 		t.Fatalf("the reference's one page holds %d rows (later: %v), want all %d", len(all.Rows), all.Later,
 			len(s.rows(t, sess)))
@@ -63,21 +65,21 @@ func testSessionTurns(t *testing.T, s *suite) {
 	end := core.Cursor{ObservedAt: base.Add(24 * time.Hour)} // after every row
 	for _, limit := range []int{1, 7, 0} {
 		var forward, backward int
-		for page := ask(core.TurnQuery{TaskSessionID: sess, Limit: limit}); ; {
+		for page := ask(report.TurnQuery{TaskSessionID: sess, Limit: limit}); ; {
 			forward += len(page.Rows)
 			if !page.Later {
 				break
 			}
 			last := page.Last
-			page = ask(core.TurnQuery{TaskSessionID: sess, Limit: limit, After: &last})
+			page = ask(report.TurnQuery{TaskSessionID: sess, Limit: limit, After: &last})
 		}
-		for page := ask(core.TurnQuery{TaskSessionID: sess, Limit: limit, Before: &end}); ; {
+		for page := ask(report.TurnQuery{TaskSessionID: sess, Limit: limit, Before: &end}); ; {
 			backward += len(page.Rows)
 			if !page.Earlier {
 				break
 			}
 			first := page.First
-			page = ask(core.TurnQuery{TaskSessionID: sess, Limit: limit, Before: &first})
+			page = ask(report.TurnQuery{TaskSessionID: sess, Limit: limit, Before: &first})
 		}
 		if forward != len(all.Rows) || backward != len(all.Rows) {
 			t.Errorf("pages of %d turns: %d rows forwards, %d backwards, want %d", limit, forward, backward,
@@ -86,14 +88,14 @@ func testSessionTurns(t *testing.T, s *suite) {
 	}
 	for _, r := range rows {
 		for _, c := range []core.Cursor{r.Cursor(), {ObservedAt: r.ObservedAt.Add(time.Nanosecond)}} {
-			ask(core.TurnQuery{TaskSessionID: sess, Limit: 3, After: &c})
-			ask(core.TurnQuery{TaskSessionID: sess, Limit: 3, Before: &c})
+			ask(report.TurnQuery{TaskSessionID: sess, Limit: 3, After: &c})
+			ask(report.TurnQuery{TaskSessionID: sess, Limit: 3, Before: &c})
 		}
 	}
-	ask(core.TurnQuery{TaskSessionID: s.id("sess", "none")})
-	_, err := tl.SessionTurns(context.Background(), core.TurnQuery{TaskSessionID: sess, Limit: core.MaxTurns + 1})
+	ask(report.TurnQuery{TaskSessionID: s.id("sess", "none")})
+	_, err := tl.SessionTurns(context.Background(), report.TurnQuery{TaskSessionID: sess, Limit: report.MaxTurns + 1})
 	WantError(t, "a page over MaxTurns", err, nil)
-	_, err = tl.SessionTurns(context.Background(), core.TurnQuery{TaskSessionID: sess, After: &all.First,
+	_, err = tl.SessionTurns(context.Background(), report.TurnQuery{TaskSessionID: sess, After: &all.First,
 		Before: &all.Last})
 	WantError(t, "both after and before", err, nil)
 }

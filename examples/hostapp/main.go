@@ -33,6 +33,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -89,7 +90,7 @@ func run(ctx context.Context, stdout, logs io.Writer, dsn string) error {
 
 	var handler *StreamHandler
 	var runner *backfill.Runner
-	var reader core.Reader
+	var reader report.Reader
 	app := fx.New(
 		fx.NopLogger,
 		// README: hostapp
@@ -159,7 +160,7 @@ func summary(ctx context.Context, w io.Writer, db *sqlx.DB, dsn string) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.Stats(ctx, core.StatsQuery{TaskSessionID: "sess-1"})
+	st, err := s.Stats(ctx, report.StatsQuery{TaskSessionID: "sess-1"})
 	if err != nil {
 		return err
 	}

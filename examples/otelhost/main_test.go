@@ -28,6 +28,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -146,7 +147,7 @@ func TestSpansThroughOTLP(t *testing.T) {
 	if err := store.Upsert(context.Background(), history); err != nil {
 		t.Fatal(err)
 	}
-	n, err := bridge.Replay(context.Background(), store.(core.Exporter).Export(context.Background(), core.ExportQuery{}))
+	n, err := bridge.Replay(context.Background(), store.(report.Exporter).Export(context.Background(), report.ExportQuery{}))
 	if err != nil || n != 4 {
 		t.Fatalf("replay: %d rows with spans, %v; want the four settled", n, err)
 	}
@@ -356,7 +357,7 @@ func TestLiveSpansAreTheRecord(t *testing.T) {
 	rcv.mu.Lock()
 	live := len(rcv.spans)
 	rcv.mu.Unlock()
-	if _, err := otelbridge.New(tp).Replay(ctx, store.Export(ctx, core.ExportQuery{})); err != nil {
+	if _, err := otelbridge.New(tp).Replay(ctx, store.Export(ctx, report.ExportQuery{})); err != nil {
 		t.Fatal(err)
 	}
 	lc.RequireStop()

@@ -5,6 +5,7 @@ package fanout
 
 import (
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 )
 
 // Turn is one turn's subagents; TurnID "" holds the rows without a turn.
@@ -22,7 +23,7 @@ type Node struct {
 }
 
 // Build groups rows (in AC-13 order) by turn, in order of each turn's first
-// row, and nests each row under its parent as core.Parents resolves it
+// row, and nests each row under its parent as report.Parents resolves it
 // (wherever that row's turn is), across the seam between history and live
 // capture. A row whose
 // parent is not among the rows is a root of its own turn; so is the first
@@ -34,7 +35,7 @@ func Build(rows []core.Subagent) []Turn {
 	for i, r := range rows {
 		nodes[i] = &Node{Row: r}
 	}
-	parent := core.Parents(rows)
+	parent := report.Parents(rows)
 	// Whatever no root reaches is on a cycle, or below one: its first row
 	// becomes a root, cutting the link that closed the cycle.
 	reached := make([]bool, len(rows))

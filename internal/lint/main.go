@@ -2,7 +2,7 @@
 //
 //   - no line of Go longer than 120 characters (a tab counts one);
 //   - the library's errors carry the "subagentctx: " prefix once: only
-//     core.Errorf and core.OpError add it, so no fmt.Errorf spells it, and
+//     liberr.Errorf and core.OpError add it, so no fmt.Errorf spells it, and
 //     errors.New spells it only for a package-level sentinel;
 //   - every channel receive in test code is bounded: a case of a select
 //     that also waits on a deadline (time.After, a timer's or ticker's C,
@@ -95,7 +95,7 @@ func isTestCode(path string) bool {
 }
 
 // prefixes reports a message that spells the library's prefix where
-// core.Errorf or core.OpError would add it a second time.
+// liberr.Errorf or core.OpError would add it a second time.
 func prefixes(file *ast.File, at func(ast.Node, string)) {
 	sentinels := map[ast.Node]bool{}
 	for _, d := range file.Decls {
@@ -119,11 +119,11 @@ func prefixes(file *ast.File, at func(ast.Node, string)) {
 		}
 		switch {
 		case isCall(c, "fmt", "Errorf"):
-			at(c, "fmt.Errorf spells the prefix: use core.Errorf, which adds it once")
+			at(c, "fmt.Errorf spells the prefix: use liberr.Errorf, which adds it once")
 		case isCall(c, "core", "Errorf"), isCall(c, "", "Errorf"):
 			at(c, "Errorf adds the prefix: drop it from the message")
 		case isCall(c, "errors", "New") && !sentinels[c]:
-			at(c, "errors.New spells the prefix outside a sentinel: use core.Errorf")
+			at(c, "errors.New spells the prefix outside a sentinel: use liberr.Errorf")
 		}
 		return true
 	})

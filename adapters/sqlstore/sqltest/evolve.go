@@ -12,6 +12,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -45,14 +47,14 @@ func row(sess, tool, exec string, source core.Source, observed time.Time) core.S
 }
 
 // insertRaw writes rows as an earlier build did: a plain INSERT of the
-// columns the table has, each row's values from core.Columns (no seam).
+// columns the table has, each row's values from storekit.Columns (no seam).
 func (e *Env) insertRaw(t testing.TB, rows ...core.Subagent) {
 	t.Helper()
 	info := e.describe(t, sqlstore.Table)
 	for _, r := range rows {
 		var cols, marks []string
 		var args []any
-		for _, c := range core.Columns {
+		for _, c := range storekit.Columns {
 			if info.Column(c.Name) != nil {
 				cols, marks, args = append(cols, c.Name), append(marks, "?"), append(args, c.Value(&r))
 			}
@@ -169,10 +171,10 @@ func (e *Env) dropColumn(t testing.TB, c string) {
 
 // additiveColumns are the declared columns a pass can add to a table with
 // rows (nullable or defaulted) and a test can drop (in no key).
-func additiveColumns() []core.Column {
-	var out []core.Column
-	for _, c := range core.Columns {
-		if (c.Nullable || c.Default != nil) && !slices.Contains(core.KeyColumns, c.Name) {
+func additiveColumns() []storekit.Column {
+	var out []storekit.Column
+	for _, c := range storekit.Columns {
+		if (c.Nullable || c.Default != nil) && !slices.Contains(storekit.KeyColumns, c.Name) {
 			out = append(out, c)
 		}
 	}
@@ -222,7 +224,7 @@ func testAddsMissingColumns(t *testing.T, d *Driver) {
 			if err := e.Store.Upsert(context.Background(), next); err != nil {
 				t.Fatal(err)
 			}
-			merged := core.Merge(&want, next)
+			merged := storekit.Merge(&want, next)
 			if diff := storetest.Diff(merged, rows(t, e, "s")["tc-1/e1"]); len(diff) > 0 {
 				t.Errorf("a write into the added column: %v", diff)
 			}
@@ -287,7 +289,7 @@ func testNonAdditive(t *testing.T, d *Driver) {
 // testRepair: a table the previous release left with both rows of one
 // invocation — the backfill's under 'unknown' and the live one under an
 // execution id, the seam doubled — is repaired by the shape step (step 4),
-// every doubled pair merged into one row as core.MergeHistory says, in one
+// every doubled pair merged into one row as storekit.MergeHistory says, in one
 // transaction, once; health and statistics then count each invocation
 // once.
 func testRepair(t *testing.T, d *Driver) {
@@ -312,8 +314,8 @@ func testRepair(t *testing.T, d *Driver) {
 		t.Errorf("shape step: %+v", st)
 	}
 	want := map[string]core.Subagent{
-		"tc-1/e1":      core.MergeHistory(l1, b1),
-		"tc-2/e2":      core.MergeHistory(l2b, b2),
+		"tc-1/e1":      storekit.MergeHistory(l1, b1),
+		"tc-2/e2":      storekit.MergeHistory(l2b, b2),
 		"tc-2/e1":      l2a,
 		"tc-3/unknown": alone,
 		"tc-4/e1":      live,
@@ -327,7 +329,7 @@ func testRepair(t *testing.T, d *Driver) {
 			t.Errorf("%s: %v (id %s, want %s)", k, diff, got[k].ID, w.ID)
 		}
 	}
-	st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: "s"})
+	st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: "s"})
 	if err != nil || st.Subagents != 5 || st.TotalTokens.All.Sum.Int64() != 50 {
 		t.Errorf("stats: %d subagents, tokens %v, %v; want 5, 50", st.Subagents, st.TotalTokens.All.Sum, err)
 	}
@@ -366,9 +368,9 @@ func testDeploy(t *testing.T, d *Driver) {
 		!r.SettledAt.Equal(at(90)) {
 		t.Errorf("rows %v: want one, under exec-1 with its history", got)
 	}
-	st, err := e.Store.Stats(context.Background(), core.StatsQuery{})
+	st, err := e.Store.Stats(context.Background(), report.StatsQuery{})
 	if err != nil || st.Subagents != 1 || len(st.FanOutPerTurn) != 1 ||
-		st.FanOutPerTurn[0] != (core.FanOut{Subagents: 1, Turns: 1}) {
+		st.FanOutPerTurn[0] != (report.FanOut{Subagents: 1, Turns: 1}) {
 		t.Errorf("stats: %d subagents, fan-out %v, %v", st.Subagents, st.FanOutPerTurn, err)
 	}
 	if h := health(t, e); h.Shortfall != 0 || h.Excess != 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testlog"
@@ -65,10 +66,10 @@ func testExportMissesNoCommittedRow(t *testing.T, d *Driver) {
 			}
 		}()
 	}
-	seen := map[core.ExportKey]core.Subagent{}
+	seen := map[report.ExportKey]core.Subagent{}
 	var since time.Time
 	window := func() {
-		q := core.ExportQuery{Since: since}
+		q := report.ExportQuery{Since: since}
 		next, err := s.NextSince(ctx, q)
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +78,7 @@ func testExportMissesNoCommittedRow(t *testing.T, d *Driver) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k := core.ExportKey{TaskSessionID: r.TaskSessionID, ID: r.ID}
+			k := report.ExportKey{TaskSessionID: r.TaskSessionID, ID: r.ID}
 			if old, ok := seen[k]; !ok || !r.UpdatedAt.Before(old.UpdatedAt) {
 				seen[k] = r
 			}
@@ -108,12 +109,12 @@ func testExportMissesNoCommittedRow(t *testing.T, d *Driver) {
 	time.Sleep(400 * time.Millisecond) // past the horizon: the last window is whole
 	window()
 	final := 0
-	for r, err := range s.Export(ctx, core.ExportQuery{}) {
+	for r, err := range s.Export(ctx, report.ExportQuery{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		final++
-		got, ok := seen[core.ExportKey{TaskSessionID: r.TaskSessionID, ID: r.ID}]
+		got, ok := seen[report.ExportKey{TaskSessionID: r.TaskSessionID, ID: r.ID}]
 		switch {
 		case !ok:
 			t.Errorf("row %s/%s (updated_at %v) in no window", r.TaskSessionID, r.ToolCallID, r.UpdatedAt)

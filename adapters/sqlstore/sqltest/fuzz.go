@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 // FuzzMerge drives a dialect's store with frame sequences decoded from the
-// fuzzer's bytes and checks every stored row against core.Merge folded over
+// fuzzer's bytes and checks every stored row against storekit.Merge folded over
 // the same sequence: the SQL SET list against the Go rules (AC-1 … AC-12).
 // Each input writes into a session of its own in one database.
 func FuzzMerge(f *testing.F, d *Driver) {
@@ -62,7 +63,7 @@ func FuzzMerge(f *testing.F, d *Driver) {
 			if err := e.Store.Upsert(ctx, row); err != nil {
 				t.Fatal(err)
 			}
-			merged := core.Merge(model[row.Key()], row)
+			merged := storekit.Merge(model[row.Key()], row)
 			model[row.Key()] = &merged
 		}
 		rows, err := e.Store.ListBySession(ctx, sess, core.Page{})
@@ -70,11 +71,11 @@ func FuzzMerge(f *testing.F, d *Driver) {
 			t.Fatal(err)
 		}
 		if len(rows) != len(model) {
-			t.Fatalf("store %d rows, core.Merge %d", len(rows), len(model))
+			t.Fatalf("store %d rows, storekit.Merge %d", len(rows), len(model))
 		}
 		for _, r := range rows {
 			if diff := storetest.Diff(*model[r.Key()], r); len(diff) > 0 {
-				t.Fatalf("the store and core.Merge disagree on %+v: %v", r.Key(), diff)
+				t.Fatalf("the store and storekit.Merge disagree on %+v: %v", r.Key(), diff)
 			}
 		}
 	})

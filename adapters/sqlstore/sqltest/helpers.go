@@ -10,6 +10,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -56,7 +57,7 @@ func (e *Env) ActivationKeys(t testing.TB) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for k, v := range e.Keys(t) {
-		if k == core.CaptureSinceKey || k == core.ExecutionSinceKey || k == core.BackfillThroughKey {
+		if k == storekit.CaptureSinceKey || k == storekit.ExecutionSinceKey || k == storekit.BackfillThroughKey {
 			out[k] = v
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
@@ -76,12 +78,12 @@ func testFreshPassAndReplay(t *testing.T, d *Driver) {
 		t.Errorf("backfill: %d rows, keys %v; want 7 rows, 2 keys", got.RowsInserted, got.KeysWritten)
 	}
 	k := e.Keys(t)
-	if k[core.BackfillThroughKey] != at(7).Format(time.RFC3339Nano) {
+	if k[storekit.BackfillThroughKey] != at(7).Format(time.RFC3339Nano) {
 		t.Errorf(
-			"backfill_through = %q, want newest created_at %q", k[core.BackfillThroughKey], at(7).Format(time.RFC3339Nano),
+			"backfill_through = %q, want newest created_at %q", k[storekit.BackfillThroughKey], at(7).Format(time.RFC3339Nano),
 		)
 	}
-	for _, key := range []string{core.CaptureSinceKey, core.ExecutionSinceKey} {
+	for _, key := range []string{storekit.CaptureSinceKey, storekit.ExecutionSinceKey} {
 		ts, err := time.Parse(time.RFC3339Nano, k[key])
 		if err != nil || ts.Before(before.Truncate(time.Microsecond)) || ts.After(after) ||
 			!strings.HasSuffix(k[key], "Z") {
@@ -294,10 +296,10 @@ func testSkipRules(t *testing.T, d *Driver) {
 		l.SettledAt == nil || !l.SettledAt.Equal(at(40).Add(30*time.Second)) {
 		t.Errorf("AC-22 live row after the backfill: %+v", l)
 	}
-	if k := e.Keys(t); k[core.BackfillThroughKey] != at(40).Format(time.RFC3339Nano) {
+	if k := e.Keys(t); k[storekit.BackfillThroughKey] != at(40).Format(time.RFC3339Nano) {
 		t.Errorf(
 			"backfill_through %q covers the predicate (including the live-held key), want %s",
-			k[core.BackfillThroughKey],
+			k[storekit.BackfillThroughKey],
 			at(40).Format(time.RFC3339Nano),
 		)
 	}
@@ -321,7 +323,7 @@ func testNoSecondRow(t *testing.T, d *Driver) {
 			r.Step(backfill.StepBackfill).RowsInserted,
 		)
 	}
-	st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: "s"})
+	st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: "s"})
 	if err != nil || st.Subagents != 2 {
 		t.Errorf("stats count the invocation once: %d subagents, %v", st.Subagents, err)
 	}
@@ -332,7 +334,7 @@ func testNoSecondRow(t *testing.T, d *Driver) {
 func testOverlongIdentifiers(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	long := strings.Repeat("x", 3000)
-	limit := strings.Repeat("k", core.MaxIDBytes)
+	limit := strings.Repeat("k", storekit.MaxIDBytes)
 	parent := kandevtest.Subagent("tc-parent-long", "completed", &kandevtest.CodexChild)
 	parent.ParentToolCallID = long
 	insert(
@@ -341,11 +343,11 @@ func testOverlongIdentifiers(t *testing.T, d *Driver) {
 		msg("m-long", "s", "turn-1", at(1), kandevtest.Subagent(long, "completed", &kandevtest.ClaudeCompleted)),
 		msg("m-parent", "s", "turn-1", at(2), parent),
 		msg(
-			strings.Repeat("i", core.MaxIDBytes+1), "s", "turn-1", at(3),
+			strings.Repeat("i", storekit.MaxIDBytes+1), "s", "turn-1", at(3),
 			kandevtest.Subagent("tc-long-id", "completed", &kandevtest.CodexChild),
 		),
 		msg(
-			"m-turn", "s", strings.Repeat("t", core.MaxIDBytes+1), at(4),
+			"m-turn", "s", strings.Repeat("t", storekit.MaxIDBytes+1), at(4),
 			kandevtest.Subagent("tc-long-turn", "completed", &kandevtest.CodexChild),
 		),
 		msg("m-ok", "s", "turn-1", at(5), kandevtest.Subagent("tc-ok", "completed", &kandevtest.CodexChild)),
@@ -359,10 +361,10 @@ func testOverlongIdentifiers(t *testing.T, d *Driver) {
 	}
 	if got := rows(t, e, limit); len(got) != 1 {
 		t.Errorf(
-			"identifiers at the limit (%d bytes, four of them in one row): %d rows, want 1", core.MaxIDBytes, len(got),
+			"identifiers at the limit (%d bytes, four of them in one row): %d rows, want 1", storekit.MaxIDBytes, len(got),
 		)
 	}
-	if k := e.Keys(t); k[core.CaptureSinceKey] == "" || k[core.BackfillThroughKey] != at(6).Format(time.RFC3339Nano) ||
+	if k := e.Keys(t); k[storekit.CaptureSinceKey] == "" || k[storekit.BackfillThroughKey] != at(6).Format(time.RFC3339Nano) ||
 		r.Failed() {
 		t.Errorf("the pass must complete with its keys: %v\n%s", k, r)
 	}
@@ -428,8 +430,8 @@ func testHostTimestamps(t *testing.T, d *Driver) {
 	if u, ok := got["tc-unsettled/unknown"]; !ok || u.SettledAt != nil {
 		t.Errorf("unreadable updated_at: want the row, not settled: %+v", u)
 	}
-	if k := e.Keys(t); k[core.BackfillThroughKey] != "2026-08-12T09:00:03Z" || r.Failed() {
-		t.Errorf("backfill_through %q, want the newest readable created_at", k[core.BackfillThroughKey])
+	if k := e.Keys(t); k[storekit.BackfillThroughKey] != "2026-08-12T09:00:03Z" || r.Failed() {
+		t.Errorf("backfill_through %q, want the newest readable created_at", k[storekit.BackfillThroughKey])
 	}
 }
 
@@ -438,11 +440,11 @@ func testNothingToBackfill(t *testing.T, d *Driver) {
 	insert(t, e, raw("plain", "s", at(1), ptr(`{"normalized":{"kind":"execute"}}`)))
 	r := mustRun(t, e)
 	k := e.Keys(t)
-	v, ok := k[core.BackfillThroughKey]
-	if !ok || v != core.BackfillNothing || r.Step(backfill.StepBackfill).RowsInserted != 0 {
+	v, ok := k[storekit.BackfillThroughKey]
+	if !ok || v != storekit.BackfillNothing || r.Step(backfill.StepBackfill).RowsInserted != 0 {
 		t.Errorf("AC-24f: backfill_through = %q (present %v), want the '' sentinel", v, ok)
 	}
-	if _, ok := k[core.CaptureSinceKey]; !ok {
+	if _, ok := k[storekit.CaptureSinceKey]; !ok {
 		t.Error("capture_since missing")
 	}
 }
@@ -454,25 +456,25 @@ func testKeysWriteOnce(t *testing.T, d *Driver) {
 	insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "completed", &kandevtest.ClaudeCompleted)))
 	old := "2026-01-01T00:00:00Z" // second precision, by an older build
 	e.Exec(
-		t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?), (?, ?)`, core.CaptureSinceKey, old, core.ExecutionSinceKey,
+		t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?), (?, ?)`, storekit.CaptureSinceKey, old, storekit.ExecutionSinceKey,
 		old,
 	)
 	r := mustRun(t, e)
 	k := e.Keys(t)
-	if k[core.CaptureSinceKey] != old || k[core.ExecutionSinceKey] != old {
+	if k[storekit.CaptureSinceKey] != old || k[storekit.ExecutionSinceKey] != old {
 		t.Errorf("present keys rewritten: %v", k)
 	}
-	if k[core.BackfillThroughKey] != at(1).Format(time.RFC3339Nano) || r.Step(backfill.StepBackfill).RowsInserted != 1 {
+	if k[storekit.BackfillThroughKey] != at(1).Format(time.RFC3339Nano) || r.Step(backfill.StepBackfill).RowsInserted != 1 {
 		t.Errorf("partial pair (capture_since only) not completed: %v\n%s", k, r)
 	}
-	if got := r.Step(backfill.StepBackfill).KeysWritten; len(got) != 1 || got[0] != core.BackfillThroughKey {
+	if got := r.Step(backfill.StepBackfill).KeysWritten; len(got) != 1 || got[0] != storekit.BackfillThroughKey {
 		t.Errorf("keys written %v", got)
 	}
 
 	e = d.Env(t)
-	e.Exec(t, `INSERT INTO kandev_meta ("key", value) VALUES (?, '')`, core.BackfillThroughKey)
+	e.Exec(t, `INSERT INTO kandev_meta ("key", value) VALUES (?, '')`, storekit.BackfillThroughKey)
 	mustRun(t, e)
-	if k := e.Keys(t); k[core.BackfillThroughKey] != "" || k[core.CaptureSinceKey] == "" {
+	if k := e.Keys(t); k[storekit.BackfillThroughKey] != "" || k[storekit.CaptureSinceKey] == "" {
 		t.Errorf("partial pair (backfill_through only) not completed: %v", k)
 	}
 }
@@ -497,10 +499,10 @@ func testBackfillFailure(t *testing.T, d *Driver) {
 		t.Errorf("no WARN naming the step: %s", logs.String())
 	}
 	k := e.Keys(t)
-	if _, ok := k[core.CaptureSinceKey]; ok {
+	if _, ok := k[storekit.CaptureSinceKey]; ok {
 		t.Errorf("capture_since written by a failed backfill: %v", k)
 	}
-	if _, ok := k[core.BackfillThroughKey]; ok {
+	if _, ok := k[storekit.BackfillThroughKey]; ok {
 		t.Errorf("backfill_through written by a failed backfill: %v", k)
 	}
 	if n := len(rows(t, e, "s")); n != 0 {
@@ -518,7 +520,7 @@ func testSecondKeyFailure(t *testing.T, d *Driver) {
 	insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "completed", &kandevtest.ClaudeCompleted)))
 	boom := errors.New("injected: second key write")
 	r := run(t, e, backfill.WithHook(func(stage string) error {
-		if stage == "wrote "+core.BackfillThroughKey {
+		if stage == "wrote "+storekit.BackfillThroughKey {
 			return boom
 		}
 		return nil
@@ -527,7 +529,7 @@ func testSecondKeyFailure(t *testing.T, d *Driver) {
 		t.Errorf("backfill: %+v", st)
 	}
 	k := e.Keys(t)
-	if _, ok := k[core.BackfillThroughKey]; ok || k[core.CaptureSinceKey] != "" {
+	if _, ok := k[storekit.BackfillThroughKey]; ok || k[storekit.CaptureSinceKey] != "" {
 		t.Errorf("keys after a failed second write: %v", k)
 	}
 	if n := len(rows(t, e, "s")); n != 0 {
@@ -610,7 +612,7 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 	if !hasIndex(t, e, "idx_host_custom", "model") {
 		t.Error("the host's own index on the table was lost in the upgrade")
 	}
-	if _, ok := e.Keys(t)[core.ExecutionSinceKey]; !ok {
+	if _, ok := e.Keys(t)[storekit.ExecutionSinceKey]; !ok {
 		t.Error("execution_since not written after the upgrade")
 	}
 	// The backfill: tc-new's message gets its row; tc-1's, which the first

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/await"
 )
 
@@ -44,7 +45,7 @@ func testPrune(t *testing.T, d *Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Deleted != 3 || !res.Advanced || !res.Boundary.Equal(core.CanonicalTime(boundary)) {
+	if res.Deleted != 3 || !res.Advanced || !res.Boundary.Equal(storekit.CanonicalTime(boundary)) {
 		t.Errorf("prune: %+v; want the 3 old rows, the boundary moved", res)
 	}
 	if got := rows(t, e, "old"); len(got) != 0 {
@@ -54,15 +55,15 @@ func testPrune(t *testing.T, d *Driver) {
 		t.Errorf("new rows: %v, want the one", got)
 	}
 	a, err := e.Store.Activation(context.Background())
-	if err != nil || !a.PrunedBefore.Usable() || !a.PrunedBefore.Time.Equal(core.CanonicalTime(boundary)) {
+	if err != nil || !a.PrunedBefore.Usable() || !a.PrunedBefore.Time.Equal(storekit.CanonicalTime(boundary)) {
 		t.Errorf("the retention boundary: %+v %v", a.PrunedBefore, err)
 	}
 	h := health(t, e)
-	if h.Shortfall != 0 || !h.Since.Equal(core.CanonicalTime(boundary)) {
+	if h.Shortfall != 0 || !h.Since.Equal(storekit.CanonicalTime(boundary)) {
 		t.Errorf("health after the prune: shortfall %d from %v; want 0 from the boundary", h.Shortfall, h.Since)
 	}
-	st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: "old"})
-	if err != nil || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Unknown {
+	st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: "old"})
+	if err != nil || len(st.Sessions) != 1 || st.Sessions[0].Coverage != report.Unknown {
 		t.Errorf("the pruned session's coverage: %+v %v; want unknown, never zero", st.Sessions, err)
 	}
 	record(t, e, "old", "tc-0", "e1", time.Now().UTC())
@@ -94,7 +95,7 @@ func testPruneBoundary(t *testing.T, d *Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Advanced || !res.Boundary.Equal(core.CanonicalTime(later)) || res.Deleted != 1 {
+	if res.Advanced || !res.Boundary.Equal(storekit.CanonicalTime(later)) || res.Deleted != 1 {
 		t.Errorf("an earlier prune: %+v; want the recorded boundary kept and used", res)
 	}
 }
@@ -115,9 +116,9 @@ func testPruneRefused(t *testing.T, d *Driver) {
 	}
 	// capture_since without backfill_through: the next pass's backfill
 	// would run, recovering what a prune deletes — refused, naming the key.
-	e.Exec(t, `DELETE FROM `+e.Tables.Meta+` WHERE "key" = ?`, core.BackfillThroughKey)
+	e.Exec(t, `DELETE FROM `+e.Tables.Meta+` WHERE "key" = ?`, storekit.BackfillThroughKey)
 	_, err = e.Store.Prune(context.Background(), time.Now().UTC())
-	if err == nil || !strings.Contains(err.Error(), core.BackfillThroughKey) || e.Count(t) != 1 {
+	if err == nil || !strings.Contains(err.Error(), storekit.BackfillThroughKey) || e.Count(t) != 1 {
 		t.Errorf("prune with backfill_through missing: %v, %d rows", err, e.Count(t))
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
@@ -39,9 +41,9 @@ func message(t *testing.T, e *Env, id, s, tool string, created time.Time) {
 		Metadata: ptr(kandevtest.Subagent(tool, "completed", &kandevtest.ClaudeCompleted).JSON()), CreatedAt: created})
 }
 
-func health(t *testing.T, e *Env) core.Health {
+func health(t *testing.T, e *Env) report.Health {
 	t.Helper()
-	h, err := e.Store.Health(context.Background(), core.HealthQuery{})
+	h, err := e.Store.Health(context.Background(), report.HealthQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func health(t *testing.T, e *Env) core.Health {
 }
 
 // setKeys replaces the meta table's keys.
-func setKeys(t *testing.T, e *Env, kv map[string]string) core.Activation {
+func setKeys(t *testing.T, e *Env, kv map[string]string) report.Activation {
 	t.Helper()
 	e.Exec(t, `DELETE FROM kandev_meta`)
 	for k, v := range kv {
@@ -67,26 +69,26 @@ func testActivationStates(t *testing.T, d *Driver) {
 	sec, nano := "2026-01-01T00:00:00Z", "2026-08-12T23:10:00.500001Z"
 	for _, c := range []struct {
 		keys map[string]string
-		want core.ActivationState
+		want report.ActivationState
 	}{
-		{map[string]string{core.CaptureSinceKey: nano, core.ExecutionSinceKey: sec}, core.Activated},
-		{map[string]string{core.CaptureSinceKey: sec}, core.CaptureOnly},
-		{map[string]string{core.ExecutionSinceKey: nano}, core.NoBoundary},
-		{map[string]string{core.BackfillThroughKey: ""}, core.NotActivated},
+		{map[string]string{storekit.CaptureSinceKey: nano, storekit.ExecutionSinceKey: sec}, report.Activated},
+		{map[string]string{storekit.CaptureSinceKey: sec}, report.CaptureOnly},
+		{map[string]string{storekit.ExecutionSinceKey: nano}, report.NoBoundary},
+		{map[string]string{storekit.BackfillThroughKey: ""}, report.NotActivated},
 	} {
 		if a := setKeys(t, e, c.keys); a.State != c.want {
 			t.Errorf("keys %v: state %s, want %s", c.keys, a.State, c.want)
 		}
 	}
 	a := setKeys(
-		t, e, map[string]string{core.CaptureSinceKey: sec, core.ExecutionSinceKey: nano, core.BackfillThroughKey: ""},
+		t, e, map[string]string{storekit.CaptureSinceKey: sec, storekit.ExecutionSinceKey: nano, storekit.BackfillThroughKey: ""},
 	)
 	if !a.CaptureSince.Usable() || !a.CaptureSince.Time.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) ||
 		!a.ExecutionSince.Time.Equal(capture) || !a.NothingToRecover || a.BackfillThrough.Time != nil {
 		t.Errorf("parsed keys: %+v", a)
 	}
-	a = setKeys(t, e, map[string]string{core.CaptureSinceKey: "yesterday", core.BackfillThroughKey: "2026-13-01"})
-	if a.State != core.CaptureOnly || a.CaptureSince.Usable() || a.CaptureSince.ParseError == "" ||
+	a = setKeys(t, e, map[string]string{storekit.CaptureSinceKey: "yesterday", storekit.BackfillThroughKey: "2026-13-01"})
+	if a.State != report.CaptureOnly || a.CaptureSince.Usable() || a.CaptureSince.ParseError == "" ||
 		a.BackfillThrough.ParseError == "" || a.NothingToRecover {
 		t.Errorf("unparsable keys must be reported as such: %+v", a)
 	}
@@ -110,17 +112,17 @@ func testReadersByState(t *testing.T, d *Driver) {
 	record(t, e, "s", "tc-1", "e2", capture.Add(3*time.Second)) // a collision between two executions
 	key := capture.Format(time.RFC3339Nano)
 	for _, c := range []struct {
-		state                core.ActivationState
+		state                report.ActivationState
 		keys                 map[string]string
 		healthRuns           bool
 		collisions, distinct string
-		coverage             core.Coverage
+		coverage             report.Coverage
 	}{
-		{core.Activated, map[string]string{core.CaptureSinceKey: key, core.ExecutionSinceKey: key}, true, "1", "2",
-			core.Known},
-		{core.CaptureOnly, map[string]string{core.CaptureSinceKey: key}, true, "NULL", "NULL", core.Known},
-		{core.NoBoundary, map[string]string{core.ExecutionSinceKey: key}, false, "NULL", "2", core.Unknown},
-		{core.NotActivated, nil, false, "NULL", "NULL", core.Unknown},
+		{report.Activated, map[string]string{storekit.CaptureSinceKey: key, storekit.ExecutionSinceKey: key}, true, "1", "2",
+			report.Known},
+		{report.CaptureOnly, map[string]string{storekit.CaptureSinceKey: key}, true, "NULL", "NULL", report.Known},
+		{report.NoBoundary, map[string]string{storekit.ExecutionSinceKey: key}, false, "NULL", "2", report.Unknown},
+		{report.NotActivated, nil, false, "NULL", "NULL", report.Unknown},
 	} {
 		if a := setKeys(t, e, c.keys); a.State != c.state {
 			t.Fatalf("state %s, want %s", a.State, c.state)
@@ -137,7 +139,7 @@ func testReadersByState(t *testing.T, d *Driver) {
 				show(h.Collisions), h.Shortfall, h.Reason, c.healthRuns, c.collisions,
 			)
 		}
-		st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: "s"})
+		st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: "s"})
 		if err != nil || st.Subagents != 2 || show(st.DistinctExecutions) != c.distinct || len(st.Sessions) != 1 ||
 			st.Sessions[0].Coverage != c.coverage {
 			t.Errorf(
@@ -214,8 +216,8 @@ func testNanosecondKeys(t *testing.T, d *Driver) {
 		t,
 		e,
 		map[string]string{
-			core.CaptureSinceKey:   key.Format(time.RFC3339Nano),
-			core.ExecutionSinceKey: key.Format(time.RFC3339Nano),
+			storekit.CaptureSinceKey:   key.Format(time.RFC3339Nano),
+			storekit.ExecutionSinceKey: key.Format(time.RFC3339Nano),
 		},
 	)
 	h := health(t, e)
@@ -223,13 +225,13 @@ func testNanosecondKeys(t *testing.T, d *Driver) {
 		!h.LastObservedAt.Equal(capture.Add(time.Microsecond)) {
 		t.Errorf("health with a nanosecond key: %+v", h)
 	}
-	for sess, want := range map[string]core.Coverage{"s-before": core.Unknown, "s-after": core.Known} {
-		st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess})
+	for sess, want := range map[string]report.Coverage{"s-before": report.Unknown, "s-after": report.Known} {
+		st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: sess})
 		if err != nil || st.Sessions[0].Coverage != want {
 			t.Errorf("%s: coverage %+v, want %s (%v)", sess, st.Sessions, want, err)
 		}
 	}
-	st, err := e.Store.Stats(context.Background(), core.StatsQuery{})
+	st, err := e.Store.Stats(context.Background(), report.StatsQuery{})
 	if err != nil || st.KnownSessions != 1 || st.UnknownSessions != 1 {
 		t.Errorf(
 			"store-wide coverage %d known %d unknown, want 1 and 1 (%v)", st.KnownSessions, st.UnknownSessions, err,
@@ -325,19 +327,19 @@ func testStatsCoverage(t *testing.T, d *Driver) {
 	message(t, e, "new", "s-new", "tc-new", capture.Add(time.Second))
 	record(t, e, "s-new", "tc-new", "e1", capture.Add(2*time.Second))
 	e.Session(t, "s-none")
-	for sess, want := range map[string]core.Coverage{"s-old": core.Unknown, "s-new": core.Known, "s-none": core.Unknown} {
-		st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: sess})
+	for sess, want := range map[string]report.Coverage{"s-old": report.Unknown, "s-new": report.Known, "s-none": report.Unknown} {
+		st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: sess})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(st.Sessions) != 1 || st.Sessions[0].Coverage != want {
 			t.Errorf("%s: coverage %+v, want %s", sess, st.Sessions, want)
 		}
-		if st.DistinctExecutions == nil || st.Activation.State != core.Activated {
+		if st.DistinctExecutions == nil || st.Activation.State != report.Activated {
 			t.Errorf("%s: activation %s distinct executions %v", sess, st.Activation.State, st.DistinctExecutions)
 		}
 	}
-	st, err := e.Store.Stats(context.Background(), core.StatsQuery{})
+	st, err := e.Store.Stats(context.Background(), report.StatsQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,8 +349,8 @@ func testStatsCoverage(t *testing.T, d *Driver) {
 		st.TotalTokens.Live.Sum != nil {
 		t.Errorf("whole store: %+v", st)
 	}
-	st, err = e.Store.Stats(context.Background(), core.StatsQuery{TaskID: "task-s-new"})
-	if err != nil || st.Subagents != 1 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != core.Known {
+	st, err = e.Store.Stats(context.Background(), report.StatsQuery{TaskID: "task-s-new"})
+	if err != nil || st.Subagents != 1 || len(st.Sessions) != 1 || st.Sessions[0].Coverage != report.Known {
 		t.Errorf("by task: %+v %v", st, err)
 	}
 	// The listing gives each session Stats' verdict, from activity before
@@ -356,14 +358,14 @@ func testStatsCoverage(t *testing.T, d *Driver) {
 	// capture_since, its rows do not.
 	message(t, e, "mixed", "s-mixed", "tc-mixed", capture.Add(-time.Minute))
 	record(t, e, "s-mixed", "tc-late", "e1", capture.Add(3*time.Second))
-	for _, q := range []core.SessionQuery{{}, {Since: capture.Add(time.Second)}} {
+	for _, q := range []report.SessionQuery{{}, {Since: capture.Add(time.Second)}} {
 		list, err := e.Store.Sessions(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]core.Coverage{"s-old": core.Unknown, "s-new": core.Known, "s-mixed": core.Unknown}
+		want := map[string]report.Coverage{"s-old": report.Unknown, "s-new": report.Known, "s-mixed": report.Unknown}
 		for _, g := range list {
-			st, err := e.Store.Stats(context.Background(), core.StatsQuery{TaskSessionID: g.TaskSessionID})
+			st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: g.TaskSessionID})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/core/storetest"
 )
 
@@ -20,7 +20,7 @@ var schemaTests = []test{
 }
 
 // literal is a declared default as the catalog spells it ("" for none).
-func literal(c core.Column) string {
+func literal(c storekit.Column) string {
 	switch v := c.Default.(type) {
 	case string:
 		return "'" + v + "'"
@@ -34,16 +34,16 @@ func literal(c core.Column) string {
 }
 
 // testCatalog reads the table back from the catalog and checks it against
-// core.Columns, column by column (docs/CONTRACT.md §2): type, NOT NULL,
+// storekit.Columns, column by column (docs/CONTRACT.md §2): type, NOT NULL,
 // default (and none on the metrics), the primary key, the three-column key,
 // the cascading foreign key, the indexes and the meta table.
 func testCatalog(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	c := e.describe(t, sqlstore.Table)
-	if len(c.Columns) != len(core.Columns) {
-		t.Errorf("table has %d columns, the declaration %d", len(c.Columns), len(core.Columns))
+	if len(c.Columns) != len(storekit.Columns) {
+		t.Errorf("table has %d columns, the declaration %d", len(c.Columns), len(storekit.Columns))
 	}
-	for _, col := range core.Columns {
+	for _, col := range storekit.Columns {
 		want := sqlstore.ColumnInfo{
 			Name:    col.Name,
 			Type:    d.Dialect.ColumnType(col.Type),
@@ -69,7 +69,7 @@ func testCatalog(t *testing.T, d *Driver) {
 	if want := []string{"task_session_id", "id"}; !slices.Equal(primary, want) {
 		t.Errorf("primary key %v, want %v", primary, want)
 	}
-	if want := []string{strings.Join(core.KeyColumns, ",")}; !slices.Equal(unique, want) {
+	if want := []string{strings.Join(storekit.KeyColumns, ",")}; !slices.Equal(unique, want) {
 		t.Errorf("unique keys %v, want exactly %v", unique, want)
 	}
 	if want := []sqlstore.ForeignKeyInfo{

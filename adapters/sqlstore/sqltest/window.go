@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 )
 
 // testHealthWindows: the health check over any window is the same function
@@ -50,7 +50,7 @@ func testHealthWindows(t *testing.T, d *Driver) {
 	}
 	// want lists, for a window, the pairs of evs in it whose pair has no
 	// event in other, each at its earliest time in the window.
-	want := func(evs, other []event, since time.Time) []core.Pair {
+	want := func(evs, other []event, since time.Time) []report.Pair {
 		first := map[[2]string]time.Time{}
 		for _, x := range evs {
 			k := [2]string{x.session, x.tool}
@@ -61,11 +61,11 @@ func testHealthWindows(t *testing.T, d *Driver) {
 				first[k] = x.at
 			}
 		}
-		var out []core.Pair
+		var out []report.Pair
 		for k, f := range first {
-			out = append(out, core.Pair{TaskSessionID: k[0], ToolCallID: k[1], FirstSeen: f})
+			out = append(out, report.Pair{TaskSessionID: k[0], ToolCallID: k[1], FirstSeen: f})
 		}
-		slices.SortFunc(out, func(a, b core.Pair) int {
+		slices.SortFunc(out, func(a, b report.Pair) int {
 			if c := a.FirstSeen.Compare(b.FirstSeen); c != 0 {
 				return c
 			}
@@ -73,7 +73,7 @@ func testHealthWindows(t *testing.T, d *Driver) {
 		})
 		return out
 	}
-	show := func(ps []core.Pair) string {
+	show := func(ps []report.Pair) string {
 		var b strings.Builder
 		for _, p := range ps {
 			fmt.Fprintf(&b, "%s/%s@%s ", p.TaskSessionID, p.ToolCallID, p.FirstSeen.UTC().Format(time.RFC3339Nano))
@@ -92,7 +92,7 @@ func testHealthWindows(t *testing.T, d *Driver) {
 		{"two pairs listed", capture.Add(10 * time.Minute), 2},
 	} {
 		t.Run(w.name, func(t *testing.T) {
-			h, err := e.Store.Health(context.Background(), core.HealthQuery{Since: w.since, Pairs: w.pairs})
+			h, err := e.Store.Health(context.Background(), report.HealthQuery{Since: w.since, Pairs: w.pairs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func testHealthWindows(t *testing.T, d *Driver) {
 				t.Fatalf("window %v, want from %v: %+v", h.Since, since, h)
 			}
 			missing, excess := want(msgs, rowsAt, since), want(rowsAt, msgs, since)
-			bound := core.HealthQuery{Pairs: w.pairs}.PairsOrDefault()
+			bound := report.HealthQuery{Pairs: w.pairs}.PairsOrDefault()
 			if h.Shortfall != int64(len(missing)) || h.Excess != int64(len(excess)) {
 				t.Errorf("shortfall %d excess %d, want %d and %d", h.Shortfall, h.Excess, len(missing), len(excess))
 			}
@@ -116,7 +116,7 @@ func testHealthWindows(t *testing.T, d *Driver) {
 			}
 		})
 	}
-	if _, err := e.Store.Health(context.Background(), core.HealthQuery{Pairs: -1}); err == nil {
+	if _, err := e.Store.Health(context.Background(), report.HealthQuery{Pairs: -1}); err == nil {
 		t.Error("a negative pair bound: want an error")
 	}
 }

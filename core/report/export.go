@@ -1,9 +1,11 @@
-package core
+package report
 
 import (
 	"context"
 	"iter"
 	"time"
+
+	"github.com/subagentctx/subagentctx/core"
 )
 
 // ExportQuery selects the rows an export streams: those last written
@@ -36,6 +38,6 @@ func (q ExportQuery) Validate() error { return validWindow("export", q.Since, q.
 // that passes it as the next window's Since misses nothing, and may see a
 // row again (keep the one with the later updated_at).
 type Exporter interface {
-	Export(ctx context.Context, q ExportQuery) iter.Seq2[Subagent, error]
+	Export(ctx context.Context, q ExportQuery) iter.Seq2[core.Subagent, error]
 	NextSince(ctx context.Context, q ExportQuery) (time.Time, error)
 }

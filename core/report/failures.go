@@ -1,18 +1,19 @@
-package core
+package report
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
+
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // FailureLister lists a window's failed subagents, newest first, by key
 // (docs/CONTRACT.md §5.4): the SQL stores and the memory store implement
 // it.
 type FailureLister interface {
-	Failures(ctx context.Context, q FailureQuery) ([]Subagent, error)
+	Failures(ctx context.Context, q FailureQuery) ([]core.Subagent, error)
 }
 
 // FailureQuery selects the failed rows (a tool status in
@@ -35,15 +36,9 @@ type FailureKey struct {
 	TaskSessionID, ToolCallID, AgentExecutionID string
 }
 
-// The failures' bound on one page.
-const (
-	DefaultFailures = 20
-	MaxFailures     = 1000
-)
-
 // KeyOf is a row's place in the failures' list.
-func KeyOf(r Subagent) FailureKey {
-	return FailureKey{CanonicalTime(r.ObservedAt), r.TaskSessionID, r.ToolCallID, r.AgentExecutionID}
+func KeyOf(r core.Subagent) FailureKey {
+	return FailureKey{canon.Time(r.ObservedAt), r.TaskSessionID, r.ToolCallID, r.AgentExecutionID}
 }
 
 // Validate checks the query, naming what is wrong.
@@ -61,36 +56,4 @@ func (q FailureQuery) LimitOrDefault() int {
 		return DefaultFailures
 	}
 	return q.Limit
-}
-
-// compareFailures orders the list: newest first, then session, tool call
-// id and execution id, each descending byte by byte.
-func compareFailures(a, b FailureKey) int {
-	if c := b.ObservedAt.Compare(a.ObservedAt); c != 0 {
-		return c
-	}
-	return cmp.Or(cmp.Compare(b.TaskSessionID, a.TaskSessionID), cmp.Compare(b.ToolCallID, a.ToolCallID),
-		cmp.Compare(b.AgentExecutionID, a.AgentExecutionID))
-}
-
-// FailuresOf is the Go reference of a page of failures: what every
-// store's Failures must return for the same rows.
-func FailuresOf(rows []Subagent, q FailureQuery) []Subagent {
-	out := []Subagent{} // an empty page is empty, not nil: the stores' answer
-	for _, r := range rows {
-		r = r.Canonical()
-		if r.ToolStatus == nil || !IsFailedToolStatus(*r.ToolStatus) || !inWindow(r.ObservedAt, q.Since, q.Until) {
-			continue
-		}
-		if q.After != nil {
-			after := *q.After
-			after.ObservedAt = CeilMicro(after.ObservedAt)
-			if compareFailures(KeyOf(r), after) <= 0 {
-				continue
-			}
-		}
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b Subagent) int { return compareFailures(KeyOf(a), KeyOf(b)) })
-	return out[:min(len(out), q.LimitOrDefault())]
 }

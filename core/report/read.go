@@ -1,11 +1,12 @@
-package core
+package report
 
 import (
 	"context"
 	"fmt"
 	"math/big"
-	"slices"
 	"time"
+
+	"github.com/subagentctx/subagentctx/core"
 )
 
 // ActivationState is one row of the activation-state table
@@ -71,48 +72,6 @@ func (a Activation) Bound() (time.Time, bool) {
 	return b, true
 }
 
-// ParseKey reads a stored key: absent, or an instant in RFC 3339 at any
-// precision (second-precision keys of older builds, RFC3339Nano), or a
-// value that does not parse, reported as such.
-func ParseKey(present bool, raw string) KeyReading {
-	k := KeyReading{Present: present, Raw: raw}
-	if !present {
-		return k
-	}
-	t, err := time.Parse(time.RFC3339Nano, raw)
-	if err != nil {
-		k.ParseError = fmt.Sprintf("%q is not an RFC 3339 instant", raw)
-		return k
-	}
-	t = t.UTC()
-	k.Time = &t
-	return k
-}
-
-// NewActivation derives the state from the keys present in the meta table.
-func NewActivation(keys map[string]string) Activation {
-	get := func(k string) KeyReading { v, ok := keys[k]; return ParseKey(ok, v) }
-	a := Activation{CaptureSince: get(CaptureSinceKey), ExecutionSince: get(ExecutionSinceKey),
-		PrunedBefore: get(PrunedBeforeKey)}
-	if v, ok := keys[BackfillThroughKey]; ok && v == BackfillNothing {
-		a.BackfillThrough = KeyReading{Present: true}
-		a.NothingToRecover = true
-	} else {
-		a.BackfillThrough = get(BackfillThroughKey)
-	}
-	switch capture, exec := a.CaptureSince.Present, a.ExecutionSince.Present; {
-	case capture && exec:
-		a.State = Activated
-	case capture:
-		a.State = CaptureOnly
-	case exec:
-		a.State = NoBoundary
-	default:
-		a.State = NotActivated
-	}
-	return a
-}
-
 // Health is the result of the health check (docs/CONTRACT.md §5.2).
 type Health struct {
 	// Ran is false when the check could not run; Reason says why (for
@@ -171,12 +130,6 @@ type HealthQuery struct {
 	Pairs int
 }
 
-// The health check's pair lists.
-const (
-	DefaultHealthPairs = 20
-	MaxHealthPairs     = 10000
-)
-
 // Validate checks the query, naming what is wrong.
 func (q HealthQuery) Validate() error {
 	if q.Pairs < 0 || q.Pairs > MaxHealthPairs {
@@ -229,17 +182,19 @@ type MetricStats struct {
 
 // Add counts one row's value (nil: not reported) from a row of the given
 // source; Finish computes the averages after the last one.
-func (m *MetricStats) Add(source Source, v *int64) {
+func (m *MetricStats) Add(source core.Source, v *int64) {
 	part := &m.Live
-	if source == SourceBackfill {
+	if source == core.SourceBackfill {
 		part = &m.Backfill
 	}
 	for _, x := range []*Metric{&m.All, part} {
-		x.add(v)
+		x.Add(v)
 	}
 }
 
-func (m *Metric) add(v *int64) {
+// Add counts one value (nil: not reported); Finish computes the average
+// after the last one.
+func (m *Metric) Add(v *int64) {
 	if v == nil {
 		m.Unreported++
 		return
@@ -254,7 +209,7 @@ func (m *Metric) add(v *int64) {
 // Finish computes the averages once every row has been added.
 func (m *MetricStats) Finish() {
 	for _, x := range []*Metric{&m.All, &m.Live, &m.Backfill} {
-		x.average()
+		x.Finish()
 	}
 }
 
@@ -265,10 +220,11 @@ func (m *Metric) Set(rows, reported int64, sum *big.Int) {
 	if reported == 0 {
 		m.Sum = nil
 	}
-	m.average()
+	m.Finish()
 }
 
-func (m *Metric) average() {
+// Finish computes the average once every value has been added.
+func (m *Metric) Finish() {
 	if m.Reported == 0 || m.Sum == nil {
 		m.Average = nil
 		return
@@ -372,80 +328,6 @@ type SessionSummary struct {
 	FirstObservedAt time.Time       `json:"first_observed_at"`
 	LastObservedAt  time.Time       `json:"last_observed_at"`
 	Coverage        SessionCoverage `json:"coverage"`
-}
-
-// AddCoverage gives each session of first — its first activity on
-// record, nil when it has none — its verdict, and counts the verdicts; a
-// scoped query lists them, in byte order of the session id, and includes
-// its session even when it has no activity (unknown, never zero).
-func (s *Stats) AddCoverage(first map[string]*time.Time) {
-	if id := s.Query.TaskSessionID; id != "" {
-		if _, ok := first[id]; !ok {
-			first[id] = nil
-		}
-	}
-	ids := make([]string, 0, len(first))
-	for id := range first {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		c := CoverageOf(s.Activation, id, first[id])
-		if c.Coverage == Known {
-			s.KnownSessions++
-		} else {
-			s.UnknownSessions++
-		}
-		if s.Query != (StatsQuery{}) {
-			s.Sessions = append(s.Sessions, c)
-		}
-	}
-}
-
-// CoverageOf decides a session's verdict from the activation and the
-// instant of its first activity (nil when it has none on record), at full
-// precision.
-func CoverageOf(a Activation, session string, firstActivity *time.Time) SessionCoverage {
-	c := SessionCoverage{TaskSessionID: session, Coverage: Unknown}
-	switch {
-	case !a.CaptureSince.Present:
-		c.Reason = "capture_since absent: no coverage boundary, no absence means anything"
-	case !a.CaptureSince.Usable():
-		c.Reason = "capture_since does not parse: " + a.CaptureSince.ParseError
-	case firstActivity == nil:
-		c.Reason = "no activity on record for this session"
-	case firstActivity.Before(*a.CaptureSince.Time):
-		c.Reason = "activity starts before capture_since " + a.CaptureSince.Raw
-	case a.PrunedBefore.Usable() && firstActivity.Before(*a.PrunedBefore.Time):
-		c.Reason = "activity starts before the retention boundary " + a.PrunedBefore.Raw + ": rows before it were pruned"
-	default:
-		c.Coverage, c.Reason = Known, "all activity at or after capture_since "+a.CaptureSince.Raw
-	}
-	return c
-}
-
-// HealthPrecondition decides from the activation whether the health check
-// runs (docs/CONTRACT.md §5.1): the report so far and the window's start
-// (q.Since, never before Activation.Bound), or false with the reason in
-// the report.
-func HealthPrecondition(a Activation, q HealthQuery) (Health, time.Time, bool) {
-	h := Health{State: a.State}
-	switch {
-	case !a.CaptureSince.Present:
-		h.Reason = "not run: " + CaptureSinceKey + " is absent, so no absence means anything"
-		return h, time.Time{}, false
-	case !a.CaptureSince.Usable():
-		h.Reason = "not run: " + CaptureSinceKey + " does not parse: " + a.CaptureSince.ParseError
-		return h, time.Time{}, false
-	}
-	capture := *a.CaptureSince.Time
-	since, _ := a.Bound()
-	if q.Since.After(since) {
-		since = q.Since.UTC()
-	}
-	h.Ran, h.CaptureSince, h.Since = true, &capture, &since
-	h.Missing, h.Extra = []Pair{}, []Pair{}
-	return h, since, true
 }
 
 // PairsOrDefault is the query's bound on each list.

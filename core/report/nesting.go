@@ -1,4 +1,6 @@
-package core
+package report
+
+import "github.com/subagentctx/subagentctx/core"
 
 // Parents resolves each nested row's parent among rows, whichever of them
 // history or live frames wrote (docs/CONTRACT.md §3.3, **Decision 8.17**):
@@ -18,7 +20,7 @@ package core
 //
 // Every reader that nests — the fan-out tree, the web view's totals, the
 // OpenTelemetry bridge's parent span — resolves parents through it.
-func Parents(rows []Subagent) []int {
+func Parents(rows []core.Subagent) []int {
 	type pair struct{ session, tool string }
 	byPair := make(map[pair][]int, len(rows))
 	for i, r := range rows {
@@ -40,9 +42,9 @@ func Parents(rows []Subagent) []int {
 				continue
 			case c.AgentExecutionID == r.AgentExecutionID:
 				out[i] = j
-			case c.AgentExecutionID == UnknownExecution:
+			case c.AgentExecutionID == core.UnknownExecution:
 				unknown = j
-			case c.Source == SourceBackfill:
+			case c.Source == core.SourceBackfill:
 				history = j
 			}
 			if first < 0 || c.Cursor().Less(rows[first].Cursor()) {
@@ -51,9 +53,9 @@ func Parents(rows []Subagent) []int {
 		}
 		switch {
 		case out[i] >= 0:
-		case r.AgentExecutionID == UnknownExecution && history >= 0:
+		case r.AgentExecutionID == core.UnknownExecution && history >= 0:
 			out[i] = history
-		case r.AgentExecutionID == UnknownExecution:
+		case r.AgentExecutionID == core.UnknownExecution:
 			out[i] = first
 		case unknown >= 0:
 			out[i] = unknown

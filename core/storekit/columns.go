@@ -1,8 +1,11 @@
-package core
+package storekit
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // Columns declares every column of task_session_subagents, in table order:
@@ -19,49 +22,52 @@ import (
 // view, argument and scan lists.
 var Columns = []Column{
 	{Name: "id", Type: Text, Identifier: true, Rule: RuleWriteOnce,
-		field: text(func(s *Subagent) *string { return &s.ID })},
+		field: text(func(s *core.Subagent) *string { return &s.ID })},
 	{Name: "task_session_id", Type: Text, Identifier: true, Rule: RuleKey,
-		field: text(func(s *Subagent) *string { return &s.TaskSessionID })},
+		field: text(func(s *core.Subagent) *string { return &s.TaskSessionID })},
 	{Name: "task_id", Type: Text, Identifier: true, Rule: RuleWriteOnce,
-		field: text(func(s *Subagent) *string { return &s.TaskID })},
+		field: text(func(s *core.Subagent) *string { return &s.TaskID })},
 	{Name: "turn_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFirstWins,
-		field: nullText(func(s *Subagent) **string { return &s.TurnID })},
-	{Name: "agent_execution_id", Type: Text, Identifier: true, Rule: RuleKey, Default: UnknownExecution,
-		field: text(func(s *Subagent) *string { return &s.AgentExecutionID })},
+		field: nullText(func(s *core.Subagent) **string { return &s.TurnID })},
+	{Name: "agent_execution_id", Type: Text, Identifier: true, Rule: RuleKey, Default: core.UnknownExecution,
+		field: text(func(s *core.Subagent) *string { return &s.AgentExecutionID })},
 	{Name: "tool_call_id", Type: Text, Identifier: true, Rule: RuleKey, Metadata: top("tool_call_id"),
-		field: text(func(s *Subagent) *string { return &s.ToolCallID })},
+		field: text(func(s *core.Subagent) *string { return &s.ToolCallID })},
 	{Name: "parent_tool_call_id", Type: Text, Nullable: true, Identifier: true, Rule: RuleFillForward,
-		Metadata: top("parent_tool_call_id"), field: nullText(func(s *Subagent) **string { return &s.ParentToolCallID })},
+		Metadata: top("parent_tool_call_id"), field: nullText(func(s *core.Subagent) **string { return &s.ParentToolCallID })},
 	{Name: "subagent_type", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("subagent_type"),
-		field: nullText(func(s *Subagent) **string { return &s.SubagentType })},
+		field: nullText(func(s *core.Subagent) **string { return &s.SubagentType })},
 	{Name: "description", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("description"),
-		field: nullText(func(s *Subagent) **string { return &s.Description })},
+		field: nullText(func(s *core.Subagent) **string { return &s.Description })},
 	{Name: "agent_id", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("agent_id"),
-		field: nullText(func(s *Subagent) **string { return &s.AgentID })},
+		field: nullText(func(s *core.Subagent) **string { return &s.AgentID })},
 	{Name: "child_session_id", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("child_session_id"),
-		field: nullText(func(s *Subagent) **string { return &s.ChildSessionID })},
+		field: nullText(func(s *core.Subagent) **string { return &s.ChildSessionID })},
 	{Name: "model", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("model"),
-		field: nullText(func(s *Subagent) **string { return &s.Model })},
+		field: nullText(func(s *core.Subagent) **string { return &s.Model })},
 	{Name: "agent_status", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("status"),
-		field: nullText(func(s *Subagent) **string { return &s.AgentStatus })},
+		field: nullText(func(s *core.Subagent) **string { return &s.AgentStatus })},
 	{Name: "tool_status", Type: Text, Nullable: true, Rule: RuleFrozenOnceSettled, Metadata: top("status"),
-		field: nullText(func(s *Subagent) **string { return &s.ToolStatus })},
+		field: nullText(func(s *core.Subagent) **string { return &s.ToolStatus })},
 	{Name: "is_async", Type: Bool, Rule: RuleSticky, Default: false, Metadata: task("is_async"),
-		field: boolean(func(s *Subagent) *bool { return &s.IsAsync })},
-	{Name: "total_tokens", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 1, Metadata: task("total_tokens"),
-		field: nullInt(func(s *Subagent) **int64 { return &s.TotalTokens })},
-	{Name: "tool_use_count", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 0, Metadata: task("tool_use_count"),
-		field: nullInt(func(s *Subagent) **int64 { return &s.ToolUseCount })},
-	{Name: "duration_ms", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: 1, Metadata: task("duration_ms"),
-		field: nullInt(func(s *Subagent) **int64 { return &s.DurationMs })},
-	{Name: "source", Type: Text, Rule: RuleWriteOnce, Default: string(SourceLive),
-		field: text(func(s *Subagent) *string { return (*string)(&s.Source) })},
+		field: boolean(func(s *core.Subagent) *bool { return &s.IsAsync })},
+	{Name: "total_tokens", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: canon.MinTotalTokens,
+		Metadata: task("total_tokens"),
+		field:    nullInt(func(s *core.Subagent) **int64 { return &s.TotalTokens })},
+	{Name: "tool_use_count", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: canon.MinToolUseCount,
+		Metadata: task("tool_use_count"),
+		field:    nullInt(func(s *core.Subagent) **int64 { return &s.ToolUseCount })},
+	{Name: "duration_ms", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: canon.MinDurationMs,
+		Metadata: task("duration_ms"),
+		field:    nullInt(func(s *core.Subagent) **int64 { return &s.DurationMs })},
+	{Name: "source", Type: Text, Rule: RuleWriteOnce, Default: string(core.SourceLive),
+		field: text(func(s *core.Subagent) *string { return (*string)(&s.Source) })},
 	{Name: "observed_at", Type: Time, Rule: RuleWriteOnce,
-		field: timestamp(func(s *Subagent) *time.Time { return &s.ObservedAt })},
+		field: timestamp(func(s *core.Subagent) *time.Time { return &s.ObservedAt })},
 	{Name: SettledAtColumn, Type: Time, Nullable: true, Rule: RuleFirstWins,
-		field: nullTime(func(s *Subagent) **time.Time { return &s.SettledAt })},
+		field: nullTime(func(s *core.Subagent) **time.Time { return &s.SettledAt })},
 	{Name: "updated_at", Type: Time, Rule: RuleLastWrite,
-		field: timestamp(func(s *Subagent) *time.Time { return &s.UpdatedAt })},
+		field: timestamp(func(s *core.Subagent) *time.Time { return &s.UpdatedAt })},
 }
 
 // top and task are metadata paths: a key at the top of a message's
@@ -193,51 +199,51 @@ func (r Rule) TakesIncoming(storedNull, incomingNull, settled bool) bool {
 
 // Value is the column's value in s as a database argument: nil for NULL, an
 // int64 0/1 for a boolean, a canonical UTC time for an instant.
-func (c Column) Value(s *Subagent) any { return c.field.value(s) }
+func (c Column) Value(s *core.Subagent) any { return c.field.value(s) }
 
 // Dest is a scan destination for the column's field in s (database/sql
 // Scan semantics; a nullable field becomes nil for NULL).
-func (c Column) Dest(s *Subagent) any { return c.field.dest(s) }
+func (c Column) Dest(s *core.Subagent) any { return c.field.dest(s) }
 
 // Set stores v in the column's field of s: nil is NULL (false for a
 // boolean, the zero time for a required instant), otherwise a string, an
 // int64, a bool or a time.Time, as the column's type says. A value of
 // another type panics: it is a programming error.
-func (c Column) Set(s *Subagent, v any) { c.field.set(s, v) }
+func (c Column) Set(s *core.Subagent, v any) { c.field.set(s, v) }
 
 // IsNull reports whether the column is NULL in s.
-func (c Column) IsNull(s *Subagent) bool { return c.field.null(s) }
+func (c Column) IsNull(s *core.Subagent) bool { return c.field.null(s) }
 
 // Format renders the column's value in s for messages and diffs ("NULL"
 // for NULL).
-func (c Column) Format(s *Subagent) string { return c.field.format(s) }
+func (c Column) Format(s *core.Subagent) string { return c.field.format(s) }
 
 // field is typed access to one Subagent field.
 type field interface {
-	value(*Subagent) any
-	dest(*Subagent) any
-	set(*Subagent, any)
-	null(*Subagent) bool
-	take(dst, src *Subagent)
-	clone(*Subagent, *arena)
-	canon(*Subagent)
-	format(*Subagent) string
+	value(*core.Subagent) any
+	dest(*core.Subagent) any
+	set(*core.Subagent, any)
+	null(*core.Subagent) bool
+	take(dst, src *core.Subagent)
+	clone(*core.Subagent, *canon.Arena)
+	canon(*core.Subagent)
+	format(*core.Subagent) string
 	// check validates the value (docs/CONTRACT.md §2) without boxing it:
 	// Validate runs on every write.
-	check(c *Column, s *Subagent) error
+	check(c *Column, s *core.Subagent) error
 }
 
-type text func(*Subagent) *string
+type text func(*core.Subagent) *string
 
-func (f text) value(s *Subagent) any     { return *f(s) }
-func (f text) dest(s *Subagent) any      { return f(s) }
-func (f text) set(s *Subagent, v any)    { *f(s), _ = v.(string) }
-func (f text) null(s *Subagent) bool     { return false }
-func (f text) take(dst, src *Subagent)   { *f(dst) = *f(src) }
-func (f text) clone(*Subagent, *arena)   {}
-func (f text) canon(*Subagent)           {}
-func (f text) format(s *Subagent) string { return fmt.Sprintf("%q", *f(s)) }
-func (f text) check(c *Column, s *Subagent) error {
+func (f text) value(s *core.Subagent) any         { return *f(s) }
+func (f text) dest(s *core.Subagent) any          { return f(s) }
+func (f text) set(s *core.Subagent, v any)        { *f(s), _ = v.(string) }
+func (f text) null(s *core.Subagent) bool         { return false }
+func (f text) take(dst, src *core.Subagent)       { *f(dst) = *f(src) }
+func (f text) clone(*core.Subagent, *canon.Arena) {}
+func (f text) canon(*core.Subagent)               {}
+func (f text) format(s *core.Subagent) string     { return fmt.Sprintf("%q", *f(s)) }
+func (f text) check(c *Column, s *core.Subagent) error {
 	v := *f(s)
 	switch {
 	case v == "" && c.Name != "id": // an empty id is assigned by the store
@@ -248,74 +254,74 @@ func (f text) check(c *Column, s *Subagent) error {
 	return nil
 }
 
-type boolean func(*Subagent) *bool
+type boolean func(*core.Subagent) *bool
 
-func (f boolean) value(s *Subagent) any {
+func (f boolean) value(s *core.Subagent) any {
 	if *f(s) {
 		return int64(1)
 	}
 	return int64(0)
 }
-func (f boolean) dest(s *Subagent) any           { return f(s) }
-func (f boolean) set(s *Subagent, v any)         { *f(s) = v != nil && v.(bool) }
-func (f boolean) null(s *Subagent) bool          { return !*f(s) }
-func (f boolean) take(dst, src *Subagent)        { *f(dst) = *f(src) }
-func (f boolean) clone(*Subagent, *arena)        {}
-func (f boolean) canon(*Subagent)                {}
-func (f boolean) format(s *Subagent) string      { return fmt.Sprint(*f(s)) }
-func (f boolean) check(*Column, *Subagent) error { return nil }
+func (f boolean) dest(s *core.Subagent) any           { return f(s) }
+func (f boolean) set(s *core.Subagent, v any)         { *f(s) = v != nil && v.(bool) }
+func (f boolean) null(s *core.Subagent) bool          { return !*f(s) }
+func (f boolean) take(dst, src *core.Subagent)        { *f(dst) = *f(src) }
+func (f boolean) clone(*core.Subagent, *canon.Arena)  {}
+func (f boolean) canon(*core.Subagent)                {}
+func (f boolean) format(s *core.Subagent) string      { return fmt.Sprint(*f(s)) }
+func (f boolean) check(*Column, *core.Subagent) error { return nil }
 
-type timestamp func(*Subagent) *time.Time
+type timestamp func(*core.Subagent) *time.Time
 
-func (f timestamp) value(s *Subagent) any { return CanonicalTime(*f(s)) }
-func (f timestamp) dest(s *Subagent) any  { return f(s) }
-func (f timestamp) set(s *Subagent, v any) {
+func (f timestamp) value(s *core.Subagent) any { return CanonicalTime(*f(s)) }
+func (f timestamp) dest(s *core.Subagent) any  { return f(s) }
+func (f timestamp) set(s *core.Subagent, v any) {
 	*f(s) = time.Time{}
 	if v != nil {
 		*f(s) = v.(time.Time)
 	}
 }
-func (f timestamp) null(*Subagent) bool     { return false }
-func (f timestamp) take(dst, src *Subagent) { *f(dst) = *f(src) }
-func (f timestamp) clone(*Subagent, *arena) {}
-func (f timestamp) canon(s *Subagent) {
+func (f timestamp) null(*core.Subagent) bool           { return false }
+func (f timestamp) take(dst, src *core.Subagent)       { *f(dst) = *f(src) }
+func (f timestamp) clone(*core.Subagent, *canon.Arena) {}
+func (f timestamp) canon(s *core.Subagent) {
 	if !isCanonical(*f(s)) {
 		*f(s) = CanonicalTime(*f(s))
 	}
 }
-func (f timestamp) check(c *Column, s *Subagent) error {
+func (f timestamp) check(c *Column, s *core.Subagent) error {
 	if f(s).IsZero() && c.Rule != RuleLastWrite { // the store stamps updated_at itself
 		return errZeroTime
 	}
 	return checkTime(*f(s))
 }
-func (f timestamp) format(s *Subagent) string { return formatTime(*f(s)) }
+func (f timestamp) format(s *core.Subagent) string { return formatTime(*f(s)) }
 
-type nullText func(*Subagent) **string
+type nullText func(*core.Subagent) **string
 
-func (f nullText) value(s *Subagent) any {
+func (f nullText) value(s *core.Subagent) any {
 	if p := *f(s); p != nil {
 		return *p
 	}
 	return nil
 }
-func (f nullText) dest(s *Subagent) any { return f(s) }
-func (f nullText) set(s *Subagent, v any) {
+func (f nullText) dest(s *core.Subagent) any { return f(s) }
+func (f nullText) set(s *core.Subagent, v any) {
 	*f(s) = nil
 	if v != nil {
 		t := v.(string)
 		*f(s) = &t
 	}
 }
-func (f nullText) null(s *Subagent) bool   { return *f(s) == nil }
-func (f nullText) take(dst, src *Subagent) { *f(dst) = *f(src) }
-func (f nullText) clone(s *Subagent, a *arena) {
+func (f nullText) null(s *core.Subagent) bool   { return *f(s) == nil }
+func (f nullText) take(dst, src *core.Subagent) { *f(dst) = *f(src) }
+func (f nullText) clone(s *core.Subagent, a *canon.Arena) {
 	if p := f(s); *p != nil {
-		*p = a.text(**p)
+		*p = a.Text(**p)
 	}
 }
-func (f nullText) canon(*Subagent) {}
-func (f nullText) check(c *Column, s *Subagent) error {
+func (f nullText) canon(*core.Subagent) {}
+func (f nullText) check(c *Column, s *core.Subagent) error {
 	switch p := *f(s); {
 	case p == nil:
 		return nil
@@ -326,86 +332,86 @@ func (f nullText) check(c *Column, s *Subagent) error {
 	}
 	return nil
 }
-func (f nullText) format(s *Subagent) string {
+func (f nullText) format(s *core.Subagent) string {
 	if p := *f(s); p != nil {
 		return fmt.Sprintf("%q", *p)
 	}
 	return "NULL"
 }
 
-type nullInt func(*Subagent) **int64
+type nullInt func(*core.Subagent) **int64
 
-func (f nullInt) value(s *Subagent) any {
+func (f nullInt) value(s *core.Subagent) any {
 	if p := *f(s); p != nil {
 		return *p
 	}
 	return nil
 }
-func (f nullInt) dest(s *Subagent) any { return f(s) }
-func (f nullInt) set(s *Subagent, v any) {
+func (f nullInt) dest(s *core.Subagent) any { return f(s) }
+func (f nullInt) set(s *core.Subagent, v any) {
 	*f(s) = nil
 	if v != nil {
 		n := v.(int64)
 		*f(s) = &n
 	}
 }
-func (f nullInt) null(s *Subagent) bool   { return *f(s) == nil }
-func (f nullInt) take(dst, src *Subagent) { *f(dst) = *f(src) }
-func (f nullInt) clone(s *Subagent, a *arena) {
+func (f nullInt) null(s *core.Subagent) bool   { return *f(s) == nil }
+func (f nullInt) take(dst, src *core.Subagent) { *f(dst) = *f(src) }
+func (f nullInt) clone(s *core.Subagent, a *canon.Arena) {
 	if p := f(s); *p != nil {
-		*p = a.int(**p)
+		*p = a.Int(**p)
 	}
 }
-func (f nullInt) canon(*Subagent) {}
-func (f nullInt) check(_ *Column, s *Subagent) error {
+func (f nullInt) canon(*core.Subagent) {}
+func (f nullInt) check(_ *Column, s *core.Subagent) error {
 	if p := *f(s); p != nil && *p < 0 {
 		return errNegative
 	}
 	return nil
 }
-func (f nullInt) format(s *Subagent) string {
+func (f nullInt) format(s *core.Subagent) string {
 	if p := *f(s); p != nil {
 		return fmt.Sprint(*p)
 	}
 	return "NULL"
 }
 
-type nullTime func(*Subagent) **time.Time
+type nullTime func(*core.Subagent) **time.Time
 
-func (f nullTime) value(s *Subagent) any {
+func (f nullTime) value(s *core.Subagent) any {
 	if p := *f(s); p != nil {
 		return CanonicalTime(*p)
 	}
 	return nil
 }
-func (f nullTime) dest(s *Subagent) any { return f(s) }
-func (f nullTime) set(s *Subagent, v any) {
+func (f nullTime) dest(s *core.Subagent) any { return f(s) }
+func (f nullTime) set(s *core.Subagent, v any) {
 	*f(s) = nil
 	if v != nil {
 		t := v.(time.Time)
 		*f(s) = &t
 	}
 }
-func (f nullTime) null(s *Subagent) bool   { return *f(s) == nil }
-func (f nullTime) take(dst, src *Subagent) { *f(dst) = *f(src) }
-func (f nullTime) clone(s *Subagent, a *arena) {
+func (f nullTime) null(s *core.Subagent) bool   { return *f(s) == nil }
+func (f nullTime) take(dst, src *core.Subagent) { *f(dst) = *f(src) }
+func (f nullTime) clone(s *core.Subagent, a *canon.Arena) {
 	if p := f(s); *p != nil {
-		*p = a.time(**p)
+		*p = a.Time(**p)
 	}
 }
-func (f nullTime) canon(s *Subagent) {
+func (f nullTime) canon(s *core.Subagent) {
 	if p := f(s); *p != nil && !isCanonical(**p) {
-		t := CanonicalTime(**p)
+		t := canon.Time(**p)
 		*p = &t
 	}
 }
-func (f nullTime) check(_ *Column, s *Subagent) error {
+func (f nullTime) check(_ *Column, s *core.Subagent) error {
 	if p := *f(s); p != nil {
 		return checkTime(*p)
 	}
 	return nil
 }
-func (f nullTime) format(s *Subagent) string {
+func (f nullTime) format(s *core.Subagent) string {
 	if p := *f(s); p != nil {
 		return formatTime(*p)
 	}
@@ -417,44 +423,15 @@ func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // isCanonical reports whether t is already in its stored form.
 func isCanonical(t time.Time) bool { return t.Location() == time.UTC && t.Nanosecond()%1000 == 0 }
 
-// arena backs the pointers of one row, so that a row's nullable columns
-// cost one allocation rather than one each (the record path is hot). Values
-// are placed in order; the capacities leave room for columns yet to come
-// (a test checks they hold what Columns declares).
-type arena struct {
-	texts      [12]string
-	ints       [6]int64
-	times      [2]time.Time
-	nt, ni, nm int
-}
-
-func (a *arena) text(v string) *string {
-	a.texts[a.nt] = v
-	a.nt++
-	return &a.texts[a.nt-1]
-}
-
-func (a *arena) int(v int64) *int64 {
-	a.ints[a.ni] = v
-	a.ni++
-	return &a.ints[a.ni-1]
-}
-
-func (a *arena) time(v time.Time) *time.Time {
-	a.times[a.nm] = v
-	a.nm++
-	return &a.times[a.nm-1]
-}
-
 // Canonical returns the row with every time in its stored form: UTC,
 // truncated to the microsecond (CanonicalTime).
-func (s Subagent) Canonical() Subagent {
-	s.Canonicalize()
+func Canonical(s core.Subagent) core.Subagent {
+	Canonicalize(&s)
 	return s
 }
 
 // Canonicalize puts every time of the row in its stored form, in place.
-func (s *Subagent) Canonicalize() {
+func Canonicalize(s *core.Subagent) {
 	for _, f := range timeFields {
 		f.canon(s)
 	}
@@ -462,15 +439,15 @@ func (s *Subagent) Canonicalize() {
 
 // Clone returns a deep copy, so that a stored row and a caller's copy never
 // share a pointer.
-func (s Subagent) Clone() Subagent {
-	s.Detach()
+func Clone(s core.Subagent) core.Subagent {
+	Detach(&s)
 	return s
 }
 
 // Detach gives the row's pointers values of its own (one allocation), in
 // place, so that it shares nothing with the row it was copied from.
-func (s *Subagent) Detach() {
-	a := new(arena)
+func Detach(s *core.Subagent) {
+	a := new(canon.Arena)
 	for _, f := range pointerField {
 		f.clone(s, a)
 	}

@@ -1,10 +1,8 @@
-package core
+package report
 
 import (
 	"context"
 	"fmt"
-	"math/big"
-	"slices"
 	"time"
 )
 
@@ -21,9 +19,6 @@ type TimelineQuery struct {
 	Since, Until time.Time
 	Bucket       time.Duration
 }
-
-// MaxTimelineBuckets bounds the buckets a bounded window may be cut into.
-const MaxTimelineBuckets = 10000
 
 // Validate checks the query, naming what is wrong.
 func (q TimelineQuery) Validate() error {
@@ -52,55 +47,4 @@ type Bucket struct {
 	Invocations int64     `json:"invocations"`
 	Failed      int64     `json:"failed"`
 	TotalTokens Metric    `json:"total_tokens"`
-}
-
-// BucketOf is the bucket index of an instant: its Unix microseconds
-// divided by the bucket's, rounded down (before 1970 too).
-func BucketOf(t time.Time, bucket time.Duration) int64 {
-	us, b := CanonicalTime(t).UnixMicro(), bucket.Microseconds()
-	k := us / b
-	if us%b < 0 {
-		k--
-	}
-	return k
-}
-
-// TimelineOf is the Go reference of a timeline: what every store's
-// Timeline must return for the same rows.
-func TimelineOf(rows []Subagent, q TimelineQuery) Timeline {
-	t := Timeline{Query: q}
-	byIndex := map[int64]*Bucket{}
-	var order []int64
-	for _, r := range rows {
-		if !inWindow(r.ObservedAt, q.Since, q.Until) {
-			continue
-		}
-		k := BucketOf(r.ObservedAt, q.Bucket)
-		b := byIndex[k]
-		if b == nil {
-			b = &Bucket{Start: time.UnixMicro(k * q.Bucket.Microseconds()).UTC()}
-			byIndex[k] = b
-			order = append(order, k)
-		}
-		b.Invocations++
-		if r.ToolStatus != nil && IsFailedToolStatus(*r.ToolStatus) {
-			b.Failed++
-		}
-		b.TotalTokens.add(r.TotalTokens)
-	}
-	slices.Sort(order)
-	for _, k := range order {
-		b := byIndex[k]
-		b.TotalTokens.average()
-		t.Buckets = append(t.Buckets, *b)
-	}
-	return t
-}
-
-// BucketFromSQL is a bucket read back from a store: its index, counts,
-// and the tokens' reported count and exact sum.
-func BucketFromSQL(q TimelineQuery, index, invocations, failed, reported int64, sum *big.Int) Bucket {
-	b := Bucket{Start: time.UnixMicro(index * q.Bucket.Microseconds()).UTC(), Invocations: invocations, Failed: failed}
-	b.TotalTokens.Set(invocations, reported, sum)
-	return b
 }

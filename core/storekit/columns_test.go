@@ -1,4 +1,4 @@
-package core
+package storekit
 
 import (
 	"fmt"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // TestColumnsDeclareEveryField: every field of Subagent is declared by
@@ -13,7 +16,7 @@ import (
 // match the field. A field added without its column (or the reverse) fails
 // here.
 func TestColumnsDeclareEveryField(t *testing.T) {
-	var s Subagent
+	var s core.Subagent
 	typ := reflect.TypeOf(s)
 	if len(Columns) != typ.NumField() {
 		t.Fatalf("%d columns declared for %d fields of Subagent", len(Columns), typ.NumField())
@@ -59,19 +62,17 @@ func TestArenaFitsTheDeclaration(t *testing.T) {
 			times++
 		}
 	}
-	var a arena
-	if texts > len(a.texts) || ints > len(a.ints) || times > len(a.times) {
-		t.Errorf(
-			"nullable columns: %d text, %d int, %d time; the arena holds %d, %d, %d", texts, ints, times, len(a.texts),
-			len(a.ints), len(a.times),
-		)
+	holdsTexts, holdsInts, holdsTimes := canon.Capacity()
+	if texts > holdsTexts || ints > holdsInts || times > holdsTimes {
+		t.Errorf("nullable columns: %d text, %d int, %d time; the arena holds %d, %d, %d", texts, ints, times,
+			holdsTexts, holdsInts, holdsTimes)
 	}
 }
 
 // full is a row with every declared column set, each pointer to a value
 // of its own (built from Columns, so a new column is in it).
-func full() Subagent {
-	var s Subagent
+func full() core.Subagent {
+	var s core.Subagent
 	at := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
 	for i, c := range Columns {
 		switch c.Type {
@@ -85,7 +86,7 @@ func full() Subagent {
 			c.Set(&s, at)
 		}
 	}
-	s.Source = SourceLive
+	s.Source = core.SourceLive
 	return s
 }
 
@@ -124,7 +125,7 @@ func TestMergeFollowsTheDeclaredRules(t *testing.T) {
 }
 
 // changed gives every column of r another value.
-func changed(r *Subagent) {
+func changed(r *core.Subagent) {
 	at := r.ObservedAt.Add(time.Hour)
 	for _, c := range Columns {
 		switch d := c.Dest(r).(type) {
@@ -148,7 +149,7 @@ func changed(r *Subagent) {
 
 // setNull makes the column NULL in r (false for a non-nullable column; a
 // boolean's "NULL" is false).
-func setNull(c Column, r *Subagent) bool {
+func setNull(c Column, r *core.Subagent) bool {
 	switch d := c.Dest(r).(type) {
 	case **string:
 		*d = nil
@@ -168,7 +169,7 @@ func setNull(c Column, r *Subagent) bool {
 // column.
 func TestCloneSharesNothing(t *testing.T) {
 	orig := full()
-	clone := orig.Clone()
+	clone := Clone(orig)
 	changed(&orig) // replaces the original's pointers
 	a := full()
 	for _, c := range Columns {
@@ -176,7 +177,7 @@ func TestCloneSharesNothing(t *testing.T) {
 			t.Errorf("column %s: the clone changed with the original", c.Name)
 		}
 	}
-	clone2 := a.Clone()
+	clone2 := Clone(a)
 	model, tokens := *a.Model, *a.TotalTokens
 	*a.Model, *a.TotalTokens, *a.SettledAt = "mutated", 99, a.SettledAt.Add(time.Hour)
 	if *clone2.Model != model || *clone2.TotalTokens != tokens ||
@@ -188,8 +189,8 @@ func TestCloneSharesNothing(t *testing.T) {
 // TestValidateNamesEveryColumn: each column refuses a value it cannot hold,
 // naming itself.
 func TestValidateNamesEveryColumn(t *testing.T) {
-	if r := full(); r.Validate() != nil {
-		t.Fatalf("a full row is valid: %v", r.Validate())
+	if r := full(); Validate(&r) != nil {
+		t.Fatalf("a full row is valid: %v", Validate(&r))
 	}
 	for _, c := range Columns {
 		r := full()
@@ -213,7 +214,7 @@ func TestValidateNamesEveryColumn(t *testing.T) {
 		default:
 			continue // a boolean holds anything
 		}
-		if err := r.Validate(); err == nil || !strings.Contains(err.Error(), c.Name+" ") {
+		if err := Validate(&r); err == nil || !strings.Contains(err.Error(), c.Name+" ") {
 			t.Errorf("column %s: Validate says %v", c.Name, err)
 		}
 	}
