@@ -67,8 +67,9 @@ func TestGoldenStatements(t *testing.T) {
 					"\n-- of the turns before a cursor\n" + withArgs(back, backArgs) +
 					"\n-- every row of the page's turns (two, and the rows without one)\n" +
 					withArgs(turnRows, turnRowsArgs),
-				"schema.sql":            strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
-				"upsert.sql":            "-- per row; the arguments are storekit.Columns' values in order\n" + s.UpsertSQL() + ";\n",
+				"schema.sql": strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
+				"upsert.sql": "-- per row; the arguments are storekit.Columns' values in order\n" +
+					s.UpsertSQL() + ";\n",
 				"list_by_session.sql":   withArgs(list, listArgs),
 				"list_keyset.sql":       withArgs(keyset, keysetArgs),
 				"subagent_messages.sql": s.MessagesSQL() + ";\n",

@@ -33,7 +33,8 @@ func (s *Store) activation(db *gorm.DB) (report.Activation, error) {
 	}
 	var kv []struct{ Key, Value string }
 	err := db.Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" IN ?`,
-		[]string{storekit.CaptureSinceKey, storekit.ExecutionSinceKey, storekit.BackfillThroughKey, storekit.PrunedBeforeKey}).
+		[]string{storekit.CaptureSinceKey, storekit.ExecutionSinceKey, storekit.BackfillThroughKey,
+			storekit.PrunedBeforeKey}).
 		Scan(&kv).Error
 	if err != nil {
 		return report.Activation{}, s.opError("read activation keys", err)

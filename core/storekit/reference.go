@@ -342,7 +342,8 @@ func TimelineOf(rows []core.Subagent, q report.TimelineQuery) report.Timeline {
 // BucketFromSQL is a bucket read back from a store: its index, counts,
 // and the tokens' reported count and exact sum.
 func BucketFromSQL(q report.TimelineQuery, index, invocations, failed, reported int64, sum *big.Int) report.Bucket {
-	b := report.Bucket{Start: time.UnixMicro(index * q.Bucket.Microseconds()).UTC(), Invocations: invocations, Failed: failed}
+	start := time.UnixMicro(index * q.Bucket.Microseconds()).UTC()
+	b := report.Bucket{Start: start, Invocations: invocations, Failed: failed}
 	b.TotalTokens.Set(invocations, reported, sum)
 	return b
 }
@@ -445,7 +446,8 @@ func FailuresOf(rows []core.Subagent, q report.FailureQuery) []core.Subagent {
 	out := []core.Subagent{} // an empty page is empty, not nil: the stores' answer
 	for _, r := range rows {
 		r = Canonical(r)
-		if r.ToolStatus == nil || !canon.IsFailedToolStatus(*r.ToolStatus) || !canon.InWindow(r.ObservedAt, q.Since, q.Until) {
+		failed := r.ToolStatus != nil && canon.IsFailedToolStatus(*r.ToolStatus)
+		if !failed || !canon.InWindow(r.ObservedAt, q.Since, q.Until) {
 			continue
 		}
 		if q.After != nil {

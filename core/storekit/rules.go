@@ -7,6 +7,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/canon"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // ColumnNamed returns the declared column of that name; it panics for a
@@ -100,7 +101,8 @@ func Write(rows map[core.RowKey]core.Subagent, incoming core.Subagent) core.Suba
 		return stored
 	}
 	row := Merge(nil, incoming)
-	seam := core.RowKey{TaskSessionID: key.TaskSessionID, AgentExecutionID: core.UnknownExecution, ToolCallID: key.ToolCallID}
+	seam := key
+	seam.AgentExecutionID = core.UnknownExecution
 	if history, ok := rows[seam]; ok && Absorbs(&row, &history) {
 		delete(rows, seam)
 		row = MergeHistory(row, history)
@@ -129,7 +131,8 @@ func Validate(s *core.Subagent) error {
 		}
 	}
 	if s.Source != core.SourceLive && s.Source != core.SourceBackfill {
-		return fmt.Errorf("%w: source is %q, want %q or %q", core.ErrInvalidRow, s.Source, core.SourceLive, core.SourceBackfill)
+		return fmt.Errorf("%w: source is %q, want %q or %q", core.ErrInvalidRow, s.Source, core.SourceLive,
+			core.SourceBackfill)
 	}
 	return nil
 }
@@ -178,3 +181,12 @@ func TerminalToolStatuses() []string { return canon.TerminalToolStatuses() }
 // FailedToolStatuses returns the tool statuses counted as failed
 // (docs/CONTRACT.md §5.4).
 func FailedToolStatuses() []string { return canon.FailedToolStatuses() }
+
+// Prefix starts every error the library returns, once (docs/CONTRACT.md):
+// a store's errors start with it too.
+const Prefix = liberr.Prefix
+
+// Errorf is fmt.Errorf for a store's errors: the message starts with Prefix
+// once, whatever the errors it wraps say, and %w keeps them reachable for
+// errors.Is and errors.As.
+func Errorf(format string, args ...any) error { return liberr.Errorf(format, args...) }

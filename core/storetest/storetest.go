@@ -17,7 +17,6 @@ import (
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
-	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 // Harness is what an adapter's test supplies: a store, the host-side
@@ -181,8 +180,9 @@ func WantError(t testing.TB, what string, err, target error) {
 		t.Errorf("%s: no error, want %v", what, target)
 	case target != nil && !errors.Is(err, target):
 		t.Errorf("%s: %v, want %v", what, err, target)
-	case !strings.HasPrefix(err.Error(), liberr.Prefix) || strings.Count(err.Error(), strings.TrimSpace(liberr.Prefix)) != 1:
-		t.Errorf("%s: %q: want the prefix %q once, at the start", what, err, liberr.Prefix)
+	case !strings.HasPrefix(err.Error(), storekit.Prefix) ||
+		strings.Count(err.Error(), strings.TrimSpace(storekit.Prefix)) != 1:
+		t.Errorf("%s: %q: want the prefix %q once, at the start", what, err, storekit.Prefix)
 	}
 }
 

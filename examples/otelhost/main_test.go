@@ -147,7 +147,8 @@ func TestSpansThroughOTLP(t *testing.T) {
 	if err := store.Upsert(context.Background(), history); err != nil {
 		t.Fatal(err)
 	}
-	n, err := bridge.Replay(context.Background(), store.(report.Exporter).Export(context.Background(), report.ExportQuery{}))
+	exported := store.(report.Exporter).Export(context.Background(), report.ExportQuery{})
+	n, err := bridge.Replay(context.Background(), exported)
 	if err != nil || n != 4 {
 		t.Fatalf("replay: %d rows with spans, %v; want the four settled", n, err)
 	}

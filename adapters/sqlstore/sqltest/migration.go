@@ -364,7 +364,8 @@ func testOverlongIdentifiers(t *testing.T, d *Driver) {
 			"identifiers at the limit (%d bytes, four of them in one row): %d rows, want 1", storekit.MaxIDBytes, len(got),
 		)
 	}
-	if k := e.Keys(t); k[storekit.CaptureSinceKey] == "" || k[storekit.BackfillThroughKey] != at(6).Format(time.RFC3339Nano) ||
+	if k := e.Keys(t); k[storekit.CaptureSinceKey] == "" ||
+		k[storekit.BackfillThroughKey] != at(6).Format(time.RFC3339Nano) ||
 		r.Failed() {
 		t.Errorf("the pass must complete with its keys: %v\n%s", k, r)
 	}
@@ -456,7 +457,8 @@ func testKeysWriteOnce(t *testing.T, d *Driver) {
 	insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "completed", &kandevtest.ClaudeCompleted)))
 	old := "2026-01-01T00:00:00Z" // second precision, by an older build
 	e.Exec(
-		t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?), (?, ?)`, storekit.CaptureSinceKey, old, storekit.ExecutionSinceKey,
+		t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?), (?, ?)`, storekit.CaptureSinceKey, old,
+		storekit.ExecutionSinceKey,
 		old,
 	)
 	r := mustRun(t, e)
@@ -464,7 +466,8 @@ func testKeysWriteOnce(t *testing.T, d *Driver) {
 	if k[storekit.CaptureSinceKey] != old || k[storekit.ExecutionSinceKey] != old {
 		t.Errorf("present keys rewritten: %v", k)
 	}
-	if k[storekit.BackfillThroughKey] != at(1).Format(time.RFC3339Nano) || r.Step(backfill.StepBackfill).RowsInserted != 1 {
+	if k[storekit.BackfillThroughKey] != at(1).Format(time.RFC3339Nano) ||
+		r.Step(backfill.StepBackfill).RowsInserted != 1 {
 		t.Errorf("partial pair (capture_since only) not completed: %v\n%s", k, r)
 	}
 	if got := r.Step(backfill.StepBackfill).KeysWritten; len(got) != 1 || got[0] != storekit.BackfillThroughKey {

@@ -81,7 +81,8 @@ func testActivationStates(t *testing.T, d *Driver) {
 		}
 	}
 	a := setKeys(
-		t, e, map[string]string{storekit.CaptureSinceKey: sec, storekit.ExecutionSinceKey: nano, storekit.BackfillThroughKey: ""},
+		t, e, map[string]string{storekit.CaptureSinceKey: sec, storekit.ExecutionSinceKey: nano,
+			storekit.BackfillThroughKey: ""},
 	)
 	if !a.CaptureSince.Usable() || !a.CaptureSince.Time.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) ||
 		!a.ExecutionSince.Time.Equal(capture) || !a.NothingToRecover || a.BackfillThrough.Time != nil {
@@ -327,7 +328,8 @@ func testStatsCoverage(t *testing.T, d *Driver) {
 	message(t, e, "new", "s-new", "tc-new", capture.Add(time.Second))
 	record(t, e, "s-new", "tc-new", "e1", capture.Add(2*time.Second))
 	e.Session(t, "s-none")
-	for sess, want := range map[string]report.Coverage{"s-old": report.Unknown, "s-new": report.Known, "s-none": report.Unknown} {
+	want := map[string]report.Coverage{"s-old": report.Unknown, "s-new": report.Known, "s-none": report.Unknown}
+	for sess, want := range want {
 		st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: sess})
 		if err != nil {
 			t.Fatal(err)
