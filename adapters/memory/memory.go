@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -143,32 +142,15 @@ func (s *Store) list(
 	if err := page.Validate(); err != nil {
 		return nil, &core.OpError{Op: op, Err: err}
 	}
-	var after *core.Cursor
-	if page.After != nil {
-		c := page.After.Canonical()
-		after = &c
-	}
 	s.mu.RLock()
-	out := make([]core.Subagent, 0)
+	var rows []core.Subagent
 	for _, r := range s.rows {
-		if match(r) && (after == nil || after.Less(r.Cursor())) {
-			out = append(out, storekit.Clone(*r))
+		if match(r) {
+			rows = append(rows, storekit.Clone(*r))
 		}
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(out, func(a, b core.Subagent) int {
-		ca, cb := a.Cursor(), b.Cursor()
-		switch {
-		case ca.Less(cb):
-			return -1
-		case cb.Less(ca):
-			return 1
-		}
-		return 0
-	})
-	if page.Limit > 0 && len(out) > page.Limit {
-		out = out[:page.Limit]
-	}
+	out := storekit.ListOf(rows, page)
 	return out, nil
 }
 

@@ -3,8 +3,6 @@ package memory
 import (
 	"context"
 	"iter"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
@@ -40,50 +38,7 @@ func (s *Store) Stats(ctx context.Context, q report.StatsQuery) (report.Stats, e
 	if err != nil {
 		return report.Stats{}, err
 	}
-	st := report.Stats{Query: q, Activation: a, FanOutPerTurn: []report.FanOut{}}
-	perTurn := map[[2]string]int64{} // a turn within its session (docs/CONTRACT.md §5.3)
-	first := map[string]*time.Time{}
-	s.mu.RLock()
-	for _, r := range s.rows {
-		if (q.TaskSessionID != "" && r.TaskSessionID != q.TaskSessionID) || (q.TaskID != "" && r.TaskID != q.TaskID) {
-			continue
-		}
-		st.Subagents++
-		if r.Source == core.SourceBackfill {
-			st.Backfill++
-		} else {
-			st.Live++
-		}
-		if r.TurnID == nil {
-			st.RowsWithoutTurn++
-		} else {
-			perTurn[[2]string{r.TaskSessionID, *r.TurnID}]++
-		}
-		if r.AgentExecutionID == core.UnknownExecution {
-			st.UnknownExecutionRows++
-		}
-		st.TotalTokens.Add(r.Source, r.TotalTokens)
-		st.ToolUseCount.Add(r.Source, r.ToolUseCount)
-		st.DurationMs.Add(r.Source, r.DurationMs)
-		if f := first[r.TaskSessionID]; f == nil || r.ObservedAt.Before(*f) {
-			t := r.ObservedAt
-			first[r.TaskSessionID] = &t
-		}
-	}
-	s.mu.RUnlock()
-	for _, m := range st.Metrics() {
-		m.Stats.Finish()
-	}
-	hist := map[int64]int64{}
-	for _, n := range perTurn {
-		hist[n]++
-	}
-	for n, turns := range hist {
-		st.FanOutPerTurn = append(st.FanOutPerTurn, report.FanOut{Subagents: n, Turns: turns})
-	}
-	slices.SortFunc(st.FanOutPerTurn, func(a, b report.FanOut) int { return int(a.Subagents - b.Subagents) })
-	storekit.AddCoverage(&st, first) // never activated: every verdict is unknown
-	return st, nil
+	return storekit.StatsOf(s.snapshot(), a, q), nil // never activated: every verdict is unknown
 }
 
 // Sessions implements report.Reader over the rows in memory, with the SQL
@@ -153,25 +108,7 @@ func (s *Store) Export(ctx context.Context, q report.ExportQuery) iter.Seq2[core
 			yield(core.Subagent{}, &core.OpError{Op: "export", Err: err})
 			return
 		}
-		since, until := storekit.CeilMicro(q.Since), storekit.CeilMicro(q.Until)
-		s.mu.RLock()
-		var out []core.Subagent
-		for _, r := range s.rows {
-			c := storekit.Canonical(*r) // times at the stores' microsecond
-			k := report.ExportKey{TaskSessionID: c.TaskSessionID, ID: c.ID}
-			switch {
-			case !q.Since.IsZero() && c.UpdatedAt.Before(since),
-				!q.Until.IsZero() && !c.UpdatedAt.Before(until),
-				q.After != nil && exportCompare(k, *q.After) <= 0:
-				continue
-			}
-			out = append(out, c)
-		}
-		s.mu.RUnlock()
-		slices.SortFunc(out, func(a, b core.Subagent) int {
-			return exportCompare(report.ExportKey{TaskSessionID: a.TaskSessionID, ID: a.ID},
-				report.ExportKey{TaskSessionID: b.TaskSessionID, ID: b.ID})
-		})
+		out := storekit.ExportOf(s.snapshot(), q)
 		for _, r := range out {
 			if err := ctx.Err(); err != nil {
 				yield(core.Subagent{}, &core.OpError{Op: "export", Err: err})
@@ -182,14 +119,6 @@ func (s *Store) Export(ctx context.Context, q report.ExportQuery) iter.Seq2[core
 			}
 		}
 	}
-}
-
-// exportCompare orders export keys: session, then id, byte by byte.
-func exportCompare(a, b report.ExportKey) int {
-	if c := strings.Compare(a.TaskSessionID, b.TaskSessionID); c != 0 {
-		return c
-	}
-	return strings.Compare(a.ID, b.ID)
 }
 
 // snapshot is a copy of every row, its times at the stores' microsecond.

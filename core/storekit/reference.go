@@ -462,3 +462,117 @@ func FailuresOf(rows []core.Subagent, q report.FailureQuery) []core.Subagent {
 	slices.SortFunc(out, func(a, b core.Subagent) int { return compareFailures(report.KeyOf(a), report.KeyOf(b)) })
 	return out[:min(len(out), q.LimitOrDefault())]
 }
+
+// ListOf is the Go reference of a listing (Store.ListBySession,
+// Store.ListByTurn): rows, those of one session or one turn in any order,
+// in AC-13 order after page.After, at most page.Limit of them (0: all).
+func ListOf(rows []core.Subagent, page core.Page) []core.Subagent {
+	var after *core.Cursor
+	if page.After != nil {
+		c := page.After.Canonical()
+		after = &c
+	}
+	out := make([]core.Subagent, 0)
+	for _, r := range rows {
+		if after == nil || after.Less(r.Cursor()) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b core.Subagent) int {
+		ca, cb := a.Cursor(), b.Cursor()
+		switch {
+		case ca.Less(cb):
+			return -1
+		case cb.Less(ca):
+			return 1
+		}
+		return 0
+	})
+	if page.Limit > 0 && len(out) > page.Limit {
+		out = out[:page.Limit]
+	}
+	return out
+}
+
+// StatsOf is the Go reference of Reader.Stats for a store without host
+// messages: the rows in the query's scope counted, every metric over the
+// rows that reported it, and each session's coverage from its first row.
+func StatsOf(rows []core.Subagent, a report.Activation, q report.StatsQuery) report.Stats {
+	st := report.Stats{Query: q, Activation: a, FanOutPerTurn: []report.FanOut{}}
+	perTurn := map[[2]string]int64{} // a turn within its session (docs/CONTRACT.md §5.3)
+	executions := map[string]bool{}
+	first := map[string]*time.Time{}
+	for _, r := range rows {
+		if (q.TaskSessionID != "" && r.TaskSessionID != q.TaskSessionID) || (q.TaskID != "" && r.TaskID != q.TaskID) {
+			continue
+		}
+		st.Subagents++
+		if r.Source == core.SourceBackfill {
+			st.Backfill++
+		} else {
+			st.Live++
+		}
+		if r.TurnID == nil {
+			st.RowsWithoutTurn++
+		} else {
+			perTurn[[2]string{r.TaskSessionID, *r.TurnID}]++
+		}
+		if r.AgentExecutionID == core.UnknownExecution {
+			st.UnknownExecutionRows++
+		} else {
+			executions[r.AgentExecutionID] = true
+		}
+		st.TotalTokens.Add(r.Source, r.TotalTokens)
+		st.ToolUseCount.Add(r.Source, r.ToolUseCount)
+		st.DurationMs.Add(r.Source, r.DurationMs)
+		if f := first[r.TaskSessionID]; f == nil || r.ObservedAt.Before(*f) {
+			t := r.ObservedAt
+			first[r.TaskSessionID] = &t
+		}
+	}
+	for _, m := range st.Metrics() {
+		m.Stats.Finish()
+	}
+	if a.ExecutionSince.Present {
+		n := int64(len(executions))
+		st.DistinctExecutions = &n
+	}
+	hist := map[int64]int64{}
+	for _, n := range perTurn {
+		hist[n]++
+	}
+	for n, turns := range hist {
+		st.FanOutPerTurn = append(st.FanOutPerTurn, report.FanOut{Subagents: n, Turns: turns})
+	}
+	slices.SortFunc(st.FanOutPerTurn, func(a, b report.FanOut) int { return cmp.Compare(a.Subagents, b.Subagents) })
+	AddCoverage(&st, first)
+	return st
+}
+
+// ExportOf is the Go reference of Exporter.Export: the rows (times at the
+// stores' microsecond) last written in [q.Since, q.Until) (a zero bound
+// open), after the key q.After, by session then id, byte by byte.
+func ExportOf(rows []core.Subagent, q report.ExportQuery) []core.Subagent {
+	since, until := canon.CeilMicro(q.Since), canon.CeilMicro(q.Until)
+	var out []core.Subagent
+	for _, r := range rows {
+		switch {
+		case !q.Since.IsZero() && r.UpdatedAt.Before(since),
+			!q.Until.IsZero() && !r.UpdatedAt.Before(until),
+			q.After != nil && compareExport(exportKey(r), *q.After) <= 0:
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b core.Subagent) int { return compareExport(exportKey(a), exportKey(b)) })
+	return out
+}
+
+func exportKey(r core.Subagent) report.ExportKey {
+	return report.ExportKey{TaskSessionID: r.TaskSessionID, ID: r.ID}
+}
+
+// compareExport orders export keys: session, then id, byte by byte.
+func compareExport(a, b report.ExportKey) int {
+	return cmp.Or(strings.Compare(a.TaskSessionID, b.TaskSessionID), strings.Compare(a.ID, b.ID))
+}
