@@ -1,0 +1,58 @@
+package subagentctx_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestHostSurface: a host's packages show, in go doc -short, what a host
+// calls and nothing else: each fits one screen (at most 50 lines), and
+// every name on it is used by an example or the command line. What only a
+// store needs lives in core/storekit, whose doc says so.
+func TestHostSurface(t *testing.T) {
+	var uses strings.Builder
+	for _, root := range []string{"examples", "cmd"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") ||
+				root == "cmd" && strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			uses.Write(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	shown := regexp.MustCompile(`^\s*(?:const|var|func|type) (\w+)`)
+	for _, pkg := range []string{"core", "core/report"} {
+		out, err := exec.Command("go", "doc", "-short", "./"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go doc -short ./%s: %v", pkg, err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) > 50 {
+			t.Errorf("go doc -short ./%s is %d lines, want at most 50", pkg, len(lines))
+		}
+		qualifier := filepath.Base(pkg) + "."
+		for _, line := range lines {
+			m := shown.FindStringSubmatch(line)
+			if m == nil {
+				t.Errorf("%s: a line of go doc -short names nothing: %q", pkg, line)
+				continue
+			}
+			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(qualifier+m[1]) + `\b`).MatchString(uses.String()) {
+				t.Errorf("%s%s is on the host surface, but no example and no command uses it", qualifier, m[1])
+			}
+		}
+	}
+	doc, err := exec.Command("go", "doc", "./core/storekit").Output()
+	if err != nil || !strings.Contains(string(doc), "store-author SPI") {
+		t.Errorf("go doc ./core/storekit does not say it is the store-author SPI: %v\n%s", err, doc)
+	}
+}
