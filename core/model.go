@@ -73,9 +73,9 @@ type RowKey struct {
 }
 
 // Subagent is one row of task_session_subagents (its columns are declared
-// in Columns). Every nullable column is a pointer, so a reported 0 and "not
-// reported" never collapse (AC-7, AC-8) and an empty string is never stored
-// (it is NULL). It marshals to JSON under the column names.
+// in storekit.Columns). Every nullable column is a pointer, so a reported 0
+// and "not reported" never collapse (AC-7, AC-8) and an empty string is
+// never stored (it is NULL). It marshals to JSON under the column names.
 type Subagent struct {
 	ID               string  `json:"id"`
 	TaskSessionID    string  `json:"task_session_id"`

@@ -20,7 +20,7 @@ import (
 // recorder's writers store it, many frames per transaction, retrying
 // through outages. Telemetry must never break or slow the product path.
 //
-// A Synchronous store (the memory adapter) is written on the caller's
+// A storekit.Synchronous store (the memory adapter) is written on the caller's
 // goroutine instead, so a host's unit test reads a row right after Record.
 //
 // Call Close when the host stops (it flushes, then stops the writers);
@@ -36,7 +36,7 @@ type Recorder struct {
 	warns    warnLimiter
 
 	queueSize, batchSize int
-	writers              int // 0: the store's WriterHint, else 1
+	writers              int // 0: the store's storekit.WriterHint, else 1
 	retryMin, retryMax   time.Duration
 	drain, writeTimeout  time.Duration
 	ready                <-chan struct{}
@@ -92,7 +92,7 @@ func WithClock(now func() time.Time) RecorderOption { return func(r *Recorder) {
 func WithQueue(frames int) RecorderOption { return func(r *Recorder) { r.queueSize = frames } }
 
 // WithWriters sets the number of writer goroutines, at least 1 (default:
-// the store's WriterHint, else 1). Frames of one key always go to the same
+// the store's storekit.WriterHint, else 1). Frames of one key always go to the same
 // writer, so they are applied in the order they were recorded.
 func WithWriters(n int) RecorderOption {
 	return func(r *Recorder) {

@@ -11,11 +11,13 @@ import (
 )
 
 // Store keeps task_session_subagents. Implementations must be safe for
-// concurrent use.
+// concurrent use; a store author writes one with core/storekit and proves
+// it with the conformance suite, core/storetest.
 type Store interface {
-	// Upsert writes one normalised row atomically with Merge's semantics:
-	// one statement, no read-then-write (AC-14). A row with an empty ID gets
-	// a fresh UUID on insert; the ID of an existing row never changes.
+	// Upsert writes one normalised row atomically with storekit.Merge's
+	// semantics: one statement, no read-then-write (AC-14). A row with an
+	// empty ID gets a fresh UUID on insert; the ID of an existing row never
+	// changes.
 	Upsert(ctx context.Context, row Subagent) error
 	// ListBySession returns a session's rows in AC-13 order.
 	ListBySession(ctx context.Context, taskSessionID string, page Page) ([]Subagent, error)

@@ -190,3 +190,11 @@ const Prefix = liberr.Prefix
 // once, whatever the errors it wraps say, and %w keeps them reachable for
 // errors.Is and errors.As.
 func Errorf(format string, args ...any) error { return liberr.Errorf(format, args...) }
+
+// IsTerminalToolStatus reports whether an ACP tool status settles a row
+// (AC-11); agent_status never does, whatever its value (AC-10a).
+func IsTerminalToolStatus(status string) bool { return canon.IsTerminalToolStatus(status) }
+
+// IsFailedToolStatus reports whether a tool status counts as failed
+// (docs/CONTRACT.md §5.4).
+func IsFailedToolStatus(status string) bool { return canon.IsFailedToolStatus(status) }
