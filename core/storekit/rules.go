@@ -169,7 +169,7 @@ func Sanitize(s string) string { return canon.Sanitize(s) }
 // MaxIDBytes bounds every identifier (docs/CONTRACT.md §8.3): three of them,
 // the unique key, always fit one PostgreSQL B-tree entry, so a longer one is
 // refused on every adapter alike.
-const MaxIDBytes = canon.MaxIDBytes
+const MaxIDBytes = 512
 
 // CheckIdentifier reports why an identifier could not be stored exactly as
 // given on every adapter, or nil.
@@ -184,7 +184,7 @@ func FailedToolStatuses() []string { return canon.FailedToolStatuses() }
 
 // Prefix starts every error the library returns, once (docs/CONTRACT.md):
 // a store's errors start with it too.
-const Prefix = liberr.Prefix
+const Prefix = "subagentctx: "
 
 // Errorf is fmt.Errorf for a store's errors: the message starts with Prefix
 // once, whatever the errors it wraps say, and %w keeps them reachable for

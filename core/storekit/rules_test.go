@@ -9,6 +9,7 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/canon"
+	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
 var t0 = time.Date(2026, 8, 12, 9, 0, 0, 123456789, time.FixedZone("CEST", 2*3600))
@@ -110,5 +111,14 @@ func TestValidateNamesTheField(t *testing.T) {
 func TestFailuresOfAnEmptyPage(t *testing.T) {
 	if got := FailuresOf(nil, report.FailureQuery{}); got == nil || len(got) != 0 {
 		t.Errorf("FailuresOf with nothing failed: %#v, want an empty, non-nil list", got)
+	}
+}
+
+// TestSPIConstantsAreTheLibrarys: the bounds a store author reads here are
+// the ones every store and the recorder apply.
+func TestSPIConstantsAreTheLibrarys(t *testing.T) {
+	if MaxIDBytes != canon.MaxIDBytes || Prefix != liberr.Prefix {
+		t.Errorf("MaxIDBytes %d, Prefix %q; the library applies %d and %q", MaxIDBytes, Prefix, canon.MaxIDBytes,
+			liberr.Prefix)
 	}
 }
