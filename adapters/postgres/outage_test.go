@@ -93,8 +93,10 @@ func TestOutageLosesNothing(t *testing.T) {
 	if v := rec.Counters().Values(); v.Persisted != frames || v.Failed != 0 || v.Pending != 0 {
 		t.Errorf("counters after the outage: %+v; want all %d persisted", v, frames)
 	}
-	if slowest > 10*time.Millisecond {
-		t.Errorf("a Record call took %v during the outage", slowest)
+	// A call that waited for the database would last the outage (3 s); the
+	// bound leaves a loaded machine's scheduling pauses room.
+	if slowest > 500*time.Millisecond {
+		t.Errorf("a Record call took %v during the outage: it waited for the database", slowest)
 	}
 	rows, err := store.ListBySession(ctx, "s", core.Page{})
 	if err != nil {

@@ -50,6 +50,7 @@ func TestCitusPlans(t *testing.T) {
 	cursor := &core.Cursor{ObservedAt: capture, ToolCallID: "toolu_01", AgentExecutionID: "exec-1"}
 	starts, startsArgs := s.TurnStartsSQL("sess-1", cursor, false, 26)
 	turnRows, turnRowsArgs := s.TurnRowsSQL("sess-1", "turn-1", "turn-2")
+	coverage, coverageArgs := s.CoverageCountsSQL(capture)
 
 	plans := []struct {
 		name   string
@@ -72,6 +73,7 @@ func TestCitusPlans(t *testing.T) {
 		{"stats", nil, s.StatsSQL(""), nil, 0},
 		{"stats_session", nil, s.StatsSQL(where), []any{"sess-1"}, 1},
 		{"fan_out", nil, s.FanOutSQL(""), nil, 0},
+		{"coverage_counts", nil, coverage, coverageArgs, 0},
 		{"sessions", nil, sessions, sessionsArgs, 0},
 		{"session_turn_starts", nil, starts, startsArgs, 1},
 		{"session_turn_rows", nil, turnRows, turnRowsArgs, 1},

@@ -39,6 +39,9 @@ func (s *Store) SessionsSQL(q report.SessionQuery) (string, []any) {
 	return s.sessionsStatement(q)
 }
 func (s *Store) OverviewSQL(q report.OverviewQuery) (string, []any) { return s.overviewStatement(q) }
+func (s *Store) CoverageCountsSQL(bound time.Time) (string, []any) {
+	return s.coverageCountsStatement(bound, true)
+}
 func (s *Store) FirstActivitySQL(where string, before time.Time) (string, string) {
 	rows, messages, _, _ := s.firstActivityStatements(where, before)
 	return rows, messages

@@ -80,7 +80,9 @@ func TestGoldenStatements(t *testing.T) {
 					"-- first activity: rows\n" + rows + ";\n\n" +
 					"-- first activity: messages\n" + messages + ";\n\n" +
 					"-- the sessions listed: activity before the coverage bound, rows\n" + rowsBefore + ";\n\n" +
-					"-- and messages\n" + messagesBefore + ";\n",
+					"-- and messages\n" + messagesBefore + ";\n\n" +
+					"-- the whole store: the sessions by verdict, counted where they are\n" +
+					withArgs(s.CoverageCountsSQL(capture)),
 				"upgrade.sql":  upgradeStatements(t, d),
 				"sessions.sql": withArgs(sessions, sessionsArgs),
 				"overview.sql": withArgs(overview, overviewArgs),

@@ -336,14 +336,39 @@ func (s *Store) Sessions(ctx context.Context, q report.SessionQuery) ([]report.S
 	return sums, nil
 }
 
-// coverage gives each session in scope a verdict from its first activity.
+// coverage gives each session in scope a verdict from its first activity;
+// for the whole store, where only the verdicts' counts are reported, the
+// database counts them (coverageCountsStatement).
 func (s *Store) coverage(ctx context.Context, q report.StatsQuery, st *report.Stats) error {
+	if q == (report.StatsQuery{}) {
+		return s.coverageCounts(ctx, st)
+	}
 	where, args := scope(q)
 	first, err := s.firstActivity(ctx, where, args, time.Time{})
 	if err != nil {
 		return err
 	}
 	storekit.AddCoverage(st, first)
+	return nil
+}
+
+// coverageCounts counts the whole store's sessions by verdict.
+func (s *Store) coverageCounts(ctx context.Context, st *report.Stats) error {
+	messages, err := s.d.TableExists(ctx, s.db, s.tables.Messages)
+	if err != nil {
+		return s.opError("coverage", err)
+	}
+	bound, bounded := st.Activation.Bound()
+	sql, args := s.coverageCountsStatement(bound, messages)
+	var counts struct{ Sessions, Known int64 }
+	err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) error { return db.Raw(sql, args...).Scan(&counts).Error })
+	if err != nil {
+		return s.opError("coverage", err)
+	}
+	if !bounded { // no usable capture_since: no verdict is known
+		counts.Known = 0
+	}
+	st.KnownSessions, st.UnknownSessions = counts.Known, counts.Sessions-counts.Known
 	return nil
 }
 

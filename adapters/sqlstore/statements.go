@@ -374,3 +374,30 @@ func (s *Store) firstActivityStatements(
 	FROM ` + quote(s.tables.Messages) + msgsWhere + ` GROUP BY task_session_id`
 	return rows, messages, rowArgs, msgArgs
 }
+
+// coverageCountsStatement counts, over every session on record (with rows,
+// or with messages when the host's table exists), the sessions whose
+// coverage is known: activity on record, and none before the coverage
+// bound (docs/CONTRACT.md §5.3). Each session is grouped on its own shard
+// and only the two counts leave it; the verdicts equal storekit.CoverageOf
+// of each session's first activity.
+func (s *Store) coverageCountsStatement(bound time.Time, messages bool) (string, []any) {
+	d := s.d
+	before, args := d.Within("observed_at", time.Time{}, bound)
+	union := `SELECT task_session_id, MAX(CASE WHEN ` + before + ` THEN 1 ELSE 0 END) AS early, 1 AS dated
+		FROM ` + Table + ` GROUP BY task_session_id`
+	if messages {
+		instant := d.HostInstant("created_at")
+		union += `
+		UNION ALL
+		SELECT task_session_id, MAX(CASE WHEN ` + instant + ` < ? THEN 1 ELSE 0 END),
+			MAX(CASE WHEN ` + instant + ` IS NOT NULL THEN 1 ELSE 0 END)
+		FROM ` + quote(s.tables.Messages) + ` WHERE task_session_id IS NOT NULL GROUP BY task_session_id`
+		args = append(args, d.HostInstantArg(bound))
+	}
+	sql := `SELECT count(*) AS sessions, COALESCE(SUM(CASE WHEN f.early = 0 AND f.dated = 1 THEN 1 ELSE 0 END), 0) AS known
+FROM (SELECT u.task_session_id, MAX(u.early) AS early, MAX(u.dated) AS dated FROM (
+		` + union + `) u
+	GROUP BY u.task_session_id) f`
+	return sql, args
+}

@@ -22,6 +22,7 @@ var readTests = []test{
 	{"AC28_HealthWindowsAgreeWithTheReference", testHealthWindows},
 	{"AC28_NoFalseAlarmAfterAMergeIntoABackfilledRow", testMergeIntoBackfilledRow},
 	{"AC25_StatsCoverage", testStatsCoverage},
+	{"AC25_WholeStoreCountsEachSessionsVerdict", testWholeStoreCoverage},
 	{"ExportMissesNoCommittedRow", testExportMissesNoCommittedRow},
 }
 
@@ -380,5 +381,66 @@ func testStatsCoverage(t *testing.T, d *Driver) {
 		if q.Since.IsZero() && len(want) != 0 {
 			t.Errorf("not listed: %v", want)
 		}
+	}
+}
+
+// testWholeStoreCoverage: the whole store's verdict counts, which the
+// database counts where the sessions are, equal the verdicts each session
+// gets on its own (storekit.CoverageOf of its first activity): activity
+// before capture_since or before the retention boundary, a first message
+// or a first row, and a session whose only message has no instant.
+func testWholeStoreCoverage(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	pruned := capture.Add(10 * time.Minute)
+	message(t, e, "m-early", "s-early-message", "tc-1", capture.Add(-time.Minute))
+	record(t, e, "s-early-message", "tc-1", "e1", capture.Add(20*time.Minute))
+	for _, sess := range []string{"s-early-row", "s-before-prune", "s-row-only", "s-undated"} {
+		e.Session(t, sess)
+	}
+	record(t, e, "s-early-row", "tc-1", "e1", capture.Add(-time.Second))
+	message(t, e, "m-late", "s-early-row", "tc-1", capture.Add(20*time.Minute))
+	record(t, e, "s-before-prune", "tc-1", "e1", capture.Add(5*time.Minute))
+	message(t, e, "m-known", "s-known", "tc-1", pruned)
+	record(t, e, "s-known", "tc-1", "e1", pruned.Add(time.Minute))
+	message(t, e, "m-only", "s-message-only", "tc-1", capture.Add(30*time.Minute))
+	record(t, e, "s-row-only", "tc-1", "e1", capture.Add(40*time.Minute))
+	undated := any("not a time")
+	if !d.Features.HostTimeText {
+		undated = "infinity"
+	}
+	e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at,
+		updated_at) VALUES ('m-undated', 's-undated', 'task-s-undated', 'turn-1', '', '{}', ?, ?)`, undated, undated)
+	setKeys(t, e, map[string]string{
+		storekit.CaptureSinceKey:   capture.Format(time.RFC3339Nano),
+		storekit.ExecutionSinceKey: capture.Format(time.RFC3339Nano),
+		storekit.PrunedBeforeKey:   pruned.Format(time.RFC3339Nano),
+	})
+	want := map[string]report.Coverage{"s-early-message": report.Unknown, "s-early-row": report.Unknown,
+		"s-before-prune": report.Unknown, "s-known": report.Known, "s-message-only": report.Known,
+		"s-row-only": report.Known, "s-undated": report.Unknown}
+	var known, unknown int64
+	for sess, want := range want {
+		st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: sess})
+		if err != nil || len(st.Sessions) != 1 || st.Sessions[0].Coverage != want {
+			t.Errorf("%s: coverage %+v, want %s (%v)", sess, st.Sessions, want, err)
+		}
+		if want == report.Known {
+			known++
+		} else {
+			unknown++
+		}
+	}
+	st, err := e.Store.Stats(context.Background(), report.StatsQuery{})
+	if err != nil || st.KnownSessions != known || st.UnknownSessions != unknown {
+		t.Errorf("whole store: %d known, %d unknown, want %d and %d (%v)", st.KnownSessions, st.UnknownSessions,
+			known, unknown, err)
+	}
+	// Without a usable capture_since no verdict is known, however late the
+	// activity.
+	setKeys(t, e, map[string]string{storekit.CaptureSinceKey: "not an instant"})
+	if st, err := e.Store.Stats(context.Background(), report.StatsQuery{}); err != nil || st.KnownSessions != 0 ||
+		st.UnknownSessions != known+unknown {
+		t.Errorf("capture_since unusable: %d known, %d unknown, want 0 and %d (%v)", st.KnownSessions,
+			st.UnknownSessions, known+unknown, err)
 	}
 }

@@ -45,3 +45,15 @@ SELECT task_session_id, (EXTRACT(EPOCH FROM MIN(observed_at)) * 1000000)::bigint
 -- and messages
 SELECT task_session_id, MIN(CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END) AS first
 	FROM "task_session_messages" WHERE task_session_id IN (?, ?) AND task_session_id IS NOT NULL AND created_at < ? AND CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END < ? GROUP BY task_session_id;
+
+-- the whole store: the sessions by verdict, counted where they are
+SELECT count(*) AS sessions, COALESCE(SUM(CASE WHEN f.early = 0 AND f.dated = 1 THEN 1 ELSE 0 END), 0) AS known
+FROM (SELECT u.task_session_id, MAX(u.early) AS early, MAX(u.dated) AS dated FROM (
+		SELECT task_session_id, MAX(CASE WHEN observed_at < ? THEN 1 ELSE 0 END) AS early, 1 AS dated
+		FROM task_session_subagents GROUP BY task_session_id
+		UNION ALL
+		SELECT task_session_id, MAX(CASE WHEN CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END < ? THEN 1 ELSE 0 END),
+			MAX(CASE WHEN CASE WHEN isfinite(created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END END IS NOT NULL THEN 1 ELSE 0 END)
+		FROM "task_session_messages" WHERE task_session_id IS NOT NULL GROUP BY task_session_id) u
+	GROUP BY u.task_session_id) f;
+-- arguments: 2026-08-12 23:10:00.500002 +0000 UTC 1786576200500002

@@ -45,3 +45,15 @@ SELECT task_session_id, COALESCE(min((unixepoch(substr(MIN(CASE WHEN substr(obse
 -- and messages
 SELECT task_session_id, MIN(subagentctx_instant(CAST(created_at AS TEXT))) AS first
 	FROM "task_session_messages" WHERE task_session_id IN (?, ?) AND task_session_id IS NOT NULL AND created_at < ? AND subagentctx_instant(CAST(created_at AS TEXT)) < ? GROUP BY task_session_id;
+
+-- the whole store: the sessions by verdict, counted where they are
+SELECT count(*) AS sessions, COALESCE(SUM(CASE WHEN f.early = 0 AND f.dated = 1 THEN 1 ELSE 0 END), 0) AS known
+FROM (SELECT u.task_session_id, MAX(u.early) AS early, MAX(u.dated) AS dated FROM (
+		SELECT task_session_id, MAX(CASE WHEN observed_at < ? AND CASE WHEN substr(observed_at, 11, 1) = ' ' AND substr(observed_at, -6) = '+00:00' THEN observed_at < ? ELSE (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) < ? END THEN 1 ELSE 0 END) AS early, 1 AS dated
+		FROM task_session_subagents GROUP BY task_session_id
+		UNION ALL
+		SELECT task_session_id, MAX(CASE WHEN subagentctx_instant(CAST(created_at AS TEXT)) < ? THEN 1 ELSE 0 END),
+			MAX(CASE WHEN subagentctx_instant(CAST(created_at AS TEXT)) IS NOT NULL THEN 1 ELSE 0 END)
+		FROM "task_session_messages" WHERE task_session_id IS NOT NULL GROUP BY task_session_id) u
+	GROUP BY u.task_session_id) f;
+-- arguments: 2026-08-14 2026-08-12 23:10:00.500002+00:00 1786576200500002 2026-08-12T23:10:00.500001001Z
