@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,9 +24,12 @@ var gathered = regexp.MustCompile(`Distributed Subplan|pull to coordinator|repar
 
 // TestCitusPlans: on a Citus cluster every statement of the store runs
 // where its rows are — the upsert and a session's list on one shard, the
-// backfill's two statements, health and statistics on every shard with
-// only counts returned — and testdata/citus/*.plan shows each plan (shard
-// numbers and ports elided), rewritten with -update.
+// backfill's two statements, health (windowed and whole) and statistics
+// on every shard with only counts returned, the timeline, the failures,
+// export and first activity — and testdata/citus/*.plan shows each plan
+// (shard numbers and ports elided), rewritten with -update. The overview
+// is not listed: its statement is pulled to the coordinator (README,
+// Running on Citus).
 func TestCitusPlans(t *testing.T) {
 	d := testenv.Citus()
 	e := d.Env(t)
@@ -41,6 +45,7 @@ func TestCitusPlans(t *testing.T) {
 		},
 	)
 	health := s.HealthSQL(capture, true, false)
+	whole := s.HealthSQL(capture, true, true)
 	list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
 	byTurn, byTurnArgs := s.ListSQL("turn_id", "turn-1", core.Page{Limit: 100})
 	where := " WHERE task_session_id = ?"
@@ -51,13 +56,18 @@ func TestCitusPlans(t *testing.T) {
 	starts, startsArgs := s.TurnStartsSQL("sess-1", cursor, false, 26)
 	turnRows, turnRowsArgs := s.TurnRowsSQL("sess-1", "turn-1", "turn-2")
 	coverage, coverageArgs := s.CoverageCountsSQL(capture)
+	day := report.TimelineQuery{Since: capture, Until: capture.Add(24 * time.Hour), Bucket: time.Hour}
+	timeline, timelineArgs := s.TimelineSQL(day)
+	failures, failuresArgs := s.FailuresSQL(report.FailureQuery{Since: capture, Limit: 20})
+	export, exportArgs := s.ExportSQL(report.ExportQuery{Since: capture})
+	firstRows, firstMessages := s.FirstActivitySQL(" WHERE task_session_id IN (?, ?)", capture)
 
 	plans := []struct {
 		name   string
 		plan   []string // planner settings, as the statement runs with them
 		q      string
 		args   []any
-		shards int // tasks the plan must have; 0: every shard
+		shards int // tasks the plan must have (the shards of the sessions it names); 0: every shard
 	}{
 		{"upsert", nil, s.UpsertSQL(), sqlstore.Args(&row), 1},
 		{"list_by_session", nil, list, listArgs, 1},
@@ -70,10 +80,18 @@ func TestCitusPlans(t *testing.T) {
 		{"health_counts", nil, health[0].SQL, health[0].Args, 0},
 		{"health_missing", nil, health[1].SQL, health[1].Args, 0},
 		{"health_excess", nil, health[2].SQL, health[2].Args, 0},
+		{"health_whole_counts", nil, whole[0].SQL, whole[0].Args, 0},
+		{"health_whole_missing", nil, whole[1].SQL, whole[1].Args, 0},
+		{"health_whole_excess", nil, whole[2].SQL, whole[2].Args, 0},
 		{"stats", nil, s.StatsSQL(""), nil, 0},
 		{"stats_session", nil, s.StatsSQL(where), []any{"sess-1"}, 1},
 		{"fan_out", nil, s.FanOutSQL(""), nil, 0},
 		{"coverage_counts", nil, coverage, coverageArgs, 0},
+		{"timeline", nil, timeline, timelineArgs, 0},
+		{"failures", nil, failures, failuresArgs, 0},
+		{"export", nil, export, exportArgs, 0},
+		{"first_activity_rows", nil, firstRows, []any{"sess-1", "sess-2", capture}, 2},
+		{"first_activity_messages", nil, firstMessages, []any{"sess-1", "sess-2", capture, capture.UnixMicro()}, 2},
 		{"sessions", nil, sessions, sessionsArgs, 0},
 		{"session_turn_starts", nil, starts, startsArgs, 1},
 		{"session_turn_rows", nil, turnRows, turnRowsArgs, 1},
@@ -99,8 +117,8 @@ func TestCitusPlans(t *testing.T) {
 				t.Errorf("%s is not pushed down (%q):\n%s", p.name, m, text)
 			}
 			want := "Task Count: 4"
-			if p.shards == 1 {
-				want = "Task Count: 1"
+			if p.shards > 0 {
+				want = fmt.Sprintf("Task Count: %d", p.shards)
 			}
 			if !strings.Contains(text, want) {
 				t.Errorf("%s: want %q in the plan:\n%s", p.name, want, text)

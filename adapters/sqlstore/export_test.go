@@ -39,6 +39,9 @@ func (s *Store) SessionsSQL(q report.SessionQuery) (string, []any) {
 	return s.sessionsStatement(q)
 }
 func (s *Store) OverviewSQL(q report.OverviewQuery) (string, []any) { return s.overviewStatement(q) }
+func (s *Store) TimelineSQL(q report.TimelineQuery) (string, []any) { return s.timelineStatement(q) }
+func (s *Store) FailuresSQL(q report.FailureQuery) (string, []any)  { return s.failuresStatement(q) }
+func (s *Store) ExportSQL(q report.ExportQuery) (string, []any)     { return s.exportStatement(q) }
 func (s *Store) CoverageCountsSQL(bound time.Time) (string, []any) {
 	return s.coverageCountsStatement(bound, true)
 }

@@ -39,8 +39,11 @@ import (
 // anyway.
 //
 // A window that is the whole record (whole: since is the coverage bound)
-// reads every session: finding the active ones would read every message
-// twice.
+// reads every session on one server: finding the active ones would read
+// every message twice. A sharded database finds them all the same: its
+// planner pushes the stacked pairs down to the shards only when they are
+// joined on the session, and a session without activity in the window
+// adds to no count and no list.
 func (s *Store) healthStatements(since time.Time, pairs int, distributed, whole bool) []statement {
 	// The raw columns find the candidates through their indexes (a
 	// superset: the floors); the instants then decide, so that only the
@@ -97,9 +100,7 @@ SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
 ORDER BY 1`, args}}
 	}
 	switch {
-	case whole && distributed:
-		return sharded(s.pairFlags(since, "1 = 1", "1 = 1", nil))
-	case whole:
+	case whole && !distributed:
 		grouped, args := s.pairFlags(since, "1 = 1", "1 = 1", nil)
 		return single("", grouped, args)
 	case distributed:
