@@ -153,7 +153,9 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	}
 
 	// Retention: rows last written before a boundary go; the boundary
-	// never moves back.
+	// never moves back. A prune needs the whole pass done (its backfill
+	// would recover what a prune deletes).
+	<-runner.Done()
 	var pruned core.PruneResult
 	if pruned, err = store.Prune(ctx, time.Now().Add(-30*24*time.Hour)); err != nil {
 		return err
