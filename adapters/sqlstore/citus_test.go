@@ -26,10 +26,9 @@ var gathered = regexp.MustCompile(`Distributed Subplan|pull to coordinator|repar
 // where its rows are — the upsert and a session's list on one shard, the
 // backfill's two statements, health (windowed and whole) and statistics
 // on every shard with only counts returned, the timeline, the failures,
-// export and first activity — and testdata/citus/*.plan shows each plan
-// (shard numbers and ports elided), rewritten with -update. The overview
-// is not listed: its statement is pulled to the coordinator (README,
-// Running on Citus).
+// export, first activity and the overview's groups and durations — and
+// testdata/citus/*.plan shows each plan (shard numbers and ports elided),
+// rewritten with -update.
 func TestCitusPlans(t *testing.T) {
 	d := testenv.Citus()
 	e := d.Env(t)
@@ -61,6 +60,10 @@ func TestCitusPlans(t *testing.T) {
 	failures, failuresArgs := s.FailuresSQL(report.FailureQuery{Since: capture, Limit: 20})
 	export, exportArgs := s.ExportSQL(report.ExportQuery{Since: capture})
 	firstRows, firstMessages := s.FirstActivitySQL(" WHERE task_session_id IN (?, ?)", capture)
+	overview := report.OverviewQuery{Since: capture, Until: capture.Add(24 * time.Hour)}
+	explorer := "explorer"
+	overviewGroups, overviewGroupsArgs := s.OverviewGroupsSQL(overview, "subagent_type")
+	overviewDurations, overviewDurationsArgs := s.OverviewDurationsSQL(overview, "model", []*string{&explorer, nil})
 
 	plans := []struct {
 		name   string
@@ -90,6 +93,8 @@ func TestCitusPlans(t *testing.T) {
 		{"timeline", nil, timeline, timelineArgs, 0},
 		{"failures", nil, failures, failuresArgs, 0},
 		{"export", nil, export, exportArgs, 0},
+		{"overview_groups", nil, overviewGroups, overviewGroupsArgs, 0},
+		{"overview_durations", nil, overviewDurations, overviewDurationsArgs, 0},
 		{"first_activity_rows", nil, firstRows, []any{"sess-1", "sess-2", capture}, 2},
 		{"first_activity_messages", nil, firstMessages, []any{"sess-1", "sess-2", capture, capture.UnixMicro()}, 2},
 		{"sessions", nil, sessions, sessionsArgs, 0},

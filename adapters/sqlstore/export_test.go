@@ -39,6 +39,12 @@ func (s *Store) SessionsSQL(q report.SessionQuery) (string, []any) {
 	return s.sessionsStatement(q)
 }
 func (s *Store) OverviewSQL(q report.OverviewQuery) (string, []any) { return s.overviewStatement(q) }
+func (s *Store) OverviewGroupsSQL(q report.OverviewQuery, dim string) (string, []any) {
+	return s.overviewGroupsStatement(q, dim)
+}
+func (s *Store) OverviewDurationsSQL(q report.OverviewQuery, dim string, values []*string) (string, []any) {
+	return s.overviewDurationsStatement(q, dim, values)
+}
 func (s *Store) TimelineSQL(q report.TimelineQuery) (string, []any) { return s.timelineStatement(q) }
 func (s *Store) FailuresSQL(q report.FailureQuery) (string, []any)  { return s.failuresStatement(q) }
 func (s *Store) ExportSQL(q report.ExportQuery) (string, []any)     { return s.exportStatement(q) }

@@ -92,6 +92,13 @@ func TestGoldenStatements(t *testing.T) {
 			files["backfill.sql"] = backfillText(s.Form(false), s.BackfillSQL(false))
 			if d.Name == "postgres" {
 				files["backfill_sharded.sql"] = backfillText(s.Form(true), s.BackfillSQL(true))
+				window := report.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)}
+				explorer := "explorer"
+				groups, groupsArgs := s.OverviewGroupsSQL(window, "subagent_type")
+				durations, durationsArgs := s.OverviewDurationsSQL(window, "subagent_type", []*string{&explorer, nil})
+				files["overview_sharded.sql"] = "-- per breakdown (here subagent_type): its groups\n" +
+					withArgs(groups, groupsArgs) + "\n-- and the listed groups' distinct durations, counted\n" +
+					withArgs(durations, durationsArgs)
 			}
 			for name, text := range files {
 				check(t, filepath.Join("testdata", d.Name, name), text)

@@ -429,12 +429,20 @@ func (s *Store) Overview(ctx context.Context, q report.OverviewQuery) (report.Ov
 	if err := q.Validate(); err != nil {
 		return report.Overview{}, &core.OpError{Op: "overview", Err: err}
 	}
-	sql, args := s.overviewStatement(q)
+	distributed, err := s.distributed(ctx)
+	if err != nil {
+		return report.Overview{}, s.opError("overview", err)
+	}
 	var rows []map[string]any
-	err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) {
-		rows, err = rowmaps.Query(db, sql, args...)
-		return err
-	})
+	if distributed {
+		rows, err = s.shardedOverview(ctx, q)
+	} else {
+		sql, args := s.overviewStatement(q)
+		err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) (err error) {
+			rows, err = rowmaps.Query(db, sql, args...)
+			return err
+		})
+	}
 	if err != nil {
 		return report.Overview{}, s.opError("overview", err)
 	}

@@ -1,0 +1,270 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/rowmaps"
+)
+
+// The overview on a sharded database (docs/CONTRACT.md §8.10). The
+// one-statement form materialises the window's rows once, and on Citus
+// every one of them crosses to the coordinator. Here each breakdown's
+// groups are counted on the shards (overviewGroupsStatement) and each
+// listed group's durations come back as counts of distinct values
+// (overviewDurationsStatement), from which the nearest ranks are found
+// exactly: only groups and distinct durations leave the shards. The
+// statements run in one read-only REPEATABLE READ transaction, so that on
+// each shard they read one snapshot, and their answers are put in the
+// rows the one-statement form returns, which assembleOverview reads.
+
+// overviewGroupsStatement counts the window's rows of one breakdown per
+// value and source, with the figures part 1 of overviewStatement gives.
+func (s *Store) overviewGroupsStatement(q report.OverviewQuery, dim string) (string, []any) {
+	where, args := s.overviewWindow(q)
+	failed := "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
+	cols := []string{dim + " AS k", "source", "count(*) AS n",
+		"SUM(CASE WHEN tool_status IN (" + failed + ") THEN 1 ELSE 0 END) AS failed",
+		"count(duration_ms) AS duration_n"}
+	for _, m := range []string{"total_tokens", "tool_use_count"} {
+		cols = append(cols, fmt.Sprintf("count(%[1]s) AS %[1]s_n", m),
+			fmt.Sprintf("SUM(%[1]s / 4294967296) AS %[1]s_hi", m), fmt.Sprintf("SUM(%[1]s %% 4294967296) AS %[1]s_lo", m))
+	}
+	return "SELECT " + strings.Join(cols, ", ") + "\nFROM " + s.windowed(q.Since) + " WHERE " + where +
+		" GROUP BY " + dim + ", source", args
+}
+
+// overviewDurationsStatement counts, per value of one breakdown among
+// values (nil: not reported) and per source, the rows of each distinct
+// duration in the window.
+func (s *Store) overviewDurationsStatement(q report.OverviewQuery, dim string, values []*string) (string, []any) {
+	where, args := s.overviewWindow(q)
+	var in []string
+	var null bool
+	for _, v := range values {
+		if v == nil {
+			null = true
+			continue
+		}
+		in, args = append(in, textArg), append(args, *v)
+	}
+	var which []string
+	if len(in) > 0 {
+		which = append(which, dim+" IN ("+strings.Join(in, ", ")+")")
+	}
+	if null {
+		which = append(which, dim+" IS NULL")
+	}
+	if len(which) == 0 {
+		which = []string{"1 = 0"}
+	}
+	return "SELECT " + dim + " AS k, source, duration_ms, count(*) AS n\nFROM " + s.windowed(q.Since) + " WHERE " +
+		where + " AND duration_ms IS NOT NULL AND (" + strings.Join(which, " OR ") + ")" +
+		" GROUP BY " + dim + ", source, duration_ms", args
+}
+
+// overviewWindow is the overview's condition on a row, with its arguments.
+func (s *Store) overviewWindow(q report.OverviewQuery) (string, []any) {
+	where, args := s.d.Within("observed_at", q.Since, q.Until)
+	if q.Failed {
+		where += " AND tool_status IN ('" + strings.Join(storekit.FailedToolStatuses(), "', '") + "')"
+	}
+	return where, args
+}
+
+// shardedOverview reads the overview with the sharded statements.
+func (s *Store) shardedOverview(ctx context.Context, q report.OverviewQuery) ([]map[string]any, error) {
+	var out []map[string]any
+	read := func(tx *gorm.DB) error {
+		for i, dim := range overviewDimensions {
+			stmt, args := s.overviewGroupsStatement(q, dim)
+			groups, err := rowmaps.Query(tx, stmt, args...)
+			if err != nil {
+				return err
+			}
+			listed, rows := placeGroups(dim, groups, q.GroupsOrDefault())
+			out = append(out, rows...)
+			if i == 0 { // every row is in one group of the first breakdown
+				out = append(out, rowsPerSource(groups)...)
+			}
+			if !durationsRanked(dim) || len(listed) == 0 {
+				continue
+			}
+			stmt, args = s.overviewDurationsStatement(q, dim, listed)
+			counts, err := rowmaps.Query(tx, stmt, args...)
+			if err != nil {
+				return err
+			}
+			ranks, err := durationRanks(dim, listed, counts)
+			if err != nil {
+				return err
+			}
+			out = append(out, ranks...)
+		}
+		return nil
+	}
+	err := s.d.WithConn(ctx, s.db, func(db *gorm.DB) error {
+		return db.Transaction(read, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	})
+	return out, err
+}
+
+// groupKey is a breakdown's value as a map key: a NULL is its own value.
+type groupKey struct {
+	value string
+	null  bool
+}
+
+func keyOf(v any) groupKey {
+	switch x := v.(type) {
+	case string:
+		return groupKey{value: x}
+	case []byte:
+		return groupKey{value: string(x)}
+	}
+	return groupKey{null: true}
+}
+
+func (k groupKey) arg() any {
+	if k.null {
+		return nil
+	}
+	return k.value
+}
+
+// placeGroups ranks a breakdown's values by their rows (the most first,
+// then by value byte by byte, not reported last), and gives the listed
+// groups' rows (part 1) and the unlisted ones' count (part 2) in
+// overviewStatement's shape, with the listed values in order.
+func placeGroups(dim string, groups []map[string]any, limit int) ([]*string, []map[string]any) {
+	totals := map[groupKey]int64{}
+	for _, g := range groups {
+		n, _ := integer(g["n"])
+		totals[keyOf(g["k"])] += n.Int64()
+	}
+	keys := make([]groupKey, 0, len(totals))
+	for k := range totals {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b groupKey) int {
+		if c := cmp.Compare(totals[b], totals[a]); c != 0 {
+			return c
+		}
+		if a.null != b.null {
+			return cmp.Compare(boolInt(a.null), boolInt(b.null))
+		}
+		return strings.Compare(a.value, b.value)
+	})
+	place := map[groupKey]int64{}
+	var listed []*string
+	var others, otherRows int64
+	for i, k := range keys {
+		if i < limit {
+			place[k] = int64(i + 1)
+			v := k.value
+			if k.null {
+				listed = append(listed, nil)
+			} else {
+				listed = append(listed, &v)
+			}
+			continue
+		}
+		others, otherRows = others+1, otherRows+totals[k]
+	}
+	var rows []map[string]any
+	for _, g := range groups {
+		if p, ok := place[keyOf(g["k"])]; ok {
+			r := map[string]any{"part": int64(1), "dim": dim, "place": p, "k": keyOf(g["k"]).arg()}
+			for _, c := range []string{"source", "n", "failed", "duration_n", "total_tokens_n", "total_tokens_hi",
+				"total_tokens_lo", "tool_use_count_n", "tool_use_count_hi", "tool_use_count_lo"} {
+				r[c] = g[c]
+			}
+			rows = append(rows, r)
+		}
+	}
+	if others > 0 {
+		rows = append(rows, map[string]any{"part": int64(2), "dim": dim, "n": otherRows, "failed": others})
+	}
+	return listed, rows
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// rowsPerSource is the window's rows per source (part 4), from one
+// breakdown's groups.
+func rowsPerSource(groups []map[string]any) []map[string]any {
+	per := map[string]int64{}
+	for _, g := range groups {
+		n, _ := integer(g["n"])
+		per[fmt.Sprint(keyOf(g["source"]).value)] += n.Int64()
+	}
+	var rows []map[string]any
+	for source, n := range per {
+		rows = append(rows, map[string]any{"part": int64(4), "source": source, "n": n})
+	}
+	return rows
+}
+
+// durationRanks finds, for each listed value (listed in place order) and
+// each source, and for both together ('all'), the durations at the
+// median's and the 95th percentile's nearest rank among the counts of
+// distinct durations (part 3).
+func durationRanks(dim string, listed []*string, counts []map[string]any) ([]map[string]any, error) {
+	type bucket struct{ ms, n int64 }
+	per := map[groupKey]map[string][]bucket{}
+	for _, c := range counts {
+		k := keyOf(c["k"])
+		ms, err1 := integer(c["duration_ms"])
+		n, err2 := integer(c["n"])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("a duration count %v: %v %v", c, err1, err2)
+		}
+		if per[k] == nil {
+			per[k] = map[string][]bucket{}
+		}
+		b := bucket{ms.Int64(), n.Int64()}
+		source := keyOf(c["source"]).value
+		per[k][source] = append(per[k][source], b)
+		per[k]["all"] = append(per[k]["all"], b)
+	}
+	var rows []map[string]any
+	for i, v := range listed {
+		k := groupKey{null: true}
+		if v != nil {
+			k = groupKey{value: *v}
+		}
+		for _, source := range []string{"all", string(core.SourceLive), string(core.SourceBackfill)} {
+			buckets := per[k][source]
+			slices.SortFunc(buckets, func(a, b bucket) int { return cmp.Compare(a.ms, b.ms) })
+			var m int64
+			for _, b := range buckets {
+				m += b.n
+			}
+			for _, rank := range slices.Compact([]int64{storekit.Rank(50, m), storekit.Rank(95, m)}) {
+				var seen int64
+				for _, b := range buckets {
+					if seen += b.n; seen >= rank {
+						rows = append(rows, map[string]any{"part": int64(3), "dim": dim, "k": k.arg(),
+							"place": int64(i + 1), "source": source, "n": m, "rn": rank, "value": b.ms})
+						break
+					}
+				}
+			}
+		}
+	}
+	return rows, nil
+}
