@@ -31,14 +31,9 @@ import (
 // value and source, with the figures part 1 of overviewStatement gives.
 func (s *Store) overviewGroupsStatement(q report.OverviewQuery, dim string) (string, []any) {
 	where, args := s.overviewWindow(q)
-	failed := "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
-	cols := []string{dim + " AS k", "source", "count(*) AS n",
-		"SUM(CASE WHEN tool_status IN (" + failed + ") THEN 1 ELSE 0 END) AS failed",
-		"count(duration_ms) AS duration_n"}
-	for _, m := range []string{"total_tokens", "tool_use_count"} {
-		cols = append(cols, fmt.Sprintf("count(%[1]s) AS %[1]s_n", m),
-			fmt.Sprintf("SUM(%[1]s / 4294967296) AS %[1]s_hi", m), fmt.Sprintf("SUM(%[1]s %% 4294967296) AS %[1]s_lo", m))
-	}
+	cols := append([]string{dim + " AS k", "source", "count(*) AS n",
+		"SUM(CASE WHEN tool_status IN (" + failedStatuses() + ") THEN 1 ELSE 0 END) AS failed",
+		"count(duration_ms) AS duration_n"}, overviewMetrics()...)
 	return "SELECT " + strings.Join(cols, ", ") + "\nFROM " + s.windowed(q.Since) + " WHERE " + where +
 		" GROUP BY " + dim + ", source", args
 }
@@ -76,7 +71,7 @@ func (s *Store) overviewDurationsStatement(q report.OverviewQuery, dim string, v
 func (s *Store) overviewWindow(q report.OverviewQuery) (string, []any) {
 	where, args := s.d.Within("observed_at", q.Since, q.Until)
 	if q.Failed {
-		where += " AND tool_status IN ('" + strings.Join(storekit.FailedToolStatuses(), "', '") + "')"
+		where += " AND tool_status IN (" + failedStatuses() + ")"
 	}
 	return where, args
 }

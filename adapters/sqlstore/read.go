@@ -664,7 +664,7 @@ func (s *Store) timelineStatement(q report.TimelineQuery) (string, []any) {
 	within, args := s.d.Within("observed_at", q.Since, q.Until)
 	b := q.Bucket.Microseconds()
 	i := s.d.Instant("observed_at")
-	failed := "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
+	failed := failedStatuses()
 	// (i - ((i % b) + b) % b) / b is i / b rounded down, whatever i's sign.
 	return fmt.Sprintf(`SELECT k, count(*) AS n, SUM(CASE WHEN tool_status IN (%s) THEN 1 ELSE 0 END) AS failed,
 	count(total_tokens) AS reported, SUM(total_tokens / 4294967296) AS hi, SUM(total_tokens %% 4294967296) AS lo
@@ -687,7 +687,7 @@ func (s *Store) Failures(ctx context.Context, q report.FailureQuery) ([]core.Sub
 func (s *Store) failuresStatement(q report.FailureQuery) (string, []any) {
 	d := s.d
 	within, args := d.Within("observed_at", q.Since, q.Until)
-	failed := "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
+	failed := failedStatuses()
 	at, sess, tool, exec := d.Instant("observed_at"), d.Bytewise("task_session_id"), d.Bytewise("tool_call_id"),
 		d.Bytewise("agent_execution_id")
 	sql := "SELECT " + columnList("") + " FROM " + d.ThroughIndex(Table, observedAtIndex) + " WHERE " + within +

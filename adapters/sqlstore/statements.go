@@ -272,6 +272,22 @@ var overviewDimensions = []string{"tool_status", "agent_status", "subagent_type"
 // (report.Figures.Duration): the type's and the model's.
 func durationsRanked(dim string) bool { return dim == "subagent_type" || dim == "model" }
 
+// failedStatuses is the failed tool statuses as a list of SQL literals.
+func failedStatuses() string {
+	return "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
+}
+
+// overviewMetrics are a group's token and tool-use figures: how many rows
+// reported each, and its exact sum in high and low 32 bits.
+func overviewMetrics() []string {
+	var cols []string
+	for _, m := range []string{"total_tokens", "tool_use_count"} {
+		cols = append(cols, fmt.Sprintf("count(%[1]s) AS %[1]s_n", m),
+			fmt.Sprintf("SUM(%[1]s / 4294967296) AS %[1]s_hi", m), fmt.Sprintf("SUM(%[1]s %% 4294967296) AS %[1]s_lo", m))
+	}
+	return cols
+}
+
 // overviewStatement is the overview (docs/CONTRACT.md §5.4) in one
 // statement, so one snapshot: the window's rows (w) grouped per
 // breakdown, value and source (c), the values ranked per breakdown by
@@ -283,19 +299,11 @@ func durationsRanked(dim string) bool { return dim == "subagent_type" || dim == 
 // statsStatement.
 func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	d := s.d
-	where, args := s.d.Within("observed_at", q.Since, q.Until)
-	failed := "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
-	if q.Failed {
-		where += " AND tool_status IN (" + failed + ")"
-	}
+	where, args := s.overviewWindow(q)
 	var groups, ranks []string
 	for _, dim := range overviewDimensions {
-		cols := []string{"'" + dim + "' AS dim", dim + " AS k", "source", "count(*) AS n", "SUM(failed) AS failed",
-			"count(duration_ms) AS duration_n"}
-		for _, m := range []string{"total_tokens", "tool_use_count"} {
-			cols = append(cols, fmt.Sprintf("count(%[1]s) AS %[1]s_n", m),
-				fmt.Sprintf("SUM(%[1]s / 4294967296) AS %[1]s_hi", m), fmt.Sprintf("SUM(%[1]s %% 4294967296) AS %[1]s_lo", m))
-		}
+		cols := append([]string{"'" + dim + "' AS dim", dim + " AS k", "source", "count(*) AS n",
+			"SUM(failed) AS failed", "count(duration_ms) AS duration_n"}, overviewMetrics()...)
 		groups = append(groups, "SELECT "+strings.Join(cols, ",\n\t\t")+"\n\tFROM w GROUP BY "+dim+", source")
 		if durationsRanked(dim) {
 			ranks = append(ranks, `SELECT '`+dim+`' AS dim, `+dim+` AS k, source, duration_ms,
@@ -315,7 +323,7 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 		return rn + " IN ((50 * " + m + " + 99) / 100, (95 * " + m + " + 99) / 100)"
 	}
 	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
-		total_tokens, tool_use_count, CASE WHEN tool_status IN (` + failed + `) THEN 1 ELSE 0 END AS failed
+		total_tokens, tool_use_count, CASE WHEN tool_status IN (` + failedStatuses() + `) THEN 1 ELSE 0 END AS failed
 	FROM ` + s.windowed(q.Since) + ` WHERE ` + where + `),
 c AS MATERIALIZED (` + strings.Join(groups, "\n\tUNION ALL ") + `),
 r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
