@@ -12,6 +12,10 @@ import (
 	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
+// This file holds the Go reference of every read: what each store's answer
+// must equal for the same rows. The memory adapter answers from them; the
+// conformance suite compares every other store with them.
+
 // counts reports whether the overview counts a row: in its window, and
 // failed when it asks for the failed ones.
 func counts(q report.OverviewQuery, r core.Subagent) bool {

@@ -10,6 +10,13 @@ import (
 	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
+// This file is the one place where the contract's merge rules are written:
+// how an incoming row merges into a stored one (Merge, over the rules
+// declared in Columns), how history meets live capture at the seam
+// (Absorbs, MergeHistory, Write), and what a row must be to be stored
+// (Validate). The SQL stores express Merge inside their ON CONFLICT
+// clause; the conformance suite checks them against this file.
+
 // ColumnNamed returns the declared column of that name; it panics for a
 // name Columns does not declare (a programming error).
 func ColumnNamed(name string) *Column {
@@ -18,7 +25,7 @@ func ColumnNamed(name string) *Column {
 			return &Columns[i]
 		}
 	}
-	panic("core: no column named " + name)
+	panic("storekit: no column named " + name)
 }
 
 // Merge is the reference semantics of the upsert: the row that results when
