@@ -57,6 +57,34 @@ func timedExec(ctx context.Context, s *sqlstore.Store, q string, args ...any) (t
 	return time.Since(start), err
 }
 
+// sameRows checks that the hand-written backfill wrote the library's rows
+// (set aside in bench_aside), every column but the id and updated_at
+// compared: a baseline that stored other rows would be no baseline.
+func sameRows(ctx context.Context, s *sqlstore.Store) error {
+	var cols []string
+	for _, c := range storekit.Columns {
+		if c.Name != "id" && c.Name != "updated_at" {
+			cols = append(cols, c.Name)
+		}
+	}
+	except := func(a, b string) string {
+		list := strings.Join(cols, ", ")
+		return "SELECT count(*) FROM (SELECT " + list + " FROM " + a + " EXCEPT SELECT " + list + " FROM " + b + ") x"
+	}
+	var only [2]int64
+	table := "task_session_subagents"
+	for i, q := range []string{except(table, "bench_aside"), except("bench_aside", table)} {
+		if err := s.DB().WithContext(ctx).Raw(q).Scan(&only[i]).Error; err != nil {
+			return err
+		}
+	}
+	if only[0] != 0 || only[1] != 0 {
+		return fmt.Errorf("the hand-written backfill's rows are not the library's: %d by hand only, %d the library's only",
+			only[0], only[1])
+	}
+	return nil
+}
+
 // handAside runs fn (which writes into the table and empties it) with the
 // library's rows set aside and put back after.
 func handAside(ctx context.Context, s *sqlstore.Store, fn func() error) error {
@@ -201,6 +229,9 @@ func measureHistory(
 				d, err = timedExec(ctx, s, baseline("backfill", dialect), time.Now().UTC())
 				return err
 			})
+			if err == nil && run%2 == 0 { // the library's rows are set aside
+				err = sameRows(ctx, s)
+			}
 			if err == nil {
 				err = s.DB().Exec("DELETE FROM task_session_subagents").Error
 			}
