@@ -86,6 +86,8 @@ func TestGoldenStatements(t *testing.T) {
 				"upgrade.sql":  upgradeStatements(t, d),
 				"sessions.sql": withArgs(sessions, sessionsArgs),
 				"overview.sql": withArgs(overview, overviewArgs),
+				"export.sql": withArgs(s.ExportSQL(report.ExportQuery{Since: capture, Until: capture.Add(time.Hour),
+					After: &report.ExportKey{TaskSessionID: "sess-1", ID: "0198a4b0-0000-7000-8000-000000000001"}})),
 				"repair.sql": "-- step 4, in the shape step's transaction: the pairs an earlier build doubled; " +
 					"the update takes updated_at\n" + merge + ";\n\n" + remove + ";\n",
 			}
