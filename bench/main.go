@@ -34,27 +34,39 @@ type config struct {
 	pgAdmin  string
 	tmp      string
 	tiny     bool
+	scale    int // the reads at scale: rows on Citus (half on one server); 0: not measured
 }
 
 var sizes = map[string]config{
 	"tiny":  {sessions: 10, stores: []int{2000}, operate: 2000, runs: 1, tiny: true},
 	"small": {sessions: 300, stores: []int{10_000, 100_000}, operate: 100_000, runs: 3},
 	"full":  {sessions: 1200, stores: []int{10_000, 100_000, 300_000}, operate: 1_000_000, runs: 5},
+	// The reads at scale only, on a Citus cluster beside one server.
+	"large": {sessions: 1000, scale: 10_000_000, runs: 3},
 }
 
 func main() {
-	size := flag.String("size", "small", "tiny, small or full (full includes a ≈330 MB message store)")
+	size := flag.String("size", "small", "tiny, small, full (full includes a ≈330 MB message store) or large "+
+		"(the reads at scale: 10M rows on a Citus cluster beside 5M on one server, ≈30 GB of disk)")
+	scale := flag.Int("scale", 0, "rows on Citus for -size large (default 10,000,000; one server holds half)")
 	runs := flag.Int("runs", 0, "runs per figure (default: the size's)")
 	dialects := flag.String("dialects", "sqlite,postgres", "comma-separated")
 	only := flag.String(
-		"only", "", "comma-separated measures to run: record, view, throughput, upsert, history, operate (default all)",
+		"only", "", "comma-separated measures to run: record, view, throughput, upsert, history, operate "+
+			"(default all; -size large runs its own measure alone)",
 	)
 	rowsOut := flag.Bool("rows", false, "print the measured rows as JSON instead of the table "+
 		"(how a run without cgo hands its SQLite figures to the table)")
 	flag.Parse()
 	c, ok := sizes[*size]
 	if !ok {
-		log.Fatalf("-size %q: want tiny, small or full", *size)
+		log.Fatalf("-size %q: want tiny, small, full or large", *size)
+	}
+	if *scale < 0 || *scale > 0 && c.scale == 0 {
+		log.Fatalf("-scale %d: want a positive number of rows, with -size large", *scale)
+	}
+	if *scale > 0 {
+		c.scale = *scale
 	}
 	if *runs > 0 {
 		c.runs = *runs
@@ -72,6 +84,17 @@ func main() {
 	defer os.RemoveAll(c.tmp)
 	ctx := context.Background()
 	var rows []result
+	if c.scale > 0 {
+		if !slices.Contains(c.dialects, "postgres") {
+			log.Fatal("-size large runs on PostgreSQL and Citus: -dialects must include postgres")
+		}
+		r, err := benchScale(ctx, c)
+		if err != nil {
+			log.Fatalf("scale: %v", err)
+		}
+		printTable(r, *size, c)
+		return
+	}
 	if want("record") {
 		rows = append(rows, benchRecord(c)...)
 	}

@@ -188,8 +188,11 @@ func viaRecorder(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][
 	// queue's bound, is measured. Failed writes would make the figure
 	// meaningless: their WARNs go to stderr, and the run stops with their
 	// count.
+	// Close waits for all of it however long it takes (the default drain
+	// would give up what a slow cluster has not written by then).
 	rec, err := core.NewRecorder(
 		s, core.WithCounters(counters), core.WithLogger(slog.Default()), core.WithQueue(max(total, core.DefaultQueueSize)),
+		core.WithDrain(0),
 	)
 	if err != nil {
 		return err

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/adapters/postgres"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/webview"
+)
+
+// The scale measure's store: rows and as many host messages over
+// perSession-row sessions, one every few seconds across span, the newest
+// ending now.
+const (
+	perSession = 20
+	span       = 30 * 24 * time.Hour
+)
+
+// layout is one of the two databases the scale measure compares.
+type layout struct {
+	name, dsn string
+	rows      int
+	sharded   bool
+}
+
+// figures are one layout's measured reads, by name, and its sizes.
+type figures struct {
+	took  map[string]time.Duration
+	rate  float64 // live frames per second
+	sizes string
+}
+
+// benchScale (-size large) measures the reads at scale (README, "Running
+// on Citus"): c.scale rows on a Citus cluster of a coordinator and two
+// workers (32 shards, colocated as the README says) beside a single
+// PostgreSQL server holding one worker's share, each loaded set-based,
+// then each read the web view and the command line make timed on both —
+// the overview pages, health and statistics over the whole record, an
+// hour's export — and the live upsert's rate, with the bytes each takes.
+func benchScale(ctx context.Context, c config) ([]result, error) {
+	citus := os.Getenv("SUBAGENTCTX_TEST_CITUS_DSN")
+	if citus == "" {
+		return nil, errors.New("the scale measure needs a Citus cluster in SUBAGENTCTX_TEST_CITUS_DSN " +
+			"(scripts/bench -size large starts one where Citus is installed)")
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	var got []figures
+	for _, l := range []layout{{"citus", citus, c.scale, true}, {"postgres", c.pgAdmin, c.scale / 2, false}} {
+		log := func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "scale, %s: "+format+"\n", append([]any{l.name}, args...)...)
+		}
+		f, err := measureLayout(ctx, c, l, now, log)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.name, err)
+		}
+		got = append(got, f)
+	}
+	sharded, single := got[0], got[1]
+	size := fmt.Sprintf("%d rows on 2 workers | %d on one server", c.scale, c.scale/2)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	var out []result
+	for _, m := range []struct {
+		name, target string
+		pass         func(sharded, single time.Duration) bool
+	}{
+		{"web view: overview, last 24 h", "≤ 1.5× and < 1 s", func(a, b time.Duration) bool {
+			return a <= b*3/2 && a < time.Second
+		}},
+		{"web view: overview, last 7 days", "≤ 1.5×", func(a, b time.Duration) bool { return a <= b*3/2 }},
+		{"web view: overview, last 30 days", "≤ 1.5×", func(a, b time.Duration) bool { return a <= b*3/2 }},
+		{"health, the whole record", "answers", func(time.Duration, time.Duration) bool { return true }},
+		{"stats, the whole store", "≤ 1.5×", func(a, b time.Duration) bool { return a <= b*3/2 }},
+		{"export --since 1h, no index on updated_at", "", nil},
+		{"export --since 1h, the operator's index", "< 500 ms", func(a, _ time.Duration) bool {
+			return a < 500*time.Millisecond
+		}},
+	} {
+		a, b := sharded.took[m.name], single.took[m.name]
+		r := result{What: "at scale: " + m.name, Dialect: "citus | postgres", Size: size, Library: ms(a),
+			Baseline: ms(b) + " (one server, one worker's share)", Ratio: a.Seconds() / b.Seconds(), Target: m.target}
+		if m.pass != nil {
+			r.Pass = m.pass(a, b)
+		}
+		out = append(out, r)
+	}
+	return append(out,
+		result{What: "at scale: live frames", Dialect: "citus | postgres", Size: size,
+			Library:  fmt.Sprintf("%.0f frames/s", sharded.rate),
+			Baseline: fmt.Sprintf("%.0f frames/s (one server)", single.rate), Ratio: sharded.rate / single.rate,
+			Target: "≥ 0.33× (ratio here is the rate's)", Pass: 3*sharded.rate >= single.rate},
+		result{What: "at scale: bytes", Dialect: "citus", Size: fmt.Sprintf("%d rows", c.scale), Library: sharded.sizes,
+			Baseline: "-", Target: "measured", Pass: true},
+		result{What: "at scale: bytes", Dialect: "postgres", Size: fmt.Sprintf("%d rows", c.scale/2),
+			Library: single.sizes, Baseline: "-", Target: "measured", Pass: true},
+	), nil
+}
+
+// measureLayout loads l's store in a schema of its own, times each read
+// c.runs times (the median kept) and drops the schema.
+func measureLayout(ctx context.Context, c config, l layout, now time.Time, log func(string, ...any)) (figures, error) {
+	f := figures{took: map[string]time.Duration{}}
+	db, drop, err := openSchema(l.dsn)
+	if err != nil {
+		return f, err
+	}
+	defer drop()
+	if err := kandevtest.CreateTables(ctx, db, sqlstore.Tables{}); err != nil {
+		return f, err
+	}
+	if l.sharded {
+		for _, q := range []string{
+			`ALTER TABLE task_session_turns DROP CONSTRAINT task_session_turns_pkey, ADD PRIMARY KEY (task_session_id, id)`,
+			`ALTER TABLE task_session_messages DROP CONSTRAINT task_session_messages_pkey,
+				ADD PRIMARY KEY (task_session_id, id)`,
+			`SELECT create_distributed_table('task_sessions', 'id', shard_count => 32)`,
+			`SELECT create_distributed_table('task_session_turns', 'task_session_id', colocate_with => 'task_sessions')`,
+			`SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with => 'task_sessions')`,
+			`SELECT create_reference_table('kandev_meta')`,
+		} {
+			if err := db.Exec(q).Error; err != nil {
+				return f, fmt.Errorf("%s: %w", q, err)
+			}
+		}
+	}
+	s, err := postgres.New(db)
+	if err == nil {
+		err = s.EnsureSchema(ctx)
+	}
+	if err != nil {
+		return f, err
+	}
+	start := time.Now()
+	if err := loadScale(ctx, db, l.rows, now, log); err != nil {
+		return f, err
+	}
+	log("%d rows and messages loaded in %v", l.rows, time.Since(start).Round(time.Second))
+	timeIt := func(name string, fn func() error) error {
+		var took []time.Duration
+		for range c.runs {
+			t0 := time.Now()
+			if err := fn(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			took = append(took, time.Since(t0))
+		}
+		f.took[name] = median(took)
+		log("%s: %v", name, f.took[name].Round(time.Millisecond))
+		return nil
+	}
+	h := webview.New(s, webview.WithClock(func() time.Time { return now }))
+	for name, path := range map[string]string{
+		"web view: overview, last 24 h": "/", "web view: overview, last 7 days": "/?range=7d",
+		"web view: overview, last 30 days": "/?range=30d",
+	} {
+		if err := timeIt(name, func() error {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", path, nil).WithContext(ctx))
+			if w.Code != 200 {
+				return fmt.Errorf("%d %s", w.Code, w.Body.String())
+			}
+			_, err := io.Copy(io.Discard, w.Body)
+			return err
+		}); err != nil {
+			return f, err
+		}
+	}
+	if err := timeIt("health, the whole record", func() error {
+		hl, err := s.Health(ctx, report.HealthQuery{})
+		if err == nil && (hl.Shortfall != 0 || hl.Excess != 0) {
+			err = fmt.Errorf("shortfall %d, excess %d on the loaded store, want 0", hl.Shortfall, hl.Excess)
+		}
+		return err
+	}); err != nil {
+		return f, err
+	}
+	if err := timeIt("stats, the whole store", func() error {
+		st, err := s.Stats(ctx, report.StatsQuery{})
+		if err == nil && st.Subagents != int64(l.rows) {
+			err = fmt.Errorf("%d subagents, want %d", st.Subagents, l.rows)
+		}
+		return err
+	}); err != nil {
+		return f, err
+	}
+	// The hour before now, which the rows recorded live below, written
+	// after it, stay out of; its rows counted by hand.
+	hour := report.ExportQuery{Since: now.Add(-time.Hour), Until: now}
+	var want int
+	if err := db.WithContext(ctx).Raw(`SELECT count(*) FROM task_session_subagents
+		WHERE updated_at >= ? AND updated_at < ?`, hour.Since, hour.Until).Row().Scan(&want); err != nil {
+		return f, err
+	}
+	export := func() error {
+		n := 0
+		for _, err := range s.Export(ctx, hour) {
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		if n != want || n == 0 {
+			return fmt.Errorf("%d rows in the last hour, want %d", n, want)
+		}
+		return nil
+	}
+	if err := timeIt("export --since 1h, no index on updated_at", export); err != nil {
+		return f, err
+	}
+	if f.rate, err = liveRate(ctx, c, s, l.name); err != nil {
+		return f, err
+	}
+	log("live: %.0f frames/s", f.rate)
+	if f.sizes, err = scaleSizes(ctx, db, l); err != nil {
+		return f, err
+	}
+	if err := db.Exec(`CREATE INDEX task_session_subagents_updated_at_idx ON task_session_subagents (updated_at)`).
+		Error; err != nil {
+		return f, err
+	}
+	if err := db.Exec(`ANALYZE task_session_subagents`).Error; err != nil {
+		return f, err
+	}
+	return f, timeIt("export --since 1h, the operator's index", export)
+}
+
+// openSchema opens dsn in a new schema of its own; drop drops it.
+func openSchema(dsn string) (*gorm.DB, func(), error) {
+	admin, err := postgres.OpenDB(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "scale_" + hex.EncodeToString(b)
+	if err := admin.Exec("CREATE SCHEMA " + name).Error; err != nil {
+		return nil, nil, err
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	db, err := postgres.OpenDB(u.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, func() {
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+		admin.Exec("DROP SCHEMA IF EXISTS " + name + " CASCADE")
+		if a, err := admin.DB(); err == nil {
+			a.Close()
+		}
+	}, nil
+}
+
+// loadScale writes n host messages and their n rows set-based, a million
+// at a time: sessions of perSession Claude Code subagent calls, four
+// subagent types and three models in turn, one call in fifty failed, each
+// row what the recorder writes for its call (observed when the message
+// was created, settled and last written when it ended), then the host
+// index the README names and the activation keys as a pass that ran
+// before the first message leaves them.
+func loadScale(ctx context.Context, db *gorm.DB, n int, now time.Time, log func(string, ...any)) error {
+	meta := kandevtest.Subagent("@TOOL@", "completed", &kandevtest.ClaudeCompleted).JSON()
+	tpl, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "t", ToolStatus: "completed",
+		ObservedAt: now, Payload: &kandevtest.ClaudeCompleted})
+	t0 := now.Add(-span)
+	step := span / time.Duration(n) // between one message and the next
+	// i's instant: t0 + i steps, as microseconds.
+	at := fmt.Sprintf("(timestamptz '%s' + (i * %d) * interval '1 microsecond')", t0.Format(time.RFC3339Nano),
+		step.Microseconds())
+	sess := fmt.Sprintf("'sc' || lpad((i / %d)::text, 8, '0')", perSession)
+	turn := fmt.Sprintf("%s || '-t' || (i %% %d / 5)", sess, perSession)
+	statements := []string{
+		`INSERT INTO task_sessions (id, task_id, started_at, updated_at)
+		SELECT ` + sess + `, ` + sess + ` || '-task', ` + at + ` AT TIME ZONE 'UTC', ` + at + ` AT TIME ZONE 'UTC'
+		FROM generate_series(?::bigint, ?::bigint - 1) AS i WHERE i % ` + fmt.Sprint(perSession) + ` = 0`,
+		`INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type,
+			metadata, created_at, updated_at)
+		SELECT 'm' || i, ` + sess + `, ` + sess + ` || '-task', ` + turn + `, 'agent', '', 'tool_call',
+			replace(?, '@TOOL@', 'toolu_' || i), ` + at + ` AT TIME ZONE 'UTC', ` + at + ` AT TIME ZONE 'UTC'
+		FROM generate_series(?::bigint, ?::bigint - 1) AS i`,
+		`INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id,
+			subagent_type, description, agent_id, model, agent_status, tool_status, is_async, total_tokens,
+			tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
+		SELECT md5('row' || i)::uuid::text, ` + sess + `, ` + sess + ` || '-task', ` + turn + `,
+			'exec-' || ` + sess + `, 'toolu_' || i,
+			(ARRAY['general-purpose', 'explore', 'planner', 'worker'])[1 + i % 4], ?, ?,
+			(ARRAY['claude-sonnet-4-5-20250929', 'claude-opus-4-1', 'claude-haiku-4-5'])[1 + i % 3],
+			CASE WHEN i % 50 = 7 THEN 'failed' ELSE ? END, CASE WHEN i % 50 = 7 THEN 'failed' ELSE 'completed' END,
+			?, 1000 + i * 7919 % 300000, ?, d, 'live', ` + at + `, ` + at + ` + d * interval '1 millisecond',
+			` + at + ` + d * interval '1 millisecond'
+		FROM generate_series(?::bigint, ?::bigint - 1) AS i, LATERAL (SELECT 500 + i * 104729 % 600000 AS d) AS x`,
+	}
+	async := 0 // is_async is an integer column
+	if tpl.IsAsync {
+		async = 1
+	}
+	const chunk = 1_000_000
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		argSets := [][]any{
+			{lo, hi},
+			{meta, lo, hi},
+			{*tpl.Description, *tpl.AgentID, *tpl.AgentStatus, async, *tpl.ToolUseCount, lo, hi},
+		}
+		for i, q := range statements {
+			if err := db.WithContext(ctx).Exec(q, argSets[i]...).Error; err != nil {
+				return fmt.Errorf("load rows %d–%d: %w", lo, hi, err)
+			}
+		}
+		log("loaded %d of %d", hi, n)
+	}
+	first := t0.Add(-time.Minute).Format(time.RFC3339Nano)
+	for _, k := range []string{storekit.CaptureSinceKey, storekit.ExecutionSinceKey} {
+		if err := db.Exec(`INSERT INTO kandev_meta ("key", value) VALUES (?, ?)
+			ON CONFLICT ("key") DO UPDATE SET value = excluded.value`, k, first).Error; err != nil {
+			return err
+		}
+	}
+	for _, x := range sqlstore.HostIndexes(sqlstore.Tables{}) {
+		if x.Column != "task_session_id" { // kandevtest's tables have that one
+			if err := db.Exec(x.Statement()).Error; err != nil {
+				return err
+			}
+		}
+	}
+	return db.WithContext(ctx).Exec(`ANALYZE`).Error
+}
+
+// liveRate records fresh sessions through the recorder on the loaded
+// store and returns its rate.
+func liveRate(ctx context.Context, c config, s *sqlstore.Store, name string) (float64, error) {
+	ids, perCaller, total := streams(c.sessions, 8)
+	for _, id := range ids {
+		if err := kandevtest.InsertSession(ctx, s.DB(), sqlstore.Tables{}, id, "task"); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	if err := viaRecorder(ctx, s, name, perCaller); err != nil {
+		return 0, err
+	}
+	return float64(total) / time.Since(start).Seconds(), nil
+}
+
+// scaleSizes is the record's bytes per row, the table's and its indexes'
+// (each index by name on one server; on Citus their sum over the shards).
+func scaleSizes(ctx context.Context, db *gorm.DB, l layout) (string, error) {
+	var table, indexes int64
+	var parts []string
+	if l.sharded {
+		if err := db.WithContext(ctx).Raw(`SELECT citus_table_size('task_session_subagents'),
+			citus_total_relation_size('task_session_subagents') - citus_table_size('task_session_subagents')`).
+			Row().Scan(&table, &indexes); err != nil {
+			return "", err
+		}
+	} else {
+		var ps []part
+		if err := db.WithContext(ctx).Raw(`SELECT c.relname AS name, pg_relation_size(i.indexrelid) AS bytes
+			FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+			WHERE i.indrelid = 'task_session_subagents'::regclass ORDER BY 1`).Scan(&ps).Error; err != nil {
+			return "", err
+		}
+		if err := db.WithContext(ctx).Raw(`SELECT pg_table_size('task_session_subagents')`).Row().Scan(&table); err != nil {
+			return "", err
+		}
+		for _, p := range ps {
+			indexes += p.Bytes
+			parts = append(parts, fmt.Sprintf("%s %.0f", p.Name, float64(p.Bytes)/float64(l.rows)))
+		}
+	}
+	per := func(b int64) float64 { return float64(b) / float64(l.rows) }
+	text := fmt.Sprintf("%.0f B/row: table %.0f, indexes %.0f (%.1f GB)", per(table+indexes), per(table), per(indexes),
+		float64(table+indexes)/1e9)
+	if len(parts) > 0 {
+		text += "; " + strings.Join(parts, ", ")
+	}
+	return text, nil
+}
