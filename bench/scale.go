@@ -273,63 +273,73 @@ func openSchema(dsn string) (*gorm.DB, func(), error) {
 	}, nil
 }
 
-// loadScale writes n host messages and their n rows set-based, a million
-// at a time: sessions of perSession Claude Code subagent calls, four
-// subagent types and three models in turn, one call in fifty failed, each
-// row what the recorder writes for its call (observed when the message
-// was created, settled and last written when it ended), then the host
-// index the README names and the activation keys as a pass that ran
-// before the first message leaves them.
+// loadScale writes n host messages and their n rows set-based: sessions of
+// perSession Claude Code subagent calls, four subagent types and three
+// models in turn, one call in fifty failed, each row what the recorder
+// writes for its call (observed when the message was created, settled and
+// last written when it ended), then the host index the README names and
+// the activation keys as a pass that ran before the first message leaves
+// them. The messages and rows are made from the sessions, a million at a
+// time, so that on Citus each statement runs on the shards at once.
 func loadScale(ctx context.Context, db *gorm.DB, n int, now time.Time, log func(string, ...any)) error {
 	meta := kandevtest.Subagent("@TOOL@", "completed", &kandevtest.ClaudeCompleted).JSON()
 	tpl, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "t", ToolStatus: "completed",
 		ObservedAt: now, Payload: &kandevtest.ClaudeCompleted})
 	t0 := now.Add(-span)
 	step := span / time.Duration(n) // between one message and the next
-	// i's instant: t0 + i steps, as microseconds.
-	at := fmt.Sprintf("(timestamptz '%s' + (i * %d) * interval '1 microsecond')", t0.Format(time.RFC3339Nano),
-		step.Microseconds())
-	sess := fmt.Sprintf("'sc' || lpad((i / %d)::text, 8, '0')", perSession)
-	turn := fmt.Sprintf("%s || '-t' || (i %% %d / 5)", sess, perSession)
-	statements := []string{
-		`INSERT INTO task_sessions (id, task_id, started_at, updated_at)
-		SELECT ` + sess + `, ` + sess + ` || '-task', ` + at + ` AT TIME ZONE 'UTC', ` + at + ` AT TIME ZONE 'UTC'
-		FROM generate_series(?::bigint, ?::bigint - 1) AS i WHERE i % ` + fmt.Sprint(perSession) + ` = 0`,
-		`INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type,
-			metadata, created_at, updated_at)
-		SELECT 'm' || i, ` + sess + `, ` + sess + ` || '-task', ` + turn + `, 'agent', '', 'tool_call',
-			replace(?, '@TOOL@', 'toolu_' || i), ` + at + ` AT TIME ZONE 'UTC', ` + at + ` AT TIME ZONE 'UTC'
-		FROM generate_series(?::bigint, ?::bigint - 1) AS i`,
-		`INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id,
-			subagent_type, description, agent_id, model, agent_status, tool_status, is_async, total_tokens,
-			tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
-		SELECT md5('row' || i)::uuid::text, ` + sess + `, ` + sess + ` || '-task', ` + turn + `,
-			'exec-' || ` + sess + `, 'toolu_' || i,
-			(ARRAY['general-purpose', 'explore', 'planner', 'worker'])[1 + i % 4], ?, ?,
-			(ARRAY['claude-sonnet-4-5-20250929', 'claude-opus-4-1', 'claude-haiku-4-5'])[1 + i % 3],
-			CASE WHEN i % 50 = 7 THEN 'failed' ELSE ? END, CASE WHEN i % 50 = 7 THEN 'failed' ELSE 'completed' END,
-			?, 1000 + i * 7919 % 300000, ?, d, 'live', ` + at + `, ` + at + ` + d * interval '1 millisecond',
-			` + at + ` + d * interval '1 millisecond'
-		FROM generate_series(?::bigint, ?::bigint - 1) AS i, LATERAL (SELECT 500 + i * 104729 % 600000 AS d) AS x`,
+	// Call i is call j of session k: its instant is t0 + i steps.
+	at := func(i string) string {
+		return fmt.Sprintf("(timestamptz '%s' + (%s * %d) * interval '1 microsecond')", t0.Format(time.RFC3339Nano), i,
+			step.Microseconds())
 	}
+	i := fmt.Sprintf("(substr(s.id, 3)::bigint * %d + j)", perSession)
+	calls := fmt.Sprintf(` FROM task_sessions s CROSS JOIN generate_series(0, %d) AS j WHERE s.id >= ? AND s.id < ?`,
+		perSession-1)
+	turn := "s.id || '-t' || (j / 5)"
+	d := "(500 + " + i + " * 104729 % 600000)" // duration_ms
+	sessions := `INSERT INTO task_sessions (id, task_id, started_at, updated_at)
+		SELECT 'sc' || lpad(k::text, 8, '0'), 'sc' || lpad(k::text, 8, '0') || '-task',
+			` + at(fmt.Sprint("k * ", perSession)) + ` AT TIME ZONE 'UTC', ` + at(fmt.Sprint("k * ", perSession)) +
+		` AT TIME ZONE 'UTC'
+		FROM generate_series(?::bigint, ?::bigint - 1) AS k`
+	messages := `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type,
+			metadata, created_at, updated_at)
+		SELECT 'm' || ` + i + `, s.id, s.task_id, ` + turn + `, 'agent', '', 'tool_call',
+			replace(?, '@TOOL@', 'toolu_' || ` + i + `), ` + at(i) + ` AT TIME ZONE 'UTC', ` + at(i) + ` AT TIME ZONE 'UTC'` +
+		calls
+	rows := `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id,
+			tool_call_id, subagent_type, description, agent_id, model, agent_status, tool_status, is_async, total_tokens,
+			tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
+		SELECT md5('row' || ` + i + `)::uuid::text, s.id, s.task_id, ` + turn + `, 'exec-' || s.id, 'toolu_' || ` + i + `,
+			(ARRAY['general-purpose', 'explore', 'planner', 'worker'])[1 + ` + i + ` % 4], ?, ?,
+			(ARRAY['claude-sonnet-4-5-20250929', 'claude-opus-4-1', 'claude-haiku-4-5'])[1 + ` + i + ` % 3],
+			CASE WHEN ` + i + ` % 50 = 7 THEN 'failed' ELSE ? END,
+			CASE WHEN ` + i + ` % 50 = 7 THEN 'failed' ELSE 'completed' END,
+			?, 1000 + ` + i + ` * 7919 % 300000, ?, ` + d + `, 'live', ` + at(i) + `,
+			` + at(i) + ` + ` + d + ` * interval '1 millisecond', ` + at(i) + ` + ` + d + ` * interval '1 millisecond'` +
+		calls
 	async := 0 // is_async is an integer column
 	if tpl.IsAsync {
 		async = 1
 	}
-	const chunk = 1_000_000
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		argSets := [][]any{
-			{lo, hi},
-			{meta, lo, hi},
-			{*tpl.Description, *tpl.AgentID, *tpl.AgentStatus, async, *tpl.ToolUseCount, lo, hi},
-		}
-		for i, q := range statements {
-			if err := db.WithContext(ctx).Exec(q, argSets[i]...).Error; err != nil {
-				return fmt.Errorf("load rows %d–%d: %w", lo, hi, err)
+	total := (n + perSession - 1) / perSession
+	const chunk = 1_000_000 / perSession // sessions a statement writes
+	for lo := 0; lo < total; lo += chunk {
+		hi := min(lo+chunk, total)
+		first, last := fmt.Sprintf("sc%08d", lo), fmt.Sprintf("sc%08d", hi)
+		for _, st := range []struct {
+			q    string
+			args []any
+		}{
+			{sessions, []any{lo, hi}},
+			{messages, []any{meta, first, last}},
+			{rows, []any{*tpl.Description, *tpl.AgentID, *tpl.AgentStatus, async, *tpl.ToolUseCount, first, last}},
+		} {
+			if err := db.WithContext(ctx).Exec(st.q, st.args...).Error; err != nil {
+				return fmt.Errorf("load sessions %d–%d: %w", lo, hi, err)
 			}
 		}
-		log("loaded %d of %d", hi, n)
+		log("loaded %d of %d", hi*perSession, total*perSession)
 	}
 	first := t0.Add(-time.Minute).Format(time.RFC3339Nano)
 	for _, k := range []string{storekit.CaptureSinceKey, storekit.ExecutionSinceKey} {
