@@ -117,6 +117,12 @@ func main() {
 				log.Fatalf("upsert %s: %v", d, err)
 			}
 			rows = append(rows, r)
+			if d == "postgres" {
+				if r, err = benchStaleStatistics(ctx, c); err != nil {
+					log.Fatalf("upsert on stale statistics: %v", err)
+				}
+				rows = append(rows, r)
+			}
 		}
 		if want("operate") {
 			rs, err := benchOperate(ctx, c, d)
