@@ -62,7 +62,7 @@ func TestCitusPlans(t *testing.T) {
 	firstRows, firstMessages := s.FirstActivitySQL(" WHERE task_session_id IN (?, ?)", capture)
 	overview := report.OverviewQuery{Since: capture, Until: capture.Add(24 * time.Hour)}
 	explorer := "explorer"
-	overviewGroups, overviewGroupsArgs := s.OverviewGroupsSQL(overview, "subagent_type")
+	overviewGroups, overviewGroupsArgs := s.OverviewGroupsSQL(overview)
 	overviewDurations, overviewDurationsArgs := s.OverviewDurationsSQL(overview, "model", []*string{&explorer, nil})
 
 	plans := []struct {

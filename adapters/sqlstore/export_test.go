@@ -39,8 +39,8 @@ func (s *Store) SessionsSQL(q report.SessionQuery) (string, []any) {
 	return s.sessionsStatement(q)
 }
 func (s *Store) OverviewSQL(q report.OverviewQuery) (string, []any) { return s.overviewStatement(q) }
-func (s *Store) OverviewGroupsSQL(q report.OverviewQuery, dim string) (string, []any) {
-	return s.overviewGroupsStatement(q, dim)
+func (s *Store) OverviewGroupsSQL(q report.OverviewQuery) (string, []any) {
+	return s.overviewGroupsStatement(q)
 }
 func (s *Store) OverviewDurationsSQL(q report.OverviewQuery, dim string, values []*string) (string, []any) {
 	return s.overviewDurationsStatement(q, dim, values)

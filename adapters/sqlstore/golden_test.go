@@ -96,9 +96,9 @@ func TestGoldenStatements(t *testing.T) {
 				files["backfill_sharded.sql"] = backfillText(s.Form(true), s.BackfillSQL(true))
 				window := report.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)}
 				explorer := "explorer"
-				groups, groupsArgs := s.OverviewGroupsSQL(window, "subagent_type")
+				groups, groupsArgs := s.OverviewGroupsSQL(window)
 				durations, durationsArgs := s.OverviewDurationsSQL(window, "subagent_type", []*string{&explorer, nil})
-				files["overview_sharded.sql"] = "-- per breakdown (here subagent_type): its groups\n" +
+				files["overview_sharded.sql"] = "-- the groups of the four breakdowns at once, per combination of their values\n" +
 					withArgs(groups, groupsArgs) + "\n-- and the listed groups' distinct durations, counted\n" +
 					withArgs(durations, durationsArgs)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 
@@ -18,24 +19,67 @@ import (
 
 // The overview on a sharded database (docs/CONTRACT.md §8.10). The
 // one-statement form materialises the window's rows once, and on Citus
-// every one of them crosses to the coordinator. Here each breakdown's
-// groups are counted on the shards (overviewGroupsStatement) and each
-// listed group's durations come back as counts of distinct values
-// (overviewDurationsStatement), from which the nearest ranks are found
-// exactly: only groups and distinct durations leave the shards. The
-// statements run in one read-only REPEATABLE READ transaction, so that on
-// each shard they read one snapshot, and their answers are put in the
-// rows the one-statement form returns, which assembleOverview reads.
+// every one of them crosses to the coordinator. Here the window's rows are
+// counted on the shards per combination of the four breakdowns' values
+// (overviewGroupsStatement: one scan for all four), each breakdown's
+// groups are summed from those, and each listed group's durations come
+// back as counts of distinct values (overviewDurationsStatement), from
+// which the nearest ranks are found exactly: only groups and distinct
+// durations leave the shards. The statements run in one read-only
+// REPEATABLE READ transaction, so that on each shard they read one
+// snapshot, and their answers are put in the rows the one-statement form
+// returns, which assembleOverview reads.
 
-// overviewGroupsStatement counts the window's rows of one breakdown per
-// value and source, with the figures part 1 of overviewStatement gives.
-func (s *Store) overviewGroupsStatement(q report.OverviewQuery, dim string) (string, []any) {
+// overviewGroupsStatement counts the window's rows per combination of the
+// breakdowns' values and source, with the figures part 1 of
+// overviewStatement gives a group (each a sum, so that a breakdown's
+// groups are sums of these).
+func (s *Store) overviewGroupsStatement(q report.OverviewQuery) (string, []any) {
 	where, args := s.overviewWindow(q)
-	cols := append([]string{dim + " AS k", "source", "count(*) AS n",
+	by := strings.Join(overviewDimensions, ", ") + ", source"
+	cols := append([]string{by, "count(*) AS n",
 		"SUM(CASE WHEN tool_status IN (" + failedStatuses() + ") THEN 1 ELSE 0 END) AS failed",
 		"count(duration_ms) AS duration_n"}, overviewMetrics()...)
 	return "SELECT " + strings.Join(cols, ", ") + "\nFROM " + s.windowed(q.Since) + " WHERE " + where +
-		" GROUP BY " + dim + ", source", args
+		" GROUP BY " + by, args
+}
+
+// groupFigures are the summed columns of overviewGroupsStatement's rows.
+var groupFigures = []string{"n", "failed", "duration_n", "total_tokens_n", "total_tokens_hi", "total_tokens_lo",
+	"tool_use_count_n", "tool_use_count_hi", "tool_use_count_lo"}
+
+// breakdownGroups sums the combinations' rows into one breakdown's groups:
+// a row per value (as k) and source.
+func breakdownGroups(dim string, combos []map[string]any) ([]map[string]any, error) {
+	type key struct{ value, source groupKey }
+	sums := map[key]map[string]*big.Int{}
+	var order []key
+	for _, c := range combos {
+		k := key{keyOf(c[dim]), keyOf(c["source"])}
+		if sums[k] == nil {
+			sums[k] = map[string]*big.Int{}
+			order = append(order, k)
+		}
+		for _, col := range groupFigures {
+			v, err := integer(c[col])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", col, err)
+			}
+			if sums[k][col] == nil {
+				sums[k][col] = new(big.Int)
+			}
+			sums[k][col].Add(sums[k][col], v)
+		}
+	}
+	rows := make([]map[string]any, 0, len(order))
+	for _, k := range order {
+		r := map[string]any{"k": k.value.arg(), "source": k.source.arg()}
+		for col, v := range sums[k] {
+			r[col] = v.String()
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
 }
 
 // overviewDurationsStatement counts, per value of one breakdown among
@@ -80,9 +124,13 @@ func (s *Store) overviewWindow(q report.OverviewQuery) (string, []any) {
 func (s *Store) shardedOverview(ctx context.Context, q report.OverviewQuery) ([]map[string]any, error) {
 	var out []map[string]any
 	read := func(tx *gorm.DB) error {
+		stmt, args := s.overviewGroupsStatement(q)
+		combos, err := rowmaps.Query(tx, stmt, args...)
+		if err != nil {
+			return err
+		}
 		for i, dim := range overviewDimensions {
-			stmt, args := s.overviewGroupsStatement(q, dim)
-			groups, err := rowmaps.Query(tx, stmt, args...)
+			groups, err := breakdownGroups(dim, combos)
 			if err != nil {
 				return err
 			}
@@ -178,9 +226,8 @@ func placeGroups(dim string, groups []map[string]any, limit int) ([]*string, []m
 	var rows []map[string]any
 	for _, g := range groups {
 		if p, ok := place[keyOf(g["k"])]; ok {
-			r := map[string]any{"part": int64(1), "dim": dim, "place": p, "k": keyOf(g["k"]).arg()}
-			for _, c := range []string{"source", "n", "failed", "duration_n", "total_tokens_n", "total_tokens_hi",
-				"total_tokens_lo", "tool_use_count_n", "tool_use_count_hi", "tool_use_count_lo"} {
+			r := map[string]any{"part": int64(1), "dim": dim, "place": p, "k": keyOf(g["k"]).arg(), "source": g["source"]}
+			for _, c := range groupFigures {
 				r[c] = g[c]
 			}
 			rows = append(rows, r)
