@@ -347,7 +347,7 @@ func idlePass(ctx context.Context, c config, dialect, size string, s *sqlstore.S
 	l, h := median(lib), median(hand)
 	return result{
 		What: "the pass, table up to date", Dialect: dialect, Size: size,
-		Library: l.Round(10 * time.Microsecond).String(),
+		Library:  l.Round(10 * time.Microsecond).String(),
 		Baseline: h.Round(10*time.Microsecond).String() + " (one read of the meta table)",
 		Ratio:    l.Seconds() / h.Seconds(), Target: "≤ 5 ms", Pass: l <= 5*time.Millisecond,
 	}, nil
