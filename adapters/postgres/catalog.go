@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,28 +30,48 @@ var typeNames = map[string]string{"text": "TEXT", "bigint": "BIGINT", "integer":
 var onDelete = map[string]string{"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
 
 // Describe implements sqlstore.Catalog from pg_catalog (a query on
-// information_schema's views costs milliseconds, at every boot). A
+// information_schema's views costs milliseconds, at every boot), in one
+// statement: the pass describes the table in each of its steps, and every
+// round trip is part of what a pass costs on an up-to-date table. A
 // partitioned table is described by its parent, which carries the keys.
 func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlstore.TableInfo, error) {
 	var info sqlstore.TableInfo
-	ok, err := d.TableExists(ctx, db, name)
-	if err != nil || !ok {
+	var found struct {
+		Exists                        bool
+		Columns, Indexes, ForeignKeys *string
+	}
+	rel := `"` + name + `"`
+	if err := db.WithContext(ctx).Raw(describeTable, rel, rel, rel, rel).Scan(&found).Error; err != nil {
 		return info, err
 	}
-	info.Exists = true
-	db = db.WithContext(ctx)
-	rel := `"` + name + `"`
+	if info.Exists = found.Exists; !found.Exists {
+		return info, nil
+	}
 	var cols []struct {
 		Name, Type string
-		NotNull    bool
-		Dflt       *string
+		NotNull    bool    `json:"not_null"`
+		Dflt       *string `json:"dflt"`
 	}
-	if err := db.Raw(`SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.attnotnull AS not_null,
-			pg_get_expr(x.adbin, x.adrelid) AS dflt
-		FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
-		WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped
-		ORDER BY a.attnum`, rel).Scan(&cols).Error; err != nil {
-		return info, err
+	var idx []struct {
+		Name, Columns, Constraint string
+		Unique, Primary           bool
+	}
+	var fks []struct {
+		Column    string `json:"column"`
+		RefTable  string `json:"ref_table"`
+		RefColumn string `json:"ref_column"`
+		DelType   string `json:"del_type"`
+	}
+	for _, part := range []struct {
+		text *string
+		into any
+	}{{found.Columns, &cols}, {found.Indexes, &idx}, {found.ForeignKeys, &fks}} {
+		if part.text == nil { // json_agg over no rows
+			continue
+		}
+		if err := json.Unmarshal([]byte(*part.text), part.into); err != nil {
+			return info, fmt.Errorf("the catalog's description of %s: %w", name, err)
+		}
 	}
 	for _, c := range cols {
 		col := sqlstore.ColumnInfo{Name: c.Name, Type: c.Type, NotNull: c.NotNull}
@@ -62,16 +83,9 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 		}
 		info.Columns = append(info.Columns, col)
 	}
-	if info.Indexes, err = indexes(db, rel); err != nil {
-		return info, err
-	}
-	var fks []struct{ Column, RefTable, RefColumn, DelType string }
-	if err := db.Raw(`SELECT a.attname AS "column", r.relname AS ref_table, ra.attname AS ref_column,
-			k.confdeltype AS del_type
-		FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
-		JOIN pg_class r ON r.oid = k.confrelid JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
-		WHERE k.conrelid = to_regclass(?) AND k.contype = 'f' AND k.conparentid = 0`, rel).Scan(&fks).Error; err != nil {
-		return info, err
+	for _, i := range idx {
+		info.Indexes = append(info.Indexes, sqlstore.IndexInfo{Name: i.Name, Unique: i.Unique, Primary: i.Primary,
+			Columns: strings.Split(i.Columns, ","), Constraint: i.Constraint})
 	}
 	for _, f := range fks {
 		info.ForeignKeys = append(info.ForeignKeys, sqlstore.ForeignKeyInfo{
@@ -81,33 +95,28 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 	return info, nil
 }
 
-// indexes lists a table's indexes with their columns in key order, and
-// the constraint each backs.
-func indexes(db *gorm.DB, rel string) ([]sqlstore.IndexInfo, error) {
-	var out []struct {
-		Name, Columns, Constraint string
-		Unique, Primary           bool
-	}
-	err := db.Raw(`SELECT c.relname AS name, i.indisunique AS "unique", i.indisprimary AS "primary", x.columns,
-			COALESCE((SELECT k.conname FROM pg_constraint k
-				WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u')), '') AS "constraint"
+// describeTable is a table's presence, columns (in order), indexes (by
+// name, each with its columns in key order and the constraint it backs)
+// and single-column foreign keys, the last three as JSON arrays.
+const describeTable = `SELECT to_regclass(?) IS NOT NULL AS exists,
+	(SELECT json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, NULL),
+			'not_null', a.attnotnull, 'dflt', pg_get_expr(x.adbin, x.adrelid)) ORDER BY a.attnum)
+		FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
+		WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+	(SELECT json_agg(json_build_object('name', c.relname, 'unique', i.indisunique, 'primary', i.indisprimary,
+			'columns', COALESCE(x.columns, ''), 'constraint', COALESCE((SELECT k.conname FROM pg_constraint k
+				WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u')), '')) ORDER BY c.relname)
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns
 			FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
 			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) x
-		WHERE i.indrelid = to_regclass(?) ORDER BY c.relname`, rel).Scan(&out).Error
-	idx := make([]sqlstore.IndexInfo, len(out))
-	for n, i := range out {
-		idx[n] = sqlstore.IndexInfo{
-			Name:       i.Name,
-			Unique:     i.Unique,
-			Primary:    i.Primary,
-			Columns:    strings.Split(i.Columns, ","),
-			Constraint: i.Constraint,
-		}
-	}
-	return idx, err
-}
+		WHERE i.indrelid = to_regclass(?)) AS indexes,
+	(SELECT json_agg(json_build_object('column', a.attname, 'ref_table', r.relname, 'ref_column', ra.attname,
+			'del_type', k.confdeltype))
+		FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
+		JOIN pg_class r ON r.oid = k.confrelid
+		JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
+		WHERE k.conrelid = to_regclass(?) AND k.contype = 'f' AND k.conparentid = 0) AS foreign_keys`
 
 // SchemaExtras implements sqlstore.Catalog: the message view's function.
 func (Dialect) SchemaExtras() []sqlstore.SchemaObject {
