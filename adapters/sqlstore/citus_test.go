@@ -26,7 +26,7 @@ var gathered = regexp.MustCompile(`Distributed Subplan|pull to coordinator|repar
 // where its rows are — the upsert and a session's list on one shard, the
 // backfill's two statements, health (windowed and whole) and statistics
 // on every shard with only counts returned, the timeline, the failures,
-// export, first activity and the overview's groups and durations — and
+// export, first activity and the overview's groups, duration buckets and durations — and
 // testdata/citus/*.plan shows each plan (shard numbers and ports elided),
 // rewritten with -update.
 func TestCitusPlans(t *testing.T) {
@@ -63,7 +63,8 @@ func TestCitusPlans(t *testing.T) {
 	overview := report.OverviewQuery{Since: capture, Until: capture.Add(24 * time.Hour)}
 	explorer := "explorer"
 	overviewGroups, overviewGroupsArgs := s.OverviewGroupsSQL(overview)
-	overviewDurations, overviewDurationsArgs := s.OverviewDurationsSQL(overview, "model", []*string{&explorer, nil})
+	overviewHistogram, overviewHistogramArgs := s.OverviewHistogramSQL(overview, "model", []*string{&explorer, nil})
+	overviewBucket, overviewBucketArgs := s.OverviewBucketSQL(overview, "model", explorer, 5*256+73)
 
 	plans := []struct {
 		name   string
@@ -94,7 +95,8 @@ func TestCitusPlans(t *testing.T) {
 		{"failures", nil, failures, failuresArgs, 0},
 		{"export", nil, export, exportArgs, 0},
 		{"overview_groups", nil, overviewGroups, overviewGroupsArgs, 0},
-		{"overview_durations", nil, overviewDurations, overviewDurationsArgs, 0},
+		{"overview_histogram", nil, overviewHistogram, overviewHistogramArgs, 0},
+		{"overview_bucket", nil, overviewBucket, overviewBucketArgs, 0},
 		{"first_activity_rows", nil, firstRows, []any{"sess-1", "sess-2", capture}, 2},
 		{"first_activity_messages", nil, firstMessages, []any{"sess-1", "sess-2", capture, capture.UnixMicro()}, 2},
 		{"sessions", nil, sessions, sessionsArgs, 0},

@@ -42,8 +42,12 @@ func (s *Store) OverviewSQL(q report.OverviewQuery) (string, []any) { return s.o
 func (s *Store) OverviewGroupsSQL(q report.OverviewQuery) (string, []any) {
 	return s.overviewGroupsStatement(q)
 }
-func (s *Store) OverviewDurationsSQL(q report.OverviewQuery, dim string, values []*string) (string, []any) {
-	return s.overviewDurationsStatement(q, dim, values)
+func (s *Store) OverviewHistogramSQL(q report.OverviewQuery, dim string, values []*string) (string, []any) {
+	return s.overviewHistogramStatement(q, dim, values)
+}
+func (s *Store) OverviewBucketSQL(q report.OverviewQuery, dim, value string, bucket int64) (string, []any) {
+	return s.overviewBucketStatement(q, dim, []rankedBucket{{value: groupKey{value: value}, b: bucket}, {
+		value: groupKey{null: true}, b: bucket}})
 }
 func (s *Store) TimelineSQL(q report.TimelineQuery) (string, []any) { return s.timelineStatement(q) }
 func (s *Store) FailuresSQL(q report.FailureQuery) (string, []any)  { return s.failuresStatement(q) }
@@ -86,3 +90,7 @@ func (s *Store) TurnRowsSQL(session string, turns ...string) (string, []any) {
 	}
 	return s.turnRowsStatement(session, append(starts, turnStart{}))
 }
+
+const DurationBucket = durationBucket
+
+func BucketBounds(b int64) (lo, hi int64) { return bucketBounds(b) }

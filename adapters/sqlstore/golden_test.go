@@ -97,10 +97,12 @@ func TestGoldenStatements(t *testing.T) {
 				window := report.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)}
 				explorer := "explorer"
 				groups, groupsArgs := s.OverviewGroupsSQL(window)
-				durations, durationsArgs := s.OverviewDurationsSQL(window, "subagent_type", []*string{&explorer, nil})
+				histogram, histogramArgs := s.OverviewHistogramSQL(window, "subagent_type", []*string{&explorer, nil})
+				bucket, bucketArgs := s.OverviewBucketSQL(window, "subagent_type", explorer, 5*256+73)
 				files["overview_sharded.sql"] = "-- the groups of the four breakdowns at once, per combination of their values\n" +
-					withArgs(groups, groupsArgs) + "\n-- and the listed groups' distinct durations, counted\n" +
-					withArgs(durations, durationsArgs)
+					withArgs(groups, groupsArgs) + "\n-- the listed groups' durations per bucket\n" +
+					withArgs(histogram, histogramArgs) + "\n-- the distinct durations of the buckets that hold a rank\n" +
+					withArgs(bucket, bucketArgs)
 			}
 			for name, text := range files {
 				check(t, filepath.Join("testdata", d.Name, name), text)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/big"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -22,10 +23,11 @@ import (
 // every one of them crosses to the coordinator. Here the window's rows are
 // counted on the shards per combination of the four breakdowns' values
 // (overviewGroupsStatement: one scan for all four), each breakdown's
-// groups are summed from those, and each listed group's durations come
-// back as counts of distinct values (overviewDurationsStatement), from
-// which the nearest ranks are found exactly: only groups and distinct
-// durations leave the shards. The statements run in one read-only
+// groups are summed from those, and each listed group's durations are
+// counted per bucket (overviewHistogramStatement), then per distinct
+// value in the buckets that hold a nearest rank (overviewBucketStatement),
+// from which the ranks are found exactly: only groups, buckets and the
+// durations of a few buckets leave the shards. The statements run in one read-only
 // REPEATABLE READ transaction, so that on each shard they read one
 // snapshot, and their answers are put in the rows the one-statement form
 // returns, which assembleOverview reads.
@@ -82,29 +84,67 @@ func breakdownGroups(dim string, combos []map[string]any) ([]map[string]any, err
 	return rows, nil
 }
 
-// overviewDurationsStatement counts, per value of one breakdown among
-// values (nil: not reported) and per source, the rows of each distinct
-// duration in the window.
-func (s *Store) overviewDurationsStatement(q report.OverviewQuery, dim string, values []*string) (string, []any) {
+// durationBucket numbers a duration's bucket (PostgreSQL's SQL: the
+// sharded forms run on Citus only): its hexadecimal length e and its
+// leading eight bits, e·256 + (d >> max(0, 4e − 8)). The numbering is
+// exact and follows the durations' order, so that a nearest rank falls in
+// one bucket found from the buckets' counts; a bucket spans at most a
+// sixteenth of its durations' value, and there are at most 4096.
+const durationBucket = "length(to_hex(duration_ms)) * 256 + " +
+	"(duration_ms >> greatest(0, 4 * length(to_hex(duration_ms)) - 8))"
+
+// bucketBounds is the durations bucket b holds, [lo, hi); hi 0: no bound.
+func bucketBounds(b int64) (lo, hi int64) {
+	e, m := b/256, b%256
+	shift := max(0, 4*e-8)
+	lo = m << shift
+	if int(shift)+bits.Len64(uint64(m+1)) < 64 {
+		hi = (m + 1) << shift
+	}
+	return lo, hi
+}
+
+// overviewHistogramStatement counts, per value of one breakdown among
+// values (nil: not reported) and per source, the window's rows in each
+// durations bucket.
+func (s *Store) overviewHistogramStatement(q report.OverviewQuery, dim string, values []*string) (string, []any) {
 	where, args := s.overviewWindow(q)
-	var in []string
-	var null bool
+	var which []string
 	for _, v := range values {
 		if v == nil {
-			null = true
+			which = append(which, dim+" IS NULL")
 			continue
 		}
-		in, args = append(in, textArg), append(args, *v)
+		which, args = append(which, dim+" = "+textArg), append(args, *v)
 	}
+	return "SELECT " + dim + " AS k, source, " + durationBucket + " AS b, count(*) AS n\nFROM " +
+		s.windowed(q.Since) + " WHERE " + where + " AND duration_ms IS NOT NULL AND (" + strings.Join(which, " OR ") +
+		") GROUP BY " + dim + ", source, b", args
+}
+
+// rankedBucket is a durations bucket of one value of a breakdown that
+// holds a nearest rank.
+type rankedBucket struct {
+	value groupKey
+	b     int64
+}
+
+// overviewBucketStatement counts, per value of one breakdown and source,
+// the window's rows of each distinct duration in the buckets given.
+func (s *Store) overviewBucketStatement(q report.OverviewQuery, dim string, buckets []rankedBucket) (string, []any) {
+	where, args := s.overviewWindow(q)
 	var which []string
-	if len(in) > 0 {
-		which = append(which, dim+" IN ("+strings.Join(in, ", ")+")")
-	}
-	if null {
-		which = append(which, dim+" IS NULL")
-	}
-	if len(which) == 0 {
-		which = []string{"1 = 0"}
+	for _, rb := range buckets {
+		cond := dim + " IS NULL"
+		if !rb.value.null {
+			cond, args = dim+" = "+textArg, append(args, rb.value.value)
+		}
+		lo, hi := bucketBounds(rb.b)
+		cond, args = cond+" AND duration_ms >= ?", append(args, lo)
+		if hi > 0 {
+			cond, args = cond+" AND duration_ms < ?", append(args, hi)
+		}
+		which = append(which, "("+cond+")")
 	}
 	return "SELECT " + dim + " AS k, source, duration_ms, count(*) AS n\nFROM " + s.windowed(q.Since) + " WHERE " +
 		where + " AND duration_ms IS NOT NULL AND (" + strings.Join(which, " OR ") + ")" +
@@ -142,12 +182,7 @@ func (s *Store) shardedOverview(ctx context.Context, q report.OverviewQuery) ([]
 			if !durationsRanked(dim) || len(listed) == 0 {
 				continue
 			}
-			stmt, args = s.overviewDurationsStatement(q, dim, listed)
-			counts, err := rowmaps.Query(tx, stmt, args...)
-			if err != nil {
-				return err
-			}
-			ranks, err := durationRanks(dim, listed, counts)
+			ranks, err := s.durationRanks(tx, q, dim, listed)
 			if err != nil {
 				return err
 			}
@@ -263,50 +298,113 @@ func rowsPerSource(groups []map[string]any) []map[string]any {
 
 // durationRanks finds, for each listed value (listed in place order) and
 // each source, and for both together ('all'), the durations at the
-// median's and the 95th percentile's nearest rank among the counts of
-// distinct durations (part 3).
-func durationRanks(dim string, listed []*string, counts []map[string]any) ([]map[string]any, error) {
-	type bucket struct{ ms, n int64 }
-	per := map[groupKey]map[string][]bucket{}
-	for _, c := range counts {
-		k := keyOf(c["k"])
-		ms, err1 := integer(c["duration_ms"])
-		n, err2 := integer(c["n"])
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("a duration count %v: %v %v", c, err1, err2)
+// median's and the 95th percentile's nearest rank (part 3): the buckets'
+// counts say which bucket holds each rank and how many rows come before
+// it, and the counts of the distinct durations in those buckets alone
+// place it. Only buckets and the durations of a few cross to the
+// coordinator, never one row per distinct duration of the window.
+func (s *Store) durationRanks(tx *gorm.DB, q report.OverviewQuery, dim string, listed []*string) (
+	[]map[string]any, error) {
+	type count struct{ at, n int64 } // a bucket or a duration, and its rows
+	// counts reads (k, source, col, n) rows into sorted counts per value
+	// and source, 'all' for both.
+	counts := func(rows []map[string]any, col string) (map[groupKey]map[string][]count, error) {
+		per := map[groupKey]map[string][]count{}
+		for _, r := range rows {
+			at, err1 := integer(r[col])
+			n, err2 := integer(r["n"])
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("a duration count %v: %v %v", r, err1, err2)
+			}
+			k := keyOf(r["k"])
+			if per[k] == nil {
+				per[k] = map[string][]count{}
+			}
+			c := count{at.Int64(), n.Int64()}
+			source := keyOf(r["source"]).value
+			per[k][source], per[k]["all"] = append(per[k][source], c), append(per[k]["all"], c)
 		}
-		if per[k] == nil {
-			per[k] = map[string][]bucket{}
+		for _, bySource := range per {
+			for _, cs := range bySource {
+				slices.SortFunc(cs, func(a, b count) int { return cmp.Compare(a.at, b.at) })
+			}
 		}
-		b := bucket{ms.Int64(), n.Int64()}
-		source := keyOf(c["source"]).value
-		per[k][source] = append(per[k][source], b)
-		per[k]["all"] = append(per[k]["all"], b)
+		return per, nil
 	}
-	var rows []map[string]any
+	stmt, args := s.overviewHistogramStatement(q, dim, listed)
+	rows, err := rowmaps.Query(tx, stmt, args...)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := counts(rows, "b")
+	if err != nil {
+		return nil, err
+	}
+	// Each rank: its value and source, the bucket holding it, the rows
+	// before that bucket.
+	type wanted struct {
+		place          int
+		k              groupKey
+		source         string
+		m, rank        int64
+		bucket, before int64
+	}
+	var want []wanted
+	var buckets []rankedBucket
 	for i, v := range listed {
 		k := groupKey{null: true}
 		if v != nil {
 			k = groupKey{value: *v}
 		}
 		for _, source := range []string{"all", string(core.SourceLive), string(core.SourceBackfill)} {
-			buckets := per[k][source]
-			slices.SortFunc(buckets, func(a, b bucket) int { return cmp.Compare(a.ms, b.ms) })
+			cs := hist[k][source]
 			var m int64
-			for _, b := range buckets {
-				m += b.n
+			for _, c := range cs {
+				m += c.n
+			}
+			if m == 0 {
+				continue
 			}
 			for _, rank := range slices.Compact([]int64{storekit.Rank(50, m), storekit.Rank(95, m)}) {
 				var seen int64
-				for _, b := range buckets {
-					if seen += b.n; seen >= rank {
-						rows = append(rows, map[string]any{"part": int64(3), "dim": dim, "k": k.arg(),
-							"place": int64(i + 1), "source": source, "n": m, "rn": rank, "value": b.ms})
+				for _, c := range cs {
+					if seen+c.n >= rank {
+						want = append(want, wanted{i + 1, k, source, m, rank, c.at, seen})
+						if rb := (rankedBucket{k, c.at}); !slices.Contains(buckets, rb) {
+							buckets = append(buckets, rb)
+						}
 						break
 					}
+					seen += c.n
 				}
 			}
 		}
 	}
-	return rows, nil
+	if len(want) == 0 {
+		return nil, nil
+	}
+	stmt, args = s.overviewBucketStatement(q, dim, buckets)
+	if rows, err = rowmaps.Query(tx, stmt, args...); err != nil {
+		return nil, err
+	}
+	values, err := counts(rows, "duration_ms")
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	for _, w := range want {
+		lo, hi := bucketBounds(w.bucket)
+		seen := w.before
+		for _, c := range values[w.k][w.source] {
+			if c.at < lo || hi > 0 && c.at >= hi {
+				continue
+			}
+			if seen += c.n; seen >= w.rank {
+				out = append(out, map[string]any{"part": int64(3), "dim": dim, "k": w.k.arg(),
+					"place": int64(w.place), "source": w.source, "n": w.m, "rn": w.rank, "value": c.at})
+				break
+			}
+		}
+	}
+	return out, nil
 }

@@ -3,7 +3,12 @@ SELECT tool_status, agent_status, subagent_type, model, source, count(*) AS n, S
 FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? GROUP BY tool_status, agent_status, subagent_type, model, source;
 -- arguments: 2026-08-12 23:10:00.500002 +0000 UTC 2026-08-13 00:10:00.500002 +0000 UTC
 
--- and the listed groups' distinct durations, counted
-SELECT subagent_type AS k, source, duration_ms, count(*) AS n
-FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? AND duration_ms IS NOT NULL AND (subagent_type IN (CAST(? AS TEXT)) OR subagent_type IS NULL) GROUP BY subagent_type, source, duration_ms;
+-- the listed groups' durations per bucket
+SELECT subagent_type AS k, source, length(to_hex(duration_ms)) * 256 + (duration_ms >> greatest(0, 4 * length(to_hex(duration_ms)) - 8)) AS b, count(*) AS n
+FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? AND duration_ms IS NOT NULL AND (subagent_type = CAST(? AS TEXT) OR subagent_type IS NULL) GROUP BY subagent_type, source, b;
 -- arguments: 2026-08-12 23:10:00.500002 +0000 UTC 2026-08-13 00:10:00.500002 +0000 UTC explorer
+
+-- the distinct durations of the buckets that hold a rank
+SELECT subagent_type AS k, source, duration_ms, count(*) AS n
+FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? AND duration_ms IS NOT NULL AND ((subagent_type = CAST(? AS TEXT) AND duration_ms >= ? AND duration_ms < ?) OR (subagent_type IS NULL AND duration_ms >= ? AND duration_ms < ?)) GROUP BY subagent_type, source, duration_ms;
+-- arguments: 2026-08-12 23:10:00.500002 +0000 UTC 2026-08-13 00:10:00.500002 +0000 UTC explorer 299008 303104 299008 303104
