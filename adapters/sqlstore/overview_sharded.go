@@ -324,9 +324,21 @@ func (s *Store) durationRanks(tx *gorm.DB, q report.OverviewQuery, dim string, l
 			source := keyOf(r["source"]).value
 			per[k][source], per[k]["all"] = append(per[k][source], c), append(per[k]["all"], c)
 		}
+		// Sorted, each bucket or duration once: 'all' has it from both
+		// sources, and a rank's bucket must have every row below it
+		// before it.
 		for _, bySource := range per {
-			for _, cs := range bySource {
+			for source, cs := range bySource {
 				slices.SortFunc(cs, func(a, b count) int { return cmp.Compare(a.at, b.at) })
+				merged := cs[:0]
+				for _, c := range cs {
+					if n := len(merged); n > 0 && merged[n-1].at == c.at {
+						merged[n-1].n += c.n
+						continue
+					}
+					merged = append(merged, c)
+				}
+				bySource[source] = merged
 			}
 		}
 		return per, nil
