@@ -124,18 +124,8 @@ func measureLayout(ctx context.Context, c config, l layout, now time.Time, log f
 		return f, err
 	}
 	if l.sharded {
-		for _, q := range []string{
-			`ALTER TABLE task_session_turns DROP CONSTRAINT task_session_turns_pkey, ADD PRIMARY KEY (task_session_id, id)`,
-			`ALTER TABLE task_session_messages DROP CONSTRAINT task_session_messages_pkey,
-				ADD PRIMARY KEY (task_session_id, id)`,
-			`SELECT create_distributed_table('task_sessions', 'id', shard_count => 32)`,
-			`SELECT create_distributed_table('task_session_turns', 'task_session_id', colocate_with => 'task_sessions')`,
-			`SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with => 'task_sessions')`,
-			`SELECT create_reference_table('kandev_meta')`,
-		} {
-			if err := db.Exec(q).Error; err != nil {
-				return f, fmt.Errorf("%s: %w", q, err)
-			}
+		if err := kandevtest.Distribute(ctx, db, sqlstore.Tables{}, 32); err != nil {
+			return f, err
 		}
 	}
 	s, err := postgres.New(db)

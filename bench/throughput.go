@@ -299,29 +299,13 @@ func perFrame(ctx context.Context, s *sqlstore.Store, _ string, perCaller [][]co
 // this build creates (the upsert and the trigger that absorbs history
 // into an inserted row) and on the previous release's (the upsert alone).
 func benchUpsertRule(ctx context.Context, c config, dialect string) (result, error) {
-	_, perCaller, total := streams(c.sessions, 1)
-	var rows [][]any
-	for _, f := range perCaller[0] {
-		if row, v := core.Normalize(f); !v.NoIdentity {
-			rows = append(rows, handArgs(row))
-		}
-	}
-	took, spent := map[string][]time.Duration{}, map[string][]time.Duration{}
-	ways := []string{"rule", "previous", "floor"}
-	for run := range c.runs {
-		for i := range ways {
-			way := ways[(i+run)%len(ways)]
-			s, cleanup, err := newStore(ctx, c, dialect)
-			if err != nil {
-				return result{}, err
-			}
-			d, cpu, err := timeUpserts(ctx, s, dialect, way, perCaller, rows)
-			cleanup()
-			if err != nil {
-				return result{}, err
-			}
-			took[way], spent[way] = append(took[way], d), append(spent[way], cpu)
-		}
+	perCaller, rows, total := oneWriter(c)
+	took, spent, err := rotated(ctx, c, dialect, []string{"rule", "previous", "floor"},
+		func(s *sqlstore.Store, way string) (time.Duration, time.Duration, error) {
+			return timeUpserts(ctx, s, dialect, way, perCaller, rows)
+		})
+	if err != nil {
+		return result{}, err
 	}
 	r, b, f := median(took["rule"]), median(took["previous"]), median(took["floor"])
 	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f rows/s", float64(len(rows))/d.Seconds()) }
@@ -447,47 +431,30 @@ func writeBatch(ctx context.Context, pool *sql.DB, dialect, stmt string, batch [
 // same table analysed once grown — on PostgreSQL, whose planner could
 // then read the absorbing trigger's probe as a sequential scan.
 func benchStaleStatistics(ctx context.Context, c config) (result, error) {
-	_, perCaller, total := streams(c.sessions, 1)
-	var rows [][]any
-	for _, f := range perCaller[0] {
-		if row, v := core.Normalize(f); !v.NoIdentity {
-			rows = append(rows, handArgs(row))
-		}
-	}
-	took, spent := map[string][]time.Duration{}, map[string][]time.Duration{}
-	ways := []string{"stale", "analysed"}
-	for run := range c.runs {
-		for i := range ways {
-			way := ways[(i+run)%len(ways)]
-			s, cleanup, err := newStore(ctx, c, "postgres")
-			if err != nil {
-				return result{}, err
-			}
+	perCaller, rows, total := oneWriter(c)
+	took, spent, err := rotated(ctx, c, "postgres", []string{"stale", "analysed"},
+		func(s *sqlstore.Store, way string) (time.Duration, time.Duration, error) {
 			grow := []string{
 				`ALTER TABLE task_session_subagents SET (autovacuum_enabled = false)`,
 				`ANALYZE task_session_subagents`,
 				`INSERT INTO task_sessions (id, task_id, started_at, updated_at) VALUES ('history', 'task', now(), now())`,
 				fmt.Sprintf(`INSERT INTO task_session_subagents (id, task_session_id, task_id, agent_execution_id,
-					tool_call_id, is_async, source, observed_at, updated_at)
-					SELECT 'h' || i, 'history', 'task', 'unknown', 'toolu_h' || i, 0, 'backfill', now(), now()
-					FROM generate_series(1, %d) AS i`, c.operate),
+				tool_call_id, is_async, source, observed_at, updated_at)
+				SELECT 'h' || i, 'history', 'task', 'unknown', 'toolu_h' || i, 0, 'backfill', now(), now()
+				FROM generate_series(1, %d) AS i`, c.operate),
 			}
 			if way == "analysed" {
 				grow = append(grow, `ANALYZE task_session_subagents`)
 			}
 			for _, q := range grow {
 				if err := s.DB().WithContext(ctx).Exec(q).Error; err != nil {
-					cleanup()
-					return result{}, err
+					return 0, 0, err
 				}
 			}
-			d, cpu, err := timeUpserts(ctx, s, "postgres", "rule", perCaller, rows)
-			cleanup()
-			if err != nil {
-				return result{}, err
-			}
-			took[way], spent[way] = append(took[way], d), append(spent[way], cpu)
-		}
+			return timeUpserts(ctx, s, "postgres", "rule", perCaller, rows)
+		})
+	if err != nil {
+		return result{}, err
 	}
 	st, an := median(took["stale"]), median(took["analysed"])
 	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f rows/s", float64(len(rows))/d.Seconds()) }
@@ -503,4 +470,40 @@ func benchStaleStatistics(ctx context.Context, c config) (result, error) {
 		Pass:     st.Seconds() <= 1.1*an.Seconds(),
 		Note:     "the probe stays an index probe: the trigger's function plans with enable_seqscan off",
 	}, nil
+}
+
+// oneWriter is the stream one writer records (c.sessions sessions), and
+// its frames' rows as the hand-written upsert binds them.
+func oneWriter(c config) (perCaller [][]core.Frame, rows [][]any, total int) {
+	_, perCaller, total = streams(c.sessions, 1)
+	for _, f := range perCaller[0] {
+		if row, v := core.Normalize(f); !v.NoIdentity {
+			rows = append(rows, handArgs(row))
+		}
+	}
+	return perCaller, rows, total
+}
+
+// rotated times each way c.runs times, each on a fresh store, the order
+// rotated from run to run, and returns the wall and CPU times per way.
+func rotated(ctx context.Context, c config, dialect string, ways []string,
+	run func(s *sqlstore.Store, way string) (wall, cpu time.Duration, err error),
+) (took, spent map[string][]time.Duration, err error) {
+	took, spent = map[string][]time.Duration{}, map[string][]time.Duration{}
+	for r := range c.runs {
+		for i := range ways {
+			way := ways[(i+r)%len(ways)]
+			s, cleanup, err := newStore(ctx, c, dialect)
+			if err != nil {
+				return nil, nil, err
+			}
+			d, cpu, err := run(s, way)
+			cleanup()
+			if err != nil {
+				return nil, nil, err
+			}
+			took[way], spent[way] = append(took[way], d), append(spent[way], cpu)
+		}
+	}
+	return took, spent, nil
 }

@@ -90,6 +90,33 @@ func CreateTables(ctx context.Context, db *gorm.DB, tables sqlstore.Tables) erro
 	})
 }
 
+// Distribute makes the host's tables (CreateTables') those of a host on
+// Citus, in shards shards: a distributed table's keys must include its
+// distribution column, so the turns' and messages' primary keys become
+// (task_session_id, id); the sessions are distributed by id, the turns and
+// messages colocated with them, and the meta table is a reference table.
+func Distribute(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, shards int) error {
+	t := tables.WithDefaults()
+	q := func(name string) string { return `"` + name + `"` }
+	for _, stmt := range []string{
+		`ALTER TABLE ` + q(TurnsTable) + ` DROP CONSTRAINT ` + q(TurnsTable+"_pkey") +
+			`, ADD PRIMARY KEY (task_session_id, id)`,
+		`ALTER TABLE ` + q(t.Messages) + ` DROP CONSTRAINT ` + q(t.Messages+"_pkey") +
+			`, ADD PRIMARY KEY (task_session_id, id)`,
+		fmt.Sprintf(`SELECT create_distributed_table('%s', 'id', shard_count => %d)`, q(t.Sessions), shards),
+		`SELECT create_distributed_table('` + q(TurnsTable) + `', 'task_session_id', colocate_with => '` +
+			q(t.Sessions) + `')`,
+		`SELECT create_distributed_table('` + q(t.Messages) + `', 'task_session_id', colocate_with => '` +
+			q(t.Sessions) + `')`,
+		`SELECT create_reference_table('` + q(t.Meta) + `')`,
+	} {
+		if err := db.WithContext(ctx).Exec(stmt).Error; err != nil {
+			return fmt.Errorf("kandevtest: %s: %w", stmt, err)
+		}
+	}
+	return nil
+}
+
 // InsertSession inserts a host session (ignored when it exists).
 func InsertSession(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, id, taskID string) error {
 	now := time.Now().UTC()

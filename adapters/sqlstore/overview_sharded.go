@@ -27,10 +27,10 @@ import (
 // counted per bucket (overviewHistogramStatement), then per distinct
 // value in the buckets that hold a nearest rank (overviewBucketStatement),
 // from which the ranks are found exactly: only groups, buckets and the
-// durations of a few buckets leave the shards. The statements run in one read-only
-// REPEATABLE READ transaction, so that on each shard they read one
-// snapshot, and their answers are put in the rows the one-statement form
-// returns, which assembleOverview reads.
+// durations of a few buckets leave the shards. The statements run in one
+// read-only REPEATABLE READ transaction, so that on each shard they read
+// one snapshot, and their answers are put in the rows the one-statement
+// form returns, which assembleOverview reads.
 
 // overviewGroupsStatement counts the window's rows per combination of the
 // breakdowns' values and source, with the figures part 1 of
@@ -305,11 +305,10 @@ func rowsPerSource(groups []map[string]any) []map[string]any {
 // coordinator, never one row per distinct duration of the window.
 func (s *Store) durationRanks(tx *gorm.DB, q report.OverviewQuery, dim string, listed []*string) (
 	[]map[string]any, error) {
-	type count struct{ at, n int64 } // a bucket or a duration, and its rows
 	// counts reads (k, source, col, n) rows into sorted counts per value
 	// and source, 'all' for both.
-	counts := func(rows []map[string]any, col string) (map[groupKey]map[string][]count, error) {
-		per := map[groupKey]map[string][]count{}
+	counts := func(rows []map[string]any, col string) (map[groupKey]map[string][]tally, error) {
+		per := map[groupKey]map[string][]tally{}
 		for _, r := range rows {
 			at, err1 := integer(r[col])
 			n, err2 := integer(r["n"])
@@ -318,9 +317,9 @@ func (s *Store) durationRanks(tx *gorm.DB, q report.OverviewQuery, dim string, l
 			}
 			k := keyOf(r["k"])
 			if per[k] == nil {
-				per[k] = map[string][]count{}
+				per[k] = map[string][]tally{}
 			}
-			c := count{at.Int64(), n.Int64()}
+			c := tally{at.Int64(), n.Int64()}
 			source := keyOf(r["source"]).value
 			per[k][source], per[k]["all"] = append(per[k][source], c), append(per[k]["all"], c)
 		}
@@ -329,7 +328,7 @@ func (s *Store) durationRanks(tx *gorm.DB, q report.OverviewQuery, dim string, l
 		// before it.
 		for _, bySource := range per {
 			for source, cs := range bySource {
-				slices.SortFunc(cs, func(a, b count) int { return cmp.Compare(a.at, b.at) })
+				slices.SortFunc(cs, func(a, b tally) int { return cmp.Compare(a.at, b.at) })
 				merged := cs[:0]
 				for _, c := range cs {
 					if n := len(merged); n > 0 && merged[n-1].at == c.at {
@@ -378,16 +377,13 @@ func (s *Store) durationRanks(tx *gorm.DB, q report.OverviewQuery, dim string, l
 				continue
 			}
 			for _, rank := range slices.Compact([]int64{storekit.Rank(50, m), storekit.Rank(95, m)}) {
-				var seen int64
-				for _, c := range cs {
-					if seen+c.n >= rank {
-						want = append(want, wanted{i + 1, k, source, m, rank, c.at, seen})
-						if rb := (rankedBucket{k, c.at}); !slices.Contains(buckets, rb) {
-							buckets = append(buckets, rb)
-						}
-						break
-					}
-					seen += c.n
+				c, before, ok := holding(cs, 0, rank)
+				if !ok {
+					return nil, fmt.Errorf("the %s %v's buckets hold %d rows, not rank %d", dim, k.arg(), m, rank)
+				}
+				want = append(want, wanted{i + 1, k, source, m, rank, c.at, before})
+				if rb := (rankedBucket{k, c.at}); !slices.Contains(buckets, rb) {
+					buckets = append(buckets, rb)
 				}
 			}
 		}
@@ -406,17 +402,31 @@ func (s *Store) durationRanks(tx *gorm.DB, q report.OverviewQuery, dim string, l
 	var out []map[string]any
 	for _, w := range want {
 		lo, hi := bucketBounds(w.bucket)
-		seen := w.before
-		for _, c := range values[w.k][w.source] {
-			if c.at < lo || hi > 0 && c.at >= hi {
-				continue
-			}
-			if seen += c.n; seen >= w.rank {
-				out = append(out, map[string]any{"part": int64(3), "dim": dim, "k": w.k.arg(),
-					"place": int64(w.place), "source": w.source, "n": w.m, "rn": w.rank, "value": c.at})
-				break
-			}
+		in := slices.DeleteFunc(slices.Clone(values[w.k][w.source]), func(c tally) bool {
+			return c.at < lo || hi > 0 && c.at >= hi
+		})
+		c, _, ok := holding(in, w.before, w.rank)
+		if !ok {
+			return nil, fmt.Errorf("the %s %v's bucket from %d holds no row of rank %d", dim, w.k.arg(), lo, w.rank)
 		}
+		out = append(out, map[string]any{"part": int64(3), "dim": dim, "k": w.k.arg(),
+			"place": int64(w.place), "source": w.source, "n": w.m, "rn": w.rank, "value": c.at})
 	}
 	return out, nil
+}
+
+// tally is a bucket or a duration, and its rows.
+type tally struct{ at, n int64 }
+
+// holding is the tally of ts (in order) that holds the rank-th row,
+// counting from seen rows before the first, and the rows before it; not
+// ok when the rank is past them (which one snapshot rules out).
+func holding(ts []tally, seen, rank int64) (tally, int64, bool) {
+	for _, t := range ts {
+		if seen+t.n >= rank {
+			return t, seen, true
+		}
+		seen += t.n
+	}
+	return tally{}, seen, false
 }

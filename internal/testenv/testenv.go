@@ -227,21 +227,12 @@ func Citus() *sqltest.Driver {
 	return d
 }
 
-// citusHost distributes the host's tables as a host on Citus has them: a
-// distributed table's keys must include its distribution column, so the
-// turns' and messages' primary keys become (task_session_id, id). Four
-// shards each keep the many test schemas quick to create.
+// citusHost distributes the host's tables as a host on Citus has them,
+// in four shards each, which keeps the many test schemas quick to create.
 func citusHost(t testing.TB, db *gorm.DB) {
 	t.Helper()
-	for _, q := range []string{
-		`ALTER TABLE task_session_turns DROP CONSTRAINT task_session_turns_pkey, ADD PRIMARY KEY (task_session_id, id)`,
-		`ALTER TABLE task_session_messages DROP CONSTRAINT task_session_messages_pkey, ADD PRIMARY KEY (task_session_id, id)`,
-		`SELECT create_distributed_table('task_sessions', 'id', shard_count => 4)`,
-		`SELECT create_distributed_table('task_session_turns', 'task_session_id', colocate_with => 'task_sessions')`,
-		`SELECT create_distributed_table('task_session_messages', 'task_session_id', colocate_with => 'task_sessions')`,
-		`SELECT create_reference_table('kandev_meta')`,
-	} {
-		exec(t, db, q)
+	if err := kandevtest.Distribute(context.Background(), db, sqlstore.Tables{}, 4); err != nil {
+		t.Fatal(err)
 	}
 }
 
