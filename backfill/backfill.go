@@ -71,8 +71,15 @@ func New(store *sqlstore.Store, opts ...Option) *Migrator {
 // errNoStore is every step's failure on a Migrator without a store.
 var errNoStore = liberr.Errorf("backfill: the store is nil")
 
-// Run runs a whole pass in the contract's order: Prepare, then Backfill.
+// Run runs a whole pass in the contract's order: Prepare, then Backfill,
+// under one hold of the pass's lock (so that what Prepare read of the
+// catalog still holds for Backfill).
 func (m *Migrator) Run(ctx context.Context) Report {
+	held, release, err := m.lock(ctx)
+	if err == nil {
+		defer release()
+		ctx = held
+	}
 	r := m.Prepare(ctx)
 	r.Steps = append(r.Steps, m.Backfill(ctx))
 	return r

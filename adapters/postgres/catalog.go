@@ -249,9 +249,30 @@ func (d Dialect) primaryKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables,
 	return run(db, hook, "primary key", alter+`ADD PRIMARY KEY (`+strings.Join(primaryKey, ", ")+`)`)
 }
 
-// Has implements sqlstore.PrivilegeChecker for the session's role.
-func (Dialect) Has(ctx context.Context, db *gorm.DB, privilege, table string) (bool, error) {
-	var has bool
-	err := db.WithContext(ctx).Raw(`SELECT has_table_privilege(?, ?)`, `"`+table+`"`, privilege).Scan(&has).Error
-	return has, err
+// Lacking implements sqlstore.PrivilegeChecker for the session's role.
+func (Dialect) Lacking(
+	ctx context.Context, db *gorm.DB, grants []sqlstore.Grant,
+) (privilege, table string, ok bool, err error) {
+	var asked []sqlstore.Grant // one privilege each
+	var rows []string
+	var args []any
+	for _, g := range grants {
+		for _, p := range g.Privileges {
+			rows = append(rows, fmt.Sprintf("(%d, ?, ?)", len(asked)))
+			args = append(args, p, `"`+g.Table+`"`)
+			asked = append(asked, sqlstore.Grant{Privileges: []string{p}, Table: g.Table})
+		}
+	}
+	if len(asked) == 0 {
+		return "", "", true, nil
+	}
+	var first []int
+	err = db.WithContext(ctx).Raw(`SELECT g.n FROM (VALUES `+strings.Join(rows, ", ")+
+		`) AS g(n, privilege, name) WHERE NOT has_table_privilege(g.name, g.privilege) ORDER BY g.n LIMIT 1`, args...).
+		Scan(&first).Error
+	if err != nil || len(first) == 0 {
+		return "", "", err == nil, err
+	}
+	g := asked[first[0]]
+	return g.Privileges[0], g.Table, false, nil
 }

@@ -25,21 +25,19 @@ func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool,
 // spells.
 func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlstore.TableInfo, error) {
 	var info sqlstore.TableInfo
-	ok, err := d.TableExists(ctx, db, name)
-	if err != nil || !ok {
-		return info, err
-	}
-	info.Exists = true
 	db = db.WithContext(ctx)
 	var cols []struct {
 		Name, Type string
 		NotNull    int
 		Dflt       *string `gorm:"column:dflt_value"`
 	}
+	// A table has at least one column; a view of that name is not one.
 	if err := db.Raw(`SELECT name, type, "notnull" AS not_null, dflt_value
-		FROM pragma_table_info(?) ORDER BY cid`, name).Scan(&cols).Error; err != nil {
+		FROM pragma_table_info(?) WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)
+		ORDER BY cid`, name, name).Scan(&cols).Error; err != nil || len(cols) == 0 {
 		return info, err
 	}
+	info.Exists = true
 	for _, c := range cols {
 		col := sqlstore.ColumnInfo{Name: c.Name, Type: strings.ToUpper(c.Type), NotNull: c.NotNull == 1}
 		if c.Dflt != nil {

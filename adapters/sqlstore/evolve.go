@@ -143,6 +143,11 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 		compare(s.d, s.tables, info).holds() {
 		return ev, s.distribute(ctx)
 	}
+	// What the pass read before is about to change, and what it reads in
+	// the transaction may roll back.
+	pass := catalogOf(ctx)
+	pass.forget()
+	defer pass.forget()
 	form := s.d.BackfillForm(false)
 	err = s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
 		return s.write(conn, form.Begin, func(tx *gorm.DB) error {
@@ -232,12 +237,13 @@ func (s *Store) pending(info TableInfo, versions map[int]string) ([]Step, bool) 
 
 // catalog reads the table's shape and the versions recorded for it.
 func (s *Store) catalog(db *gorm.DB) (TableInfo, map[int]string, error) {
-	info, err := s.d.Describe(db.Statement.Context, db, Table)
+	ctx := db.Statement.Context
+	info, err := s.describe(ctx, db)
 	if err != nil {
 		return info, nil, fmt.Errorf("read the table's shape: %w", err)
 	}
 	versions := map[int]string{}
-	if ok, err := s.d.TableExists(db.Statement.Context, db, s.tables.Meta); err != nil || !ok {
+	if ok, err := s.tableExists(ctx, db, s.tables.Meta); err != nil || !ok {
 		return info, versions, err
 	}
 	var kv []struct{ Key, Value string }
@@ -258,7 +264,7 @@ func (s *Store) catalog(db *gorm.DB) (TableInfo, map[int]string, error) {
 // its declared shape holds (the backfill and the execution key wait for
 // it, docs/CONTRACT.md §4 step 3).
 func (s *Store) ShapeDiff(ctx context.Context) (string, error) {
-	info, err := s.d.Describe(ctx, s.db.WithContext(ctx), Table)
+	info, err := s.describe(ctx, s.db.WithContext(ctx))
 	if err != nil {
 		return "", s.opError("read the table's shape", err)
 	}
@@ -268,14 +274,27 @@ func (s *Store) ShapeDiff(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// distribute places the table where the database shards (Placement).
+// distribute places the table where the database shards (Placement),
+// once per pass unless the pass changes the catalog. It fails, saying
+// why, where the sessions are sharded so that the table cannot follow.
 func (s *Store) distribute(ctx context.Context) error {
 	p, ok := s.d.(Placement)
 	if !ok {
 		return nil
 	}
+	c := catalogOf(ctx)
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.placed {
+			return nil
+		}
+	}
 	if err := p.Distribute(ctx, s.db, s.tables, false); err != nil {
 		return s.opError("place the table beside the sessions", err)
+	}
+	if c != nil {
+		c.placed = true
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/testenv"
+	"github.com/subagentctx/subagentctx/internal/testlog"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/<dialect>/*.sql from the code")
@@ -83,9 +84,10 @@ func TestGoldenStatements(t *testing.T) {
 					"-- and messages\n" + messagesBefore + ";\n\n" +
 					"-- the whole store: the sessions by verdict, counted where they are\n" +
 					withArgs(s.CoverageCountsSQL(capture)),
-				"upgrade.sql":  upgradeStatements(t, d),
-				"sessions.sql": withArgs(sessions, sessionsArgs),
-				"overview.sql": withArgs(overview, overviewArgs),
+				"upgrade.sql":   upgradeStatements(t, d),
+				"idle_pass.sql": idlePassStatements(t, d),
+				"sessions.sql":  withArgs(sessions, sessionsArgs),
+				"overview.sql":  withArgs(overview, overviewArgs),
 				"export.sql": withArgs(s.ExportSQL(report.ExportQuery{Since: capture, Until: capture.Add(time.Hour),
 					After: &report.ExportKey{TaskSessionID: "sess-1", ID: "0198a4b0-0000-7000-8000-000000000001"}})),
 				"repair.sql": "-- step 4, in the shape step's transaction: the pairs an earlier build doubled; " +
@@ -186,6 +188,39 @@ func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 	return "-- the first draft's table brought to its declared shape in one transaction " +
 		"(statements between catalog reads)\n" +
 		strings.Join(out, ";\n\n") + ";\n"
+}
+
+// idlePassStatements runs the migration pass on a table an earlier pass
+// brought up to date and returns the statements the second pass sent
+// through a new store (its first use's checks among them): what every
+// boot costs (AC-18, a second pass is a no-op), each one asked once.
+func idlePassStatements(t *testing.T, d *sqltest.Driver) string {
+	e := d.Env(t)
+	if r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() {
+		t.Fatalf("the first pass: %s", r)
+	}
+	var log statementLog
+	s, err := d.New(e.DB.Session(&gorm.Session{Logger: &log}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.on = true
+	if r := backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() {
+		t.Fatalf("the second pass: %s", r)
+	} else if r.Step(backfill.StepBackfill).Status != backfill.Skipped {
+		t.Fatalf("the second pass backfilled: %s", r)
+	}
+	log.on = false
+	seen := map[string]bool{}
+	for _, q := range log.statements {
+		if seen[q] {
+			t.Errorf("a pass on an up-to-date table sent this twice:\n%s", q)
+		}
+		seen[q] = true
+	}
+	return fmt.Sprintf("-- a pass on an up-to-date table, a new store's first use: "+
+		"%d statements besides the pass's lock, in order\n", len(log.statements)) +
+		strings.Join(log.statements, ";\n\n") + ";\n"
 }
 
 // instant is a time the logger wrote into a statement for its argument.

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"sync"
 
 	"gorm.io/gorm"
 )
@@ -19,8 +20,78 @@ type PassLocker interface {
 }
 
 // passHeld marks a context whose pass already holds the lock, so that
-// the steps it runs (EnsureSchema among them) do not take it again.
+// the steps it runs (EnsureSchema among them) do not take it again. Its
+// value is the pass's *passCatalog.
 type passHeld struct{}
+
+// passCatalog is what a pass has read of the catalog under its lock. Each
+// step reads the table's shape rather than trust the step before it, and
+// while the lock is held only the pass itself changes the table: on an
+// up-to-date table one read serves every step, so that a pass with
+// nothing to do costs a few round trips (docs/CONTRACT.md §4). The pass
+// forgets it all whenever it runs DDL.
+type passCatalog struct {
+	mu      sync.Mutex
+	shape   *TableInfo      // the table's, read outside any transaction
+	present map[string]bool // tables seen to exist: the pass drops none
+	placed  bool            // the table found placed beside the sessions
+}
+
+// catalogOf is ctx's pass's catalog; nil outside a pass.
+func catalogOf(ctx context.Context) *passCatalog {
+	c, _ := ctx.Value(passHeld{}).(*passCatalog)
+	return c
+}
+
+// forget drops what the pass has read: it is about to change the catalog,
+// or has. A nil catalog (no pass) has nothing to forget.
+func (c *passCatalog) forget() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shape, c.present, c.placed = nil, nil, false
+}
+
+// describe is the table's shape, read once per pass.
+func (s *Store) describe(ctx context.Context, db *gorm.DB) (TableInfo, error) {
+	c := catalogOf(ctx)
+	if c == nil {
+		return s.d.Describe(ctx, db, Table)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shape == nil {
+		info, err := s.d.Describe(ctx, db, Table)
+		if err != nil {
+			return info, err
+		}
+		c.shape = &info
+	}
+	return *c.shape, nil
+}
+
+// tableExists reports whether a table exists; within a pass, a table once
+// seen is not asked about again.
+func (s *Store) tableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
+	c := catalogOf(ctx)
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.present[name] {
+			return true, nil
+		}
+	}
+	ok, err := s.d.TableExists(ctx, db, name)
+	if ok && c != nil {
+		if c.present == nil {
+			c.present = map[string]bool{}
+		}
+		c.present[name] = true
+	}
+	return ok, err
+}
 
 // LockPass takes the migration pass's lock, exclusive: one pass at a time
 // over the table, in this process and in every other, from its first
@@ -36,7 +107,7 @@ func (s *Store) LockPass(ctx context.Context) (context.Context, func(), error) {
 	if err != nil {
 		return ctx, nil, err
 	}
-	return context.WithValue(ctx, passHeld{}, true), release, nil
+	return context.WithValue(ctx, passHeld{}, &passCatalog{}), release, nil
 }
 
 // waitForPass returns once no migration pass holds the lock (taken shared

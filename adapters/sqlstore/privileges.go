@@ -74,11 +74,12 @@ func joinParts() string {
 var ErrPrivilege = errors.New("the database role lacks a privilege")
 
 // PrivilegeChecker is implemented by a dialect whose database has roles
-// (PostgreSQL): Has reports whether the session's role holds privilege
-// on table. SQLite has none: the file's permissions decide (the contract's
-// §4.4).
+// (PostgreSQL): Lacking returns the first privilege, in the grants'
+// order, that the session's role does not hold on its table (ok when it
+// holds them all), asking for all of them in one statement. SQLite has
+// none: the file's permissions decide (the contract's §4.4).
 type PrivilegeChecker interface {
-	Has(ctx context.Context, db *gorm.DB, privilege, table string) (bool, error)
+	Lacking(ctx context.Context, db *gorm.DB, grants []Grant) (privilege, table string, ok bool, err error)
 }
 
 // CheckPrivileges reports, at boot rather than per frame, the first
@@ -93,18 +94,13 @@ func (s *Store) CheckPrivileges(ctx context.Context, part Part) error {
 	if err != nil {
 		return err
 	}
-	for _, g := range grants {
-		for _, p := range g.Privileges {
-			has, err := c.Has(ctx, s.db, p, g.Table)
-			if err != nil {
-				return s.opError("check the role's privileges", err)
-			}
-			if !has {
-				return liberr.Errorf("%w: %s on %s, which the %s path needs (GRANT %s ON %s TO the role; "+
-					"subagentctl grants --role NAME --part %s prints them all)", ErrPrivilege, p, g.Table, part, p,
-					g.Table, part)
-			}
-		}
+	p, table, ok, err := c.Lacking(ctx, s.db, grants)
+	if err != nil {
+		return s.opError("check the role's privileges", err)
+	}
+	if !ok {
+		return liberr.Errorf("%w: %s on %s, which the %s path needs (GRANT %s ON %s TO the role; "+
+			"subagentctl grants --role NAME --part %s prints them all)", ErrPrivilege, p, table, part, p, table, part)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func (s *Store) Activation(ctx context.Context) (report.Activation, error) {
 func (s *Store) activation(db *gorm.DB) (report.Activation, error) {
 	// No meta table: no pass ever ran here, so no key is present — not
 	// activated, which is what every reader must say (health: exit 3).
-	if ok, err := s.d.TableExists(db.Statement.Context, db, s.tables.Meta); err != nil {
+	if ok, err := s.tableExists(db.Statement.Context, db, s.tables.Meta); err != nil {
 		return report.Activation{}, s.opError("read activation keys", err)
 	} else if !ok {
 		return storekit.NewActivation(nil), nil

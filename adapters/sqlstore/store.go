@@ -164,7 +164,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	if err := s.checkHandle(ctx); err != nil {
 		return err
 	}
-	ok, err := s.d.TableExists(ctx, s.db, s.tables.Sessions)
+	ok, err := s.tableExists(ctx, s.db, s.tables.Sessions)
 	if err != nil {
 		return s.opError("check the sessions table", err)
 	}
@@ -177,11 +177,8 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	}
 	// Before creating anything: sessions sharded so that the table cannot
 	// follow them fail here, saying why, rather than in the DDL.
-	p, shards := s.d.(Placement)
-	if shards {
-		if err := p.Distribute(ctx, s.db, s.tables, false); err != nil {
-			return s.opError("place the table beside the sessions", err)
-		}
+	if err := s.distribute(ctx); err != nil {
+		return err
 	}
 	if stmts, _, _, err := s.missingSchema(ctx, s.db.WithContext(ctx)); err != nil || len(stmts) == 0 {
 		return err
@@ -197,6 +194,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	if err != nil || len(stmts) == 0 {
 		return err
 	}
+	catalogOf(ctx).forget()
 	for _, stmt := range stmts {
 		if err := db.Exec(stmt).Error; err != nil {
 			return s.opError("create schema", fmt.Errorf("%w\n  in: %s", err, stmt))
@@ -211,7 +209,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 			}
 		}
 	}
-	if shards {
+	if p, shards := s.d.(Placement); shards {
 		if err := p.Distribute(ctx, s.db, s.tables, !metaExisted); err != nil {
 			return s.opError("place the table beside the sessions", err)
 		}
@@ -223,10 +221,10 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 // run (none when the table, the meta table and this build's objects are
 // in place), with whether the table and the meta table existed.
 func (s *Store) missingSchema(ctx context.Context, db *gorm.DB) (stmts []string, existed, metaExisted bool, err error) {
-	if metaExisted, err = s.d.TableExists(ctx, db, s.tables.Meta); err != nil {
+	if metaExisted, err = s.tableExists(ctx, db, s.tables.Meta); err != nil {
 		return nil, false, false, s.opError("check the meta table", err)
 	}
-	if existed, err = s.d.TableExists(ctx, db, Table); err != nil {
+	if existed, err = s.tableExists(ctx, db, Table); err != nil {
 		return nil, false, false, s.opError("check the table", err)
 	}
 	if !existed {
@@ -236,7 +234,7 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB) (stmts []string,
 		stmts = append(stmts, metaDDL(s.tables))
 	}
 	objects := s.d.SchemaExtras()
-	info, err := s.d.Describe(ctx, db, Table)
+	info, err := s.describe(ctx, db)
 	if err != nil {
 		return nil, true, metaExisted, s.opError("read the table's shape", err)
 	}
@@ -247,16 +245,34 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB) (stmts []string,
 		}
 		objects = append(objects, s.upsertSchema...)
 	}
-	for _, o := range objects {
-		var present bool
-		if err := db.Raw(o.Present).Scan(&present).Error; err != nil {
-			return nil, true, metaExisted, s.opError("check the schema's objects", err)
-		}
-		if !present {
+	present, err := presence(db, objects)
+	if err != nil {
+		return nil, true, metaExisted, s.opError("check the schema's objects", err)
+	}
+	for i, o := range objects {
+		if !present[i] {
 			stmts = append(stmts, o.Create)
 		}
 	}
 	return stmts, true, metaExisted, nil
+}
+
+// presence asks whether each object exists, in one statement (a column
+// per object's Present).
+func presence(db *gorm.DB, objects []SchemaObject) ([]bool, error) {
+	if len(objects) == 0 {
+		return nil, nil
+	}
+	q := make([]string, len(objects))
+	for i, o := range objects {
+		q[i] = "(" + o.Present + ")"
+	}
+	present := make([]bool, len(objects))
+	dest := make([]any, len(objects))
+	for i := range present {
+		dest[i] = &present[i]
+	}
+	return present, db.Raw("SELECT " + strings.Join(q, ", ")).Row().Scan(dest...)
 }
 
 // checkHandle checks the handle's settings once, before its first use: a
