@@ -3,10 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -122,8 +123,9 @@ const storedLayout = "2006-01-02 15:04:05.999999999-07:00"
 // JSON object keyed by the view's columns (NULL when it is not a subagent
 // message): the tool call id, whether it is recoverable (0/1), created_at
 // as an instantLayout text, and every column of sqlstore.HistoryColumns as
-// the table stores it. Its text is valid UTF-8: every string comes from a
-// document jsonb.Parse accepted.
+// the table stores it. It runs once per candidate message of every
+// backfill and health check, so the object is appended byte by byte, with
+// no map and no reflection.
 func message(id, session, task, turn, metadata, created, updated any) (any, error) {
 	str := func(v any) *string {
 		if s, ok := v.(string); ok {
@@ -144,28 +146,80 @@ func message(id, session, task, turn, metadata, created, updated any) (any, erro
 	if !r.Subagent {
 		return nil, nil
 	}
-	out := map[string]any{"tool_call_id": nil, "recoverable": 0, "created": nil}
+	b := make([]byte, 0, 512)
+	b = append(b, `{"tool_call_id":`...)
 	if r.Row.ToolCallID != "" {
-		out["tool_call_id"] = r.Row.ToolCallID
+		b = appendJSONText(b, r.Row.ToolCallID)
+	} else {
+		b = append(b, "null"...)
 	}
+	recoverable := byte('0')
 	if r.Recoverable {
-		out["recoverable"] = 1
+		recoverable = '1'
 	}
+	b = append(append(b, `,"recoverable":`...), recoverable)
+	b = append(b, `,"created":`...)
 	if r.Created != nil {
-		out["created"] = r.Created.UTC().Format(instantLayout)
+		b = append(b, '"')
+		b = append(r.Created.UTC().AppendFormat(b, instantLayout), '"')
+	} else {
+		b = append(b, "null"...)
 	}
-	for _, c := range sqlstore.HistoryColumns() {
-		v := c.Value(&r.Row)
-		if t, ok := v.(time.Time); ok {
-			v = t.Format(storedLayout)
+	for _, c := range historyColumns {
+		b = append(append(append(b, `,"`...), c.Name...), `":`...)
+		switch v := c.Value(&r.Row).(type) {
+		case string:
+			b = appendJSONText(b, v)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case time.Time:
 			if c.Name == "observed_at" && r.Created == nil {
-				v = nil // no instant to observe it at
+				b = append(b, "null"...) // no instant to observe it at
+				continue
 			}
+			b = append(b, '"')
+			b = append(v.AppendFormat(b, storedLayout), '"')
+		case nil:
+			b = append(b, "null"...)
+		default:
+			return nil, fmt.Errorf("sqlite: column %s's value is a %T", c.Name, v)
 		}
-		out[c.Name] = v
 	}
-	b, err := json.Marshal(out)
-	return string(b), err
+	return string(append(b, '}')), nil
+}
+
+// historyColumns are sqlstore.HistoryColumns, built once.
+var historyColumns = sqlstore.HistoryColumns()
+
+// appendJSONText appends s as a JSON string, read back by json_extract as
+// s itself: quotes, backslashes and control characters escaped, and an
+// invalid UTF-8 byte (which a message's own columns can hold) as U+FFFD,
+// as encoding/json writes it.
+func appendJSONText(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = append(b, s[i:i+size]...)
+			}
+			i += size
+			continue
+		}
+		i++
+	}
+	return append(b, '"')
 }
 
 // instant is subagentctx_instant: a host timestamp as instantLayout text,
