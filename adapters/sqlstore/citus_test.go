@@ -26,7 +26,10 @@ var gathered = regexp.MustCompile(`Distributed Subplan|pull to coordinator|repar
 // where its rows are — the upsert and a session's list on one shard, the
 // backfill's two statements, health (windowed and whole) and statistics
 // on every shard with only counts returned, the timeline, the failures,
-// export, first activity and the overview's groups, duration buckets and durations — and
+// export, first activity and the overview's groups, duration buckets and
+// durations — nothing gathered on the coordinator, and each statement on
+// every shard returns bounded rows (a write, an aggregate, a limit, groups
+// not keyed by an identifier) but those docs/CONTRACT.md §8.10 names;
 // testdata/citus/*.plan shows each plan (shard numbers and ports elided),
 // rewritten with -update.
 func TestCitusPlans(t *testing.T) {
@@ -103,6 +106,13 @@ func TestCitusPlans(t *testing.T) {
 		{"session_turn_starts", nil, starts, startsArgs, 1},
 		{"session_turn_rows", nil, turnRows, turnRowsArgs, 1},
 	}
+	// What a statement on every shard returns that is not bounded, as
+	// docs/CONTRACT.md §8.10 says; every other one returns bounded rows.
+	crosses := map[string]string{
+		"stats":           "each shard's distinct execution ids",
+		"export":          "the rows of the window",
+		"overview_bucket": "the distinct durations of the buckets that hold a rank",
+	}
 	shardName := regexp.MustCompile(`_\d{6,}\b`)
 	port := regexp.MustCompile(`port=\d+`)
 	for _, p := range plans {
@@ -130,7 +140,62 @@ func TestCitusPlans(t *testing.T) {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s: want %q in the plan:\n%s", p.name, want, text)
 			}
+			if top, bounded := workerTop(text); p.shards == 0 && bounded != (crosses[p.name] == "") {
+				t.Errorf("%s: each shard returns from %q; bounded %v, want %v (crosses: %q)", p.name, top, bounded,
+					crosses[p.name] == "", crosses[p.name])
+			}
 			check(t, filepath.Join("testdata", "citus", p.name+".plan"), "-- "+p.name+"\n"+text+"\n")
 		})
 	}
+	names := map[string]bool{}
+	for _, p := range plans {
+		names[p.name+".plan"] = true
+	}
+	files, _ := filepath.Glob(filepath.Join("testdata", "citus", "*.plan"))
+	for _, f := range files {
+		if !names[filepath.Base(f)] {
+			t.Errorf("%s is the plan of no statement the store runs: remove it", f)
+		}
+	}
+}
+
+// idColumn is a group key, an item of its own (not inside an expression,
+// such as a bucket's), that has as many values as the table has sessions,
+// invocations or rows.
+var idColumn = regexp.MustCompile(
+	`(?:: |, )(?:"?[\w* ]+"?\.)?(?:task_session_id|tool_call_id|agent_execution_id|id|duration_ms)(?:,|$)`)
+
+// workerTop is the top node of the statement each shard runs (in an
+// EXPLAIN of a distributed plan) and whether what it returns is bounded
+// whatever the table holds: a write, one aggregate row, a limit, or groups
+// not keyed by an identifier.
+func workerTop(plan string) (string, bool) {
+	lines := strings.Split(plan, "\n")
+	for i, l := range lines {
+		if !strings.Contains(l, "Node: host=") || i+1 == len(lines) {
+			continue
+		}
+		top := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i+1]), "->"))
+		var own []string // the top node's own lines, before its first child
+		for _, l := range lines[i+2:] {
+			if strings.Contains(l, "->") {
+				break
+			}
+			own = append(own, strings.TrimSpace(l))
+		}
+		switch {
+		case strings.HasPrefix(top, "Insert"), strings.HasPrefix(top, "Update"), strings.HasPrefix(top, "Delete"),
+			strings.HasPrefix(top, "Limit"):
+			return top, true
+		case strings.HasSuffix(top, "Aggregate"):
+			for _, l := range own {
+				if strings.HasPrefix(l, "Group Key:") && idColumn.MatchString(l) {
+					return top + " (" + l + ")", false
+				}
+			}
+			return top, true
+		}
+		return top, false
+	}
+	return "", false
 }

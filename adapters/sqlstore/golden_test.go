@@ -109,6 +109,12 @@ func TestGoldenStatements(t *testing.T) {
 			for name, text := range files {
 				check(t, filepath.Join("testdata", d.Name, name), text)
 			}
+			stored, _ := filepath.Glob(filepath.Join("testdata", d.Name, "*.sql"))
+			for _, f := range stored {
+				if _, ok := files[filepath.Base(f)]; !ok {
+					t.Errorf("%s renders no statement the store runs: remove it", f)
+				}
+			}
 		})
 	}
 }
