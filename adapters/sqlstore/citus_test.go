@@ -23,7 +23,8 @@ import (
 var gathered = regexp.MustCompile(`Distributed Subplan|pull to coordinator|repartition|MapMergeJob|intermediate result`)
 
 // TestCitusPlans: on a Citus cluster every statement of the store runs
-// where its rows are — the upsert and a session's list on one shard, the
+// where its rows are — the upsert and a session's list on one shard, a
+// wave of upserts on the shards of its rows, the
 // backfill's two statements, health (windowed and whole) and statistics
 // on every shard with only counts returned, the timeline, the failures,
 // export, first activity and the overview's groups, duration buckets and
@@ -46,6 +47,12 @@ func TestCitusPlans(t *testing.T) {
 			ObservedAt:    capture,
 		},
 	)
+	other := row
+	other.TaskSessionID, other.ToolCallID = "sess-2", "toolu_02"
+	wave, err := s.WaveSQL(2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	health := s.HealthSQL(capture, true, false)
 	whole := s.HealthSQL(capture, true, true)
 	list, listArgs := s.ListSQL("task_session_id", "sess-1", core.Page{})
@@ -77,6 +84,7 @@ func TestCitusPlans(t *testing.T) {
 		shards int // tasks the plan must have (the shards of the sessions it names); 0: every shard
 	}{
 		{"upsert", nil, s.UpsertSQL(), sqlstore.Args(&row), 1},
+		{"upsert_wave", nil, wave, append(sqlstore.Args(&row), sqlstore.Args(&other)...), 2},
 		{"list_by_session", nil, list, listArgs, 1},
 		{"list_by_turn", nil, byTurn, byTurnArgs, 0},
 		{"backfill_through", form.Plan, bf["through"], nil, 0},

@@ -95,6 +95,12 @@ func TestGoldenStatements(t *testing.T) {
 			}
 			files["backfill.sql"] = backfillText(s.Form(false), s.BackfillSQL(false))
 			if d.Name == "postgres" {
+				wave, err := s.WaveSQL(2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files["upsert_wave.sql"] = "-- on a sharded table, a wave of two rows (of two pairs); " +
+					"the arguments are storekit.Columns' values in order, row after row\n" + wave + ";\n"
 				files["backfill_sharded.sql"] = backfillText(s.Form(true), s.BackfillSQL(true))
 				window := report.OverviewQuery{Since: capture, Until: capture.Add(time.Hour)}
 				explorer := "explorer"

@@ -132,12 +132,15 @@ func absorbing(history, target ref) string { return historySet(history, target, 
 
 // renderInsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key) DO
 // UPDATE SET … from clauses, in the handle's dialect (quoting, bind
-// variables), with one placeholder per declared column.
-func (s *Store) renderInsert() (string, error) {
+// variables), with one placeholder per declared column of each of n rows.
+func (s *Store) renderInsert(n int) (string, error) {
 	cols := make([]clause.Column, len(storekit.Columns))
-	values := make([]any, len(storekit.Columns))
 	for i, c := range storekit.Columns {
 		cols[i] = clause.Column{Name: c.Name}
+	}
+	values := make([][]any, n)
+	for i := range values {
+		values[i] = make([]any, len(storekit.Columns))
 	}
 	key := make([]clause.Column, len(storekit.KeyColumns))
 	for i, c := range storekit.KeyColumns {
@@ -146,7 +149,7 @@ func (s *Store) renderInsert() (string, error) {
 	db := s.db.Session(&gorm.Session{DryRun: true, NewDB: true})
 	stmt := &gorm.Statement{DB: db, Table: Table, Clauses: map[string]clause.Clause{}}
 	stmt.AddClause(clause.Insert{Table: clause.Table{Name: Table}})
-	stmt.AddClause(clause.Values{Columns: cols, Values: [][]any{values}})
+	stmt.AddClause(clause.Values{Columns: cols, Values: values})
 	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet()})
 	stmt.Build("INSERT", "VALUES", "ON CONFLICT")
 	return stmt.SQL.String(), stmt.Error

@@ -54,6 +54,11 @@ type Store struct {
 	readOnly     bool                     // opened read-only (Open with ReadOnly)
 	noSchema     bool                     // Open creates nothing (NoSchema)
 	horizon      time.Duration            // the write horizon (WithWriteHorizon)
+	// sharded is whether the table is sharded, once read: 0 not yet, 1
+	// no, 2 yes (batches are then written in waves, waves.go);
+	// waveStatements are the upserts of n rows, by n.
+	sharded        atomic.Int32
+	waveStatements sync.Map
 }
 
 var (
@@ -101,7 +106,7 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s.db, s.d, s.now = db, d, time.Now
-	insert, err := s.renderInsert()
+	insert, err := s.renderInsert(1)
 	if err != nil {
 		return nil, liberr.Errorf("render the upsert: %w", err)
 	}
@@ -337,10 +342,11 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 
 // UpsertBatch implements storekit.BatchStore: the rows in order, each its own
 // upsert statement (AC-14), in one transaction, so that a recorder commits
-// many frames at once. A row the database refuses is taken out and the
-// others are written again in a new transaction (PostgreSQL aborts a
-// transaction at its first failed statement), so it costs the others
-// nothing. When the database is unavailable, no row is written and err
+// many frames at once; on a sharded table, in waves of multi-row upserts
+// that leave every row as those statements would (waves.go). A row the
+// database refuses is taken out and the others are written again in a new
+// transaction (PostgreSQL aborts a transaction at its first failed
+// statement), so it costs the others nothing. When the database is unavailable, no row is written and err
 // matches core.ErrUnavailable.
 func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error, error) {
 	if err := s.checkHandle(ctx); err != nil {
@@ -386,6 +392,15 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 // failed statement it rolls back and reports which one (at); at is -1 when
 // beginning or committing failed, or when ctx ended (no row's fault).
 func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subagent, todo []int) (at int, err error) {
+	sharded, err := s.shardedWrites(ctx)
+	if err != nil {
+		return -1, err
+	}
+	if sharded {
+		if done, err := s.writeWaves(ctx, pool, rows, todo); done || err != nil {
+			return -1, err
+		}
+	}
 	if p, ok := s.d.(Pipeliner); ok {
 		all := make([][]any, len(todo))
 		for n, i := range todo {

@@ -41,6 +41,7 @@ var migrationTests = []test{
 	{"CancelledIsNotFailed", testCancelled},
 	{"ConcurrentPassesSerialise", testConcurrentPasses},
 	{"AC32_OneAbsorberPerPair", testOneAbsorberPerPair},
+	{"AC14_BatchesEndAsFrameByFrame", testBatchesEndAsFrames},
 }
 
 func testFreshPassAndReplay(t *testing.T, d *Driver) {
