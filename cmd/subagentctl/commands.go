@@ -77,7 +77,7 @@ func (w *warnings) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	b.WriteString("subagentctl: warning: " + strings.TrimPrefix(r.Message, "subagentctx: "))
 	add := func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		b.WriteString(" " + a.Key + "=" + shown(a.Value.Resolve().String()))
 		return true
 	}
 	for _, a := range w.attrs {
@@ -96,7 +96,7 @@ func (w *warnings) WithGroup(string) slog.Handler { return w }
 
 // warnf prints a warning in the one format.
 func (e *env) warnf(format string, args ...any) {
-	fmt.Fprintf(e.stderr, "subagentctl: warning: %s\n", e.dsn.redact(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(e.stderr, "subagentctl: warning: %s\n", e.dsn.redact(shown(fmt.Sprintf(format, args...))))
 }
 
 // ticker prints a status line on stderr every second while work runs, when

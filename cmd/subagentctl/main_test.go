@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -597,6 +599,33 @@ func TestCSVKeepsTextText(t *testing.T) {
 		if r[col("description")] != w || r[col("is_async")] != "false" || r[col("model")] != "" {
 			t.Errorf("row %d: description %q is_async %q model %q, want %q, false and empty", i,
 				r[col("description")], r[col("is_async")], r[col("model")], w)
+		}
+	}
+}
+
+// TestTextOutputQuotesControls: an identifier a frame carried with a
+// newline, an escape sequence or a line separator is printed quoted, in
+// the row listing, the tree and a warning, so that it neither ends a line
+// (and forges the next) nor reaches the operator's terminal raw.
+func TestTextOutputQuotesControls(t *testing.T) {
+	hostile := "c\nFAKE level=ERROR\x1b[31m"
+	sep := "p\u2028q"
+	row := core.Subagent{ToolCallID: hostile, AgentExecutionID: "e\r1", ParentToolCallID: &sep, TurnID: &hostile,
+		Source: core.SourceLive}
+	var list, tree, warned strings.Builder
+	printRows(&list, []core.Subagent{row})
+	printTree(&tree, []core.Subagent{row})
+	slog.New(&warnings{e: &env{stderr: &warned}}).Warn("subagentctx: write failed", "tool_call_id", hostile)
+	for name, c := range map[string]struct {
+		out   string
+		lines int
+	}{"list": {list.String(), 3}, "tree": {tree.String(), 3}, "warning": {warned.String(), 1}} {
+		if n := strings.Count(c.out, "\n"); n != c.lines || strings.ContainsAny(c.out, "\x1b\r\u2028") {
+			t.Errorf("%s printed %d lines (want %d), raw controls %v:\n%s", name, n, c.lines,
+				strings.ContainsAny(c.out, "\x1b\r\u2028"), c.out)
+		}
+		if !strings.Contains(c.out, strconv.Quote(hostile)) {
+			t.Errorf("%s does not show %q quoted:\n%s", name, hostile, c.out)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
@@ -25,11 +27,24 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// shown is a stored or logged string as the text output prints it: quoted
+// when it holds a control character, a line separator or invalid UTF-8 —
+// an identifier from a frame can, and printed raw it could end a line and
+// forge the next, or drive the operator's terminal.
+func shown(v string) string {
+	if strings.ContainsFunc(v, func(r rune) bool {
+		return unicode.IsControl(r) || r == utf8.RuneError || r == '\u2028' || r == '\u2029'
+	}) {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
 func str(p *string) string {
 	if p == nil {
 		return "-"
 	}
-	return *p
+	return shown(*p)
 }
 
 func num(p *int64) string {
@@ -45,8 +60,8 @@ func printRows(w io.Writer, rows []core.Subagent) {
 		"ASYNC\tTOKENS\tTOOL_USES\tDURATION_MS\tSOURCE")
 	for _, r := range rows {
 		fmt.Fprintf(
-			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout), r.ToolCallID,
-			r.AgentExecutionID, str(r.ParentToolCallID), str(r.SubagentType), str(r.ToolStatus), str(r.AgentStatus), r.IsAsync,
+			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout),
+			shown(r.ToolCallID), shown(r.AgentExecutionID), str(r.ParentToolCallID), str(r.SubagentType), str(r.ToolStatus), str(r.AgentStatus), r.IsAsync,
 			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.Source,
 		)
 	}
@@ -58,7 +73,7 @@ func printRows(w io.Writer, rows []core.Subagent) {
 // subagents it launched indented under it.
 func printTree(w io.Writer, rows []core.Subagent) {
 	for _, turn := range fanout.Build(rows) {
-		label := "turn " + turn.TurnID
+		label := "turn " + shown(turn.TurnID)
 		if turn.TurnID == "" {
 			label = "no turn"
 		}
@@ -80,9 +95,9 @@ func printTree(w io.Writer, rows []core.Subagent) {
 }
 
 func describe(r core.Subagent) string {
-	parts := []string{r.ToolCallID, str(r.SubagentType), "tool_status=" + str(r.ToolStatus)}
+	parts := []string{shown(r.ToolCallID), str(r.SubagentType), "tool_status=" + str(r.ToolStatus)}
 	if r.AgentExecutionID != core.UnknownExecution {
-		parts = append(parts, "execution="+r.AgentExecutionID)
+		parts = append(parts, "execution="+shown(r.AgentExecutionID))
 	}
 	if r.IsAsync {
 		parts = append(parts, "async")
@@ -117,9 +132,9 @@ func printStats(w io.Writer, st report.Stats) {
 	scope := "whole store"
 	switch {
 	case st.Query.TaskSessionID != "":
-		scope = "session " + st.Query.TaskSessionID
+		scope = "session " + shown(st.Query.TaskSessionID)
 	case st.Query.TaskID != "":
-		scope = "task " + st.Query.TaskID
+		scope = "task " + shown(st.Query.TaskID)
 	}
 	fmt.Fprintf(w, "statistics for %s (activation: %s)\n", scope, st.Activation.State)
 	fmt.Fprintf(
@@ -148,7 +163,7 @@ func printStats(w io.Writer, st report.Stats) {
 		w, "  coverage        %d sessions with known fan-out, %d unknown\n", st.KnownSessions, st.UnknownSessions,
 	)
 	for _, c := range st.Sessions {
-		fmt.Fprintf(w, "    %-24s %-7s %s\n", c.TaskSessionID, c.Coverage, c.Reason)
+		fmt.Fprintf(w, "    %-24s %-7s %s\n", shown(c.TaskSessionID), c.Coverage, c.Reason)
 	}
 }
 
@@ -157,9 +172,9 @@ func printKey(w io.Writer, name string, k report.KeyReading) {
 	case !k.Present:
 		fmt.Fprintf(w, "  %-34s absent\n", name)
 	case k.ParseError != "":
-		fmt.Fprintf(w, "  %-34s INVALID: %s\n", name, k.ParseError)
+		fmt.Fprintf(w, "  %-34s INVALID: %s\n", name, shown(k.ParseError))
 	default:
-		fmt.Fprintf(w, "  %-34s %s\n", name, k.Raw)
+		fmt.Fprintf(w, "  %-34s %s\n", name, shown(k.Raw))
 	}
 }
 
@@ -210,7 +225,8 @@ func printHealth(w io.Writer, h report.Health) {
 		}
 		fmt.Fprintf(w, "  %s (%d of %d, the earliest first):\n", title, len(ps), total)
 		for _, p := range ps {
-			fmt.Fprintf(w, "    %s  %s  %s\n", p.FirstSeen.UTC().Format(timeLayout), p.TaskSessionID, p.ToolCallID)
+			fmt.Fprintf(w, "    %s  %s  %s\n", p.FirstSeen.UTC().Format(timeLayout), shown(p.TaskSessionID),
+				shown(p.ToolCallID))
 		}
 	}
 	pairs("missing", h.Missing, h.Shortfall)
