@@ -41,7 +41,11 @@ func (s *Store) shardedWrites(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s.sharded.Store(map[bool]int32{false: 1, true: 2}[d])
+	state := int32(1)
+	if d {
+		state = 2
+	}
+	s.sharded.Store(state)
 	return d, nil
 }
 
