@@ -21,6 +21,7 @@ type Dialect struct{}
 var (
 	_ sqlstore.Dialect    = Dialect{}
 	_ sqlstore.PassLocker = Dialect{}
+	_ sqlstore.Ceiling    = Dialect{}
 )
 
 // Name implements sqlstore.Fragments.
@@ -87,6 +88,12 @@ func (d Dialect) Within(x string, since, until time.Time) (string, []any) {
 	}
 	return strings.Join(conds, " AND "), args
 }
+
+// Ceiling implements sqlstore.Ceiling: every instant of years 1-9999 in
+// any text form Within accepts sorts below "9999-12-32", which is no date,
+// so SQLite keeps it text (a bound that looked like a number would be
+// compared as one).
+func (Dialect) Ceiling(x string) string { return x + " < '9999-12-32'" }
 
 // canonical is the condition that the text x is in the form this library
 // writes UTC in: "YYYY-MM-DD HH:MM:SS[.ffffff]+00:00", whose text order is

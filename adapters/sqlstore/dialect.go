@@ -240,6 +240,15 @@ type Pipeliner interface {
 	Pipeline(ctx context.Context, pool *sql.DB, query string, args [][]any) (at int, ok bool, err error)
 }
 
+// Ceiling is implemented by a dialect whose planner, keeping no
+// histogram, takes a range open at its end for most of the table (SQLite):
+// it then reads the table in the order asked for rather than search an
+// index on the column. Ceiling is a condition every value of the
+// timestamp column x that Within can accept satisfies — the range's end,
+// where the planner sees it — so that a one-sided window (export --since)
+// reads through an index on x.
+type Ceiling interface{ Ceiling(x string) string }
+
 // BoundedStatements is implemented by a dialect whose engine bounds each
 // statement's waits itself (SQLite: the busy timeout; no network between):
 // the store runs a batch's statements without the caller's cancellation,

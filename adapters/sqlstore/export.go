@@ -89,6 +89,9 @@ func (s *Store) exportStatement(q report.ExportQuery) (string, []any) {
 	d := s.d
 	sess, id := d.Bytewise("task_session_id"), d.Bytewise("id")
 	within, args := d.Within("updated_at", q.Since, q.Until)
+	if c, ok := d.(Ceiling); ok && !q.Since.IsZero() && q.Until.IsZero() {
+		within += " AND " + c.Ceiling("updated_at")
+	}
 	stmt := "SELECT " + columnList("") + " FROM " + Table + " WHERE " + within
 	if k := q.After; k != nil {
 		stmt += " AND (" + sess + " > ? OR (" + sess + " = ? AND " + id + " > ?))"

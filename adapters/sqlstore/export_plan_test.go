@@ -15,9 +15,11 @@ import (
 // TestExportWindowIsAnIndexRange (docs/CONTRACT.md §8.15): the library
 // gives updated_at no index, but an export's window is a plain range on
 // it, so that the index an operator adds for frequent exports of a large
-// table can serve it. The test leaves the planner no other way — on
-// PostgreSQL it forbids the scan, on SQLite it names the index and wants
-// a search of it — since on a small table either would rather scan.
+// table can serve it. On PostgreSQL the test forbids the scan (on a small
+// table it would rather scan); SQLite, which keeps no histogram, must
+// choose a search of the index itself, a window open at its end included
+// (it read a one-sided range as most of the table, and the whole table in
+// export order instead).
 func TestExportWindowIsAnIndexRange(t *testing.T) {
 	const index = "task_session_subagents_updated_at_idx"
 	since := time.Date(2026, 8, 12, 23, 10, 0, 500001001, time.UTC)
@@ -30,10 +32,7 @@ func TestExportWindowIsAnIndexRange(t *testing.T) {
 				var plan []string
 				err := e.DB.Transaction(func(tx *gorm.DB) error {
 					explain := "EXPLAIN QUERY PLAN "
-					if d.Name == "sqlite" {
-						stmt = strings.Replace(stmt, " FROM task_session_subagents ",
-							" FROM task_session_subagents INDEXED BY "+index+" ", 1)
-					} else {
+					if d.Name != "sqlite" {
 						explain = "EXPLAIN (COSTS OFF) "
 						if err := tx.Exec("SET LOCAL enable_seqscan = off").Error; err != nil {
 							return err
@@ -66,7 +65,6 @@ func TestExportWindowIsAnIndexRange(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// SQLite would also scan the index it is told to use whole.
 				text := strings.Join(plan, "\n")
 				if !strings.Contains(text, index) || d.Name == "sqlite" && !strings.Contains(text, "SEARCH") {
 					t.Errorf("export %+v does not go through %s:\n%s", q, index, text)

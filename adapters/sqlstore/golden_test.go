@@ -89,7 +89,9 @@ func TestGoldenStatements(t *testing.T) {
 				"sessions.sql":  withArgs(sessions, sessionsArgs),
 				"overview.sql":  withArgs(overview, overviewArgs),
 				"export.sql": withArgs(s.ExportSQL(report.ExportQuery{Since: capture, Until: capture.Add(time.Hour),
-					After: &report.ExportKey{TaskSessionID: "sess-1", ID: "0198a4b0-0000-7000-8000-000000000001"}})),
+					After: &report.ExportKey{TaskSessionID: "sess-1", ID: "0198a4b0-0000-7000-8000-000000000001"}})) +
+					"\n-- a window open at its end (export --since)\n" +
+					withArgs(s.ExportSQL(report.ExportQuery{Since: capture})),
 				"repair.sql": "-- step 4, in the shape step's transaction: the pairs an earlier build doubled; " +
 					"the update takes updated_at\n" + merge + ";\n\n" + remove + ";\n",
 			}
