@@ -61,7 +61,8 @@ func printRows(w io.Writer, rows []core.Subagent) {
 	for _, r := range rows {
 		fmt.Fprintf(
 			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout),
-			shown(r.ToolCallID), shown(r.AgentExecutionID), str(r.ParentToolCallID), str(r.SubagentType), str(r.ToolStatus), str(r.AgentStatus), r.IsAsync,
+			shown(r.ToolCallID), shown(r.AgentExecutionID), str(r.ParentToolCallID), str(r.SubagentType),
+			str(r.ToolStatus), str(r.AgentStatus), r.IsAsync,
 			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.Source,
 		)
 	}
