@@ -253,14 +253,14 @@ func (d Dialect) primaryKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables,
 func (Dialect) Lacking(
 	ctx context.Context, db *gorm.DB, grants []sqlstore.Grant,
 ) (privilege, table string, ok bool, err error) {
-	var asked []sqlstore.Grant // one privilege each
+	var asked [][2]string // privilege, table
 	var rows []string
 	var args []any
 	for _, g := range grants {
 		for _, p := range g.Privileges {
 			rows = append(rows, fmt.Sprintf("(%d, ?, ?)", len(asked)))
 			args = append(args, p, `"`+g.Table+`"`)
-			asked = append(asked, sqlstore.Grant{Privileges: []string{p}, Table: g.Table})
+			asked = append(asked, [2]string{p, g.Table})
 		}
 	}
 	if len(asked) == 0 {
@@ -273,6 +273,6 @@ func (Dialect) Lacking(
 	if err != nil || len(first) == 0 {
 		return "", "", err == nil, err
 	}
-	g := asked[first[0]]
-	return g.Privileges[0], g.Table, false, nil
+	lacked := asked[first[0]]
+	return lacked[0], lacked[1], false, nil
 }

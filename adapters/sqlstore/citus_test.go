@@ -159,12 +159,7 @@ func TestCitusPlans(t *testing.T) {
 	for _, p := range plans {
 		names[p.name+".plan"] = true
 	}
-	files, _ := filepath.Glob(filepath.Join("testdata", "citus", "*.plan"))
-	for _, f := range files {
-		if !names[filepath.Base(f)] {
-			t.Errorf("%s is the plan of no statement the store runs: remove it", f)
-		}
-	}
+	noStale(t, filepath.Join("testdata", "citus", "*.plan"), func(name string) bool { return names[name] })
 }
 
 // idColumn is a group key, an item of its own (not inside an expression,

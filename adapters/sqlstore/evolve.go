@@ -282,19 +282,9 @@ func (s *Store) distribute(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	c := catalogOf(ctx)
-	if c != nil {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.placed {
-			return nil
-		}
-	}
-	if err := p.Distribute(ctx, s.db, s.tables, false); err != nil {
+	err := catalogOf(ctx).placeOnce(func() error { return p.Distribute(ctx, s.db, s.tables, false) })
+	if err != nil {
 		return s.opError("place the table beside the sessions", err)
-	}
-	if c != nil {
-		c.placed = true
 	}
 	return nil
 }

@@ -117,12 +117,7 @@ func TestGoldenStatements(t *testing.T) {
 			for name, text := range files {
 				check(t, filepath.Join("testdata", d.Name, name), text)
 			}
-			stored, _ := filepath.Glob(filepath.Join("testdata", d.Name, "*.sql"))
-			for _, f := range stored {
-				if _, ok := files[filepath.Base(f)]; !ok {
-					t.Errorf("%s renders no statement the store runs: remove it", f)
-				}
-			}
+			noStale(t, filepath.Join("testdata", d.Name, "*.sql"), func(name string) bool { _, ok := files[name]; return ok })
 		})
 	}
 }
@@ -257,6 +252,18 @@ func (l *statementLog) Trace(_ context.Context, _ time.Time, fc func() (string, 
 	if l.on {
 		q, _ := fc()
 		l.statements = append(l.statements, q)
+	}
+}
+
+// noStale fails for each golden file matching glob that no statement
+// renders any more (rendered says which names are).
+func noStale(t *testing.T, glob string, rendered func(name string) bool) {
+	t.Helper()
+	stored, _ := filepath.Glob(glob)
+	for _, f := range stored {
+		if !rendered(filepath.Base(f)) {
+			t.Errorf("%s renders no statement the store runs: remove it", f)
+		}
 	}
 }
 

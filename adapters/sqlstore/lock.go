@@ -54,16 +54,16 @@ func (c *passCatalog) forget() {
 	c.shape, c.present, c.placed = nil, nil, false
 }
 
-// describe is the table's shape, read once per pass.
-func (s *Store) describe(ctx context.Context, db *gorm.DB) (TableInfo, error) {
-	c := catalogOf(ctx)
+// shapeOr is the table's shape, read by read once per pass (each time
+// outside one).
+func (c *passCatalog) shapeOr(read func() (TableInfo, error)) (TableInfo, error) {
 	if c == nil {
-		return s.d.Describe(ctx, db, Table)
+		return read()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shape == nil {
-		info, err := s.d.Describe(ctx, db, Table)
+		info, err := read()
 		if err != nil {
 			return info, err
 		}
@@ -72,25 +72,53 @@ func (s *Store) describe(ctx context.Context, db *gorm.DB) (TableInfo, error) {
 	return *c.shape, nil
 }
 
-// tableExists reports whether a table exists; within a pass, a table once
-// seen is not asked about again.
-func (s *Store) tableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
-	c := catalogOf(ctx)
-	if c != nil {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.present[name] {
-			return true, nil
-		}
+// existsOr reports whether table name exists, asked by read until a pass
+// has seen it.
+func (c *passCatalog) existsOr(name string, read func() (bool, error)) (bool, error) {
+	if c == nil {
+		return read()
 	}
-	ok, err := s.d.TableExists(ctx, db, name)
-	if ok && c != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.present[name] {
+		return true, nil
+	}
+	ok, err := read()
+	if ok {
 		if c.present == nil {
 			c.present = map[string]bool{}
 		}
 		c.present[name] = true
 	}
 	return ok, err
+}
+
+// placeOnce runs place unless the pass has already placed the table.
+func (c *passCatalog) placeOnce(place func() error) error {
+	if c == nil {
+		return place()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.placed {
+		return nil
+	}
+	if err := place(); err != nil {
+		return err
+	}
+	c.placed = true
+	return nil
+}
+
+// describe is the table's shape, read once per pass.
+func (s *Store) describe(ctx context.Context, db *gorm.DB) (TableInfo, error) {
+	return catalogOf(ctx).shapeOr(func() (TableInfo, error) { return s.d.Describe(ctx, db, Table) })
+}
+
+// tableExists reports whether a table exists; within a pass, a table once
+// seen is not asked about again.
+func (s *Store) tableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
+	return catalogOf(ctx).existsOr(name, func() (bool, error) { return s.d.TableExists(ctx, db, name) })
 }
 
 // LockPass takes the migration pass's lock, exclusive: one pass at a time
