@@ -95,9 +95,9 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	}
 	if history, ok := s.rows[seam]; ok && storekit.Absorbs(r, history) {
 		delete(s.rows, seam)
-		delete(s.ids, [2]string{history.TaskSessionID, history.ID})
-		*r = storekit.MergeHistory(*r, *history)
+		*r = storekit.Absorbed(*r, *history)
 		storekit.Detach(r)
+		id[1] = r.ID
 	}
 	s.ids[id] = key
 	s.rows[key] = r

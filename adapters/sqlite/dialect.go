@@ -131,39 +131,53 @@ func (Dialect) OrderedArg(t time.Time) any { return storekit.CanonicalTime(t).Un
 // BINARY, compares bytes.
 func (Dialect) Bytewise(x string) string { return x }
 
-// absorbTrigger is the trigger that keeps the upsert one statement at the
-// seam (docs/CONTRACT.md §8.5): after a row is inserted under an execution
-// id (an upsert whose key had no row), the backfilled row of its pair, if
-// there is one, is merged into it and deleted. A frame whose key has a row
-// updates it, and the trigger does not run; one whose pair has no history
-// costs the trigger one index probe.
+// absorbTrigger is the trigger earlier builds absorbed history with. Any
+// trigger makes SQLite run the upsert as a statement that may write
+// several rows, with a statement journal of its own (about 1.7× the
+// upsert's cost, even when it does nothing), so this build absorbs in the
+// upsert itself and drops it. A process of an earlier build creates it
+// again on its next pass: harmless to this build's upsert, whose inserts
+// then find no history left to absorb; the pairs such a process doubles
+// while the trigger is gone are merged by the next pass (its repair step).
 const absorbTrigger = "subagentctx_absorb_v1"
 
-// Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT as it is,
-// and the trigger after it.
+// Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT keyed so
+// that it absorbs history by itself (docs/CONTRACT.md §8.5). A frame under
+// an execution id whose own key has no row, while its pair has a row the
+// backfill wrote, takes the key of that row ('unknown'): ON CONFLICT lands
+// on history's row, and DO UPDATE merges the frame into it by the ordinary
+// rules — history as the stored row is storekit.Absorbed — and moves it to
+// the frame's execution. Its own key having a row (a pair an earlier build
+// doubled), the frame merges into that row and history stays for the
+// repair. SQLite runs one writer at a time, and a statement reads what it
+// writes under the write lock, so the choice of key cannot race. The
+// placeholders are numbered (?N is the N-th column's value) so that the
+// key's choice and the SET list can read the frame's session, execution
+// and tool call id again.
 func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) {
 	t := sqlstore.Table
-	history := u.History(func(c string) string { return "NEW." + c })
-	set := u.Absorb(func(c string) string { return "b." + c }, func(c string) string { return t + "." + c })
-	trigger := `CREATE TRIGGER ` + absorbTrigger + ` AFTER INSERT ON ` + t + ` FOR EACH ROW
-WHEN NEW.agent_execution_id <> '` + core.UnknownExecution + `'
-	AND EXISTS (SELECT 1 FROM ` + t + ` WHERE ` + history + `)
-BEGIN
-	UPDATE ` + t + ` SET ` + set + `
-		FROM (SELECT * FROM ` + t + ` WHERE ` + history + `) AS b
-		WHERE ` + t + `.task_session_id = NEW.task_session_id AND ` + t + `.id = NEW.id;
-	DELETE FROM ` + t + ` WHERE ` + history + `;
-END`
-	// The catalog keeps the trigger's text as written: a body of another
-	// build differs from it, and is replaced in one savepoint (a
-	// transaction of its own outside one), so no write meets the table
-	// without it.
+	param := func(c string) string { return fmt.Sprint("?", storekit.ColumnIndex(c)+1) }
+	var numbered strings.Builder
+	n := 0
+	for _, r := range u.Insert {
+		if r == '?' {
+			n++
+			fmt.Fprint(&numbered, "?", n)
+			continue
+		}
+		numbered.WriteRune(r)
+	}
+	exec := param("agent_execution_id")
+	key := `CASE WHEN ` + exec + ` <> '` + core.UnknownExecution + `'
+	AND EXISTS (SELECT 1 FROM ` + t + ` WHERE ` + u.History(param) + `)
+	AND NOT EXISTS (SELECT 1 FROM ` + t + ` WHERE task_session_id = ` + param("task_session_id") + `
+		AND agent_execution_id = ` + exec + ` AND tool_call_id = ` + param("tool_call_id") + `)
+	THEN '` + core.UnknownExecution + `' ELSE ` + exec + ` END`
+	upsert := strings.Replace(numbered.String(), ","+exec+",", ","+key+",", 1) + ",`agent_execution_id`=" + exec
 	return []sqlstore.SchemaObject{{
-		Create: `SAVEPOINT subagentctx_trigger; DROP TRIGGER IF EXISTS ` + absorbTrigger + `; ` + trigger +
-			`; RELEASE subagentctx_trigger`,
-		Present: `SELECT count(*) = 1 FROM sqlite_master WHERE type = 'trigger' AND name = '` + absorbTrigger +
-			`' AND sql = '` + strings.ReplaceAll(trigger, "'", "''") + `'`,
-	}}, u.Insert
+		Create:  `DROP TRIGGER IF EXISTS ` + absorbTrigger,
+		Present: `SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = '` + absorbTrigger + `'`,
+	}}, upsert
 }
 
 // InFew implements sqlstore.Fragments: SQLite searches the index for each

@@ -362,25 +362,56 @@ func TestRecorderKilled(t *testing.T) {
 	}
 }
 
-// TestTriggerReplacedWhenItsBodyChanges: a trigger an earlier build left
-// under the same name with another body is replaced by this build's at
-// the next pass (the catalog compares its text), as PostgreSQL's function
-// is by its digest; an unchanged one is left alone, no DDL sent.
-func TestTriggerReplacedWhenItsBodyChanges(t *testing.T) {
+// TestAC32_EarlierBuildsTriggerDropped: the trigger earlier builds absorbed
+// history with is dropped by the pass (the upsert absorbs by itself,
+// docs/CONTRACT.md §8.5), and an up-to-date table gets no DDL. While a
+// process of an earlier build has it back, this build's upsert still
+// keeps one row per pair: history's, moved to the execution, under its id.
+func TestAC32_EarlierBuildsTriggerDropped(t *testing.T) {
 	e := testenv.SQLite().Env(t)
-	var want string
-	if err := e.DB.Raw(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'subagentctx_absorb_v1'`).
-		Scan(&want).Error; err != nil || want == "" {
-		t.Fatalf("this build's trigger: %q, %v", want, err)
+	ctx := context.Background()
+	trigger := `CREATE TRIGGER subagentctx_absorb_v1 AFTER INSERT ON task_session_subagents FOR EACH ROW
+		WHEN NEW.agent_execution_id <> 'unknown' BEGIN
+		DELETE FROM task_session_subagents WHERE task_session_id = NEW.task_session_id
+			AND tool_call_id = NEW.tool_call_id AND agent_execution_id = 'unknown' AND source = 'backfill';
+		END`
+	triggers := func() (n int) {
+		t.Helper()
+		if err := e.DB.Raw(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger'`).Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
-	e.Exec(t, `DROP TRIGGER subagentctx_absorb_v1`)
-	e.Exec(t, `CREATE TRIGGER subagentctx_absorb_v1 AFTER INSERT ON task_session_subagents BEGIN SELECT 1; END`)
-	if r := backfill.New(e.Store).Run(context.Background()); r.Failed() {
+	e.Exec(t, trigger)
+	if r := backfill.New(e.Store).Run(ctx); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
-	var got string
-	e.DB.Raw(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'subagentctx_absorb_v1'`).Scan(&got)
-	if got != want {
-		t.Errorf("after the pass the trigger is\n%s\nwant this build's\n%s", got, want)
+	if n := triggers(); n != 0 {
+		t.Fatalf("after the pass %d triggers, want none", n)
+	}
+
+	e.Exec(t, trigger) // an earlier build's process, booting again
+	kandevtest.InsertSession(ctx, e.DB, e.Tables, "s", "t")
+	history, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "c",
+		ObservedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Payload: &core.Payload{Model: "m"}})
+	history.ID, history.Source = "history-row", core.SourceBackfill
+	live, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e1", ToolCallID: "c",
+		ObservedAt: time.Date(2026, 1, 2, 3, 9, 0, 0, time.UTC), ToolStatus: "completed"})
+	for _, row := range []core.Subagent{history, live} {
+		if err := e.Store.Upsert(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := e.Store.ListBySession(ctx, "s", core.Page{})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("rows of the pair: %d, %v; want one", len(rows), err)
+	}
+	r := rows[0]
+	if r.ID != "history-row" || r.AgentExecutionID != "e1" || r.Source != core.SourceBackfill ||
+		*r.Model != "m" || *r.ToolStatus != "completed" || !r.ObservedAt.Equal(history.ObservedAt) {
+		t.Errorf("the absorbed row: %+v", r)
+	}
+	if r := backfill.New(e.Store).Run(ctx); r.Failed() || triggers() != 0 {
+		t.Errorf("the next pass: %s, %d triggers left", r, triggers())
 	}
 }

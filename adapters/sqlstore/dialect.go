@@ -66,10 +66,10 @@ type Fragments interface {
 	// than scanning the table.
 	InFew(expr, subquery string) string
 	// Upsert gives the upsert its form on this database: the schema
-	// objects it needs (created once the table has its declared shape:
-	// the trigger that absorbs history) and the statement run once per
-	// row, with one placeholder per column of storekit.Columns in that order
-	// (docs/CONTRACT.md §3.2, §8.5).
+	// objects it needs (made so once the table has its declared shape: a
+	// trigger that absorbs history, or an earlier build's trigger gone)
+	// and the statement run once per row, its arguments the values of
+	// storekit.Columns in that order (docs/CONTRACT.md §3.2, §8.5).
 	Upsert(u UpsertParts) (schema []SchemaObject, statement string)
 	// Classify maps a driver error to core.ErrConstraint (the frame's
 	// own), core.ErrUnavailable (the database's passing state: kept and
@@ -92,17 +92,18 @@ type UpsertParts struct {
 	// rendered by GORM in the dialect's bind syntax, one placeholder per
 	// column in storekit.Columns order.
 	Insert string
-	// The rest are for the trigger that runs right after Insert inserts a
-	// row under an execution id, in the same statement: the backfilled row
-	// of its (session, tool call id) pair, if any, is merged into it and
-	// deleted (storekit.Absorbs, storekit.MergeHistory, docs/CONTRACT.md §8.5).
+	// The rest are for absorbing history in the same statement: when
+	// Insert inserts a row under an execution id, the backfilled row of
+	// its (session, tool call id) pair, if any, becomes one row with it
+	// (storekit.Absorbs, storekit.Absorbed, docs/CONTRACT.md §8.5).
 	//
 	// History is the condition selecting that backfilled row, given how
-	// the trigger refers to the inserted row's value of a column (its
-	// NEW.col).
+	// the statement refers to the frame's value of a column (a trigger's
+	// NEW.col, a placeholder).
 	History func(new func(column string) string) string
-	// Absorb is the SET list of the UPDATE that merges the backfilled
-	// row's values (history refers to them) into the inserted row (target).
+	// Absorb is the SET list of an UPDATE that merges the backfilled
+	// row's values (history refers to them) into the inserted row (target),
+	// history's id included: a trigger's.
 	Absorb func(history, target func(column string) string) string
 }
 

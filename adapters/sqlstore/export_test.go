@@ -10,7 +10,6 @@ import (
 // What the package's external tests (the golden statements, the Citus
 // plans) read of its statements; hosts never need them.
 
-func (s *Store) UpsertSQL() string             { return s.upsertSQL }
 func (s *Store) WaveSQL(n int) (string, error) { return s.waveSQL(n) }
 func (s *Store) SchemaSQL() []string           { return s.schemaStatements() }
 func Args(row *core.Subagent) []any            { return args(row) }

@@ -70,7 +70,7 @@ func TestGoldenStatements(t *testing.T) {
 					withArgs(turnRows, turnRowsArgs),
 				"schema.sql": strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
 				"upsert.sql": "-- per row; the arguments are storekit.Columns' values in order\n" +
-					s.UpsertSQL() + ";\n",
+					s.UpsertStatement() + ";\n",
 				"list_by_session.sql":   withArgs(list, listArgs),
 				"list_keyset.sql":       withArgs(keyset, keysetArgs),
 				"subagent_messages.sql": s.MessagesSQL() + ";\n",

@@ -125,10 +125,12 @@ func historyOf(new ref) string {
 		` AND agent_execution_id = '` + core.UnknownExecution + `' AND source = '` + string(core.SourceBackfill) + `'`
 }
 
-// absorbing is storekit.MergeHistory as the SET list a dialect's trigger runs
+// absorbing is storekit.Absorbed as the SET list a dialect's trigger runs
 // over the row just inserted (target), history's values referred to by
-// history; updated_at stays the insert's.
-func absorbing(history, target ref) string { return historySet(history, target, "", nil) }
+// history: MergeHistory, and history's id; updated_at stays the insert's.
+func absorbing(history, target ref) string {
+	return historySet(history, target, "", nil) + ",\n\t\tid = " + history("id")
+}
 
 // renderInsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key) DO
 // UPDATE SET … from clauses, in the handle's dialect (quoting, bind

@@ -147,6 +147,12 @@ func (s *Store) Close() error {
 	return err
 }
 
+// UpsertStatement is the statement the store runs once per row, in its
+// dialect's form (docs/CONTRACT.md §8.5), its arguments a row's values
+// in storekit.Columns order: what a benchmark times beside a hand-written
+// upsert, or an operator explains.
+func (s *Store) UpsertStatement() string { return s.upsertSQL }
+
 // DB is the underlying handle.
 func (s *Store) DB() *gorm.DB { return s.db }
 

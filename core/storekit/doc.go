@@ -9,7 +9,7 @@
 //     nullability, default and merge rule, from which a store derives its
 //     DDL, its upsert's SET list and its argument and scan lists;
 //   - the merge rules as functions (Merge, MergeInto, the seam's Absorbs
-//     and MergeHistory, and Write, the reference upsert over a map), and
+//     MergeHistory and Absorbed, and Write, the reference upsert over a map), and
 //     Validate, which a store calls before any SQL runs;
 //   - the forms every store keeps and compares: CanonicalTime, CeilMicro,
 //     Sanitize, CheckIdentifier;

@@ -13,16 +13,20 @@ import (
 // This file is the one place where the contract's merge rules are written:
 // how an incoming row merges into a stored one (Merge, over the rules
 // declared in Columns), how history meets live capture at the seam
-// (Absorbs, MergeHistory, Write), and what a row must be to be stored
+// (Absorbs, MergeHistory, Absorbed, Write), and what a row must be to be stored
 // (Validate). The SQL stores express Merge inside their ON CONFLICT
 // clause; the conformance suite checks them against this file.
 
 // ColumnNamed returns the declared column of that name; it panics for a
 // name Columns does not declare (a programming error).
-func ColumnNamed(name string) *Column {
+func ColumnNamed(name string) *Column { return &Columns[ColumnIndex(name)] }
+
+// ColumnIndex is the position in Columns of the column of that name; it
+// panics for a name Columns does not declare (a programming error).
+func ColumnIndex(name string) int {
 	for i := range Columns {
 		if Columns[i].Name == name {
-			return &Columns[i]
+			return i
 		}
 	}
 	panic("storekit: no column named " + name)
@@ -70,9 +74,8 @@ func MergeInto(stored, incoming *core.Subagent) {
 
 // Absorbs reports whether live, a row just inserted live (its key had no
 // row), absorbs history: the row the backfill wrote for the same session
-// and tool call id, under the 'unknown' execution. The store then replaces
-// live with MergeHistory(live, history) and deletes history, in the same
-// atomic statement.
+// and tool call id, under the 'unknown' execution. The store then keeps
+// one row, Absorbed(live, history), in the same atomic statement.
 func Absorbs(live, history *core.Subagent) bool {
 	return history.Source == core.SourceBackfill && history.AgentExecutionID == core.UnknownExecution &&
 		live.AgentExecutionID != core.UnknownExecution &&
@@ -94,6 +97,16 @@ func MergeHistory(live, history core.Subagent) core.Subagent {
 	return out
 }
 
+// Absorbed is the one row a pair keeps when live absorbs history
+// (Absorbs): MergeHistory under history's id. History's row is moved to
+// live's execution — it counts as the pair's first write, and an id is
+// assigned once, on the first insert.
+func Absorbed(live, history core.Subagent) core.Subagent {
+	out := MergeHistory(live, history)
+	out.ID = history.ID
+	return out
+}
+
 // Write is the reference of a store's upsert over its rows, by key: the
 // row merges into the stored row of its key (MergeInto), or is inserted,
 // absorbing its pair's backfilled row if there is one (Absorbs). It returns
@@ -112,7 +125,7 @@ func Write(rows map[core.RowKey]core.Subagent, incoming core.Subagent) core.Suba
 	seam.AgentExecutionID = core.UnknownExecution
 	if history, ok := rows[seam]; ok && Absorbs(&row, &history) {
 		delete(rows, seam)
-		row = MergeHistory(row, history)
+		row = Absorbed(row, history)
 	}
 	rows[key] = row
 	return row

@@ -60,14 +60,11 @@ func SQLite() *sqltest.Driver {
 			closeAtCleanup(t, db)
 			return db, "sqlite:" + path
 		},
-		New:          sqlite.New,
-		Unavailable:  sqliteLocked,
-		LegacyTable:  legacyTable,
-		EarlierTable: sqliteEarlierTable,
-		PreviousRelease: func(t testing.TB, db *gorm.DB) {
-			previousRelease(t, db, release7580611SQLite, "")
-			exec(t, db, `DROP TRIGGER IF EXISTS subagentctx_absorb_v1`)
-		},
+		New:             sqlite.New,
+		Unavailable:     sqliteLocked,
+		LegacyTable:     legacyTable,
+		EarlierTable:    sqliteEarlierTable,
+		PreviousRelease: func(t testing.TB, db *gorm.DB) { previousRelease(t, db, release7580611SQLite, "") },
 		FailInserts: func(t testing.TB, db *gorm.DB, toolCallID string) func() {
 			t.Helper()
 			exec(t, db, `CREATE TRIGGER fail_insert BEFORE INSERT ON task_session_subagents

@@ -157,9 +157,6 @@ func testEveryEarlierShape(t *testing.T, d *Driver) {
 // wants).
 func (e *Env) dropColumn(t testing.TB, c string) {
 	t.Helper()
-	if e.Dialect.Name() == "sqlite" { // its trigger names columns; the shape step re-creates it
-		e.Exec(t, `DROP TRIGGER IF EXISTS subagentctx_absorb_v1`)
-	}
 	for _, x := range e.describe(t, sqlstore.Table).Indexes {
 		// The history index names columns in its predicate.
 		if !x.Unique && (slices.Contains(x.Columns, c) || x.Name == "idx_subagents_history") {

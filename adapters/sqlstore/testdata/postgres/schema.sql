@@ -57,8 +57,8 @@ END IF;
 END $do$;
 
 DO $do$ BEGIN
-IF to_regprocedure('subagentctx_absorb_c50de060()') IS NULL THEN
-CREATE FUNCTION subagentctx_absorb_c50de060() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
+IF to_regprocedure('subagentctx_absorb_dbde5c46()') IS NULL THEN
+CREATE FUNCTION subagentctx_absorb_dbde5c46() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
 DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
 BEGIN
 	IF NOT here THEN -- a partition of the table, or a Citus shard
@@ -83,7 +83,8 @@ BEGIN
 		duration_ms = COALESCE(t.duration_ms, b.duration_ms),
 		source = b.source,
 		observed_at = b.observed_at,
-		settled_at = COALESCE(b.settled_at, t.settled_at)
+		settled_at = COALESCE(b.settled_at, t.settled_at),
+		id = b.id
 			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
 		END IF;
 	ELSE -- a Citus shard: its own name, planned on each call
@@ -108,22 +109,23 @@ BEGIN
 		duration_ms = COALESCE(t.duration_ms, h.duration_ms),
 		source = h.source,
 		observed_at = h.observed_at,
-		settled_at = COALESCE(h.settled_at, t.settled_at)
+		settled_at = COALESCE(h.settled_at, t.settled_at),
+		id = h.id
 			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
 			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
 	END IF;
 	RETURN NULL;
 END
 $f$;
-EXECUTE format('ALTER FUNCTION subagentctx_absorb_c50de060() SET search_path = %I, pg_temp',
+EXECUTE format('ALTER FUNCTION subagentctx_absorb_dbde5c46() SET search_path = %I, pg_temp',
 	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'task_session_subagents'::regclass));
 END IF;
 IF NOT EXISTS (SELECT 1 FROM pg_trigger
 		WHERE tgrelid = 'task_session_subagents'::regclass AND tgname = 'subagentctx_absorb'
-		AND tgfoid = 'subagentctx_absorb_c50de060()'::regprocedure) THEN
+		AND tgfoid = 'subagentctx_absorb_dbde5c46()'::regprocedure) THEN
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
 	DROP TRIGGER IF EXISTS subagentctx_absorb ON task_session_subagents;
 	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents FOR EACH ROW
-		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_c50de060();
+		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_dbde5c46();
 END IF;
 END $do$;
