@@ -43,9 +43,10 @@ const turnIndex = "idx_subagents_turn_id"
 const observedAtIndex = "idx_subagents_observed_at"
 
 // historyIndex holds the rows the backfill wrote and no live row has
-// absorbed yet (docs/CONTRACT.md §8.5): the seam's trigger looks there for
-// an inserted row's history, the repair for doubled pairs. It stays as
-// small as the history.
+// absorbed yet (docs/CONTRACT.md §8.5): PostgreSQL's trigger looks there
+// for an inserted row's history (SQLite's upsert finds it by its key, in
+// the unique index), the repair for doubled pairs. It stays as small as
+// the history.
 const historyIndex = "idx_subagents_history"
 
 // TableDDL is the table's CREATE TABLE, rendered from storekit.Columns: every
