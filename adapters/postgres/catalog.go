@@ -54,7 +54,7 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 	}
 	var idx []struct {
 		Name, Columns, Constraint string
-		Unique, Primary           bool
+		Unique, Primary, Partial  bool
 	}
 	var fks []struct {
 		Column    string `json:"column"`
@@ -85,7 +85,7 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 	}
 	for _, i := range idx {
 		info.Indexes = append(info.Indexes, sqlstore.IndexInfo{Name: i.Name, Unique: i.Unique, Primary: i.Primary,
-			Columns: strings.Split(i.Columns, ","), Constraint: i.Constraint})
+			Partial: i.Partial, Columns: strings.Split(i.Columns, ","), Constraint: i.Constraint})
 	}
 	for _, f := range fks {
 		info.ForeignKeys = append(info.ForeignKeys, sqlstore.ForeignKeyInfo{
@@ -104,7 +104,8 @@ const describeTable = `SELECT to_regclass(?) IS NOT NULL AS exists,
 		FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
 		WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
 	(SELECT json_agg(json_build_object('name', c.relname, 'unique', i.indisunique, 'primary', i.indisprimary,
-			'columns', COALESCE(x.columns, ''), 'constraint', COALESCE((SELECT k.conname FROM pg_constraint k
+			'partial', i.indpred IS NOT NULL, 'columns', COALESCE(x.columns, ''),
+			'constraint', COALESCE((SELECT k.conname FROM pg_constraint k
 				WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u')), '')) ORDER BY c.relname)
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns
@@ -179,11 +180,11 @@ func (d Dialect) executionKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Table
 	hasKey := false
 	for _, x := range info.Indexes {
 		switch {
-		case x.Unique && slices.Equal(x.Columns, legacyKey) && x.Constraint != "":
+		case x.Key() && slices.Equal(x.Columns, legacyKey) && x.Constraint != "":
 			err = run(db, hook, "drop legacy key", `ALTER TABLE `+sqlstore.Table+` DROP CONSTRAINT "`+x.Constraint+`"`)
-		case x.Unique && slices.Equal(x.Columns, legacyKey):
+		case x.Key() && slices.Equal(x.Columns, legacyKey):
 			err = run(db, hook, "drop legacy key", `DROP INDEX "`+x.Name+`"`)
-		case x.Unique && slices.Equal(x.Columns, storekit.KeyColumns):
+		case x.Key() && slices.Equal(x.Columns, storekit.KeyColumns):
 			hasKey = true
 		}
 		if err != nil {

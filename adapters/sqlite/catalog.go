@@ -47,16 +47,17 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 	}
 	var idx []struct {
 		Name, Origin, Columns string
-		IsUnique              int
+		IsUnique, IsPartial   int
 	}
-	if err := db.Raw(`SELECT il.name AS name, il.origin AS origin, il."unique" AS is_unique,
+	if err := db.Raw(`SELECT il.name AS name, il.origin AS origin, il."unique" AS is_unique, il.partial AS is_partial,
 		(SELECT group_concat(name, ',' ORDER BY seqno) FROM pragma_index_info(il.name)) AS columns
 		FROM pragma_index_list(?) il ORDER BY il.name`, name).Scan(&idx).Error; err != nil {
 		return info, err
 	}
 	for _, x := range idx {
 		info.Indexes = append(info.Indexes, sqlstore.IndexInfo{
-			Name: x.Name, Primary: x.Origin == "pk", Unique: x.IsUnique == 1, Columns: strings.Split(x.Columns, ","),
+			Name: x.Name, Primary: x.Origin == "pk", Unique: x.IsUnique == 1, Partial: x.IsPartial == 1,
+			Columns: strings.Split(x.Columns, ","),
 		})
 	}
 	var fks []struct{ Table, Column, RefColumn, OnDelete string }
@@ -116,7 +117,7 @@ var (
 func hasUnique(info sqlstore.TableInfo, cols []string) bool {
 	return slices.ContainsFunc(
 		info.Indexes,
-		func(x sqlstore.IndexInfo) bool { return x.Unique && !x.Primary && slices.Equal(x.Columns, cols) },
+		func(x sqlstore.IndexInfo) bool { return x.Key() && !x.Primary && slices.Equal(x.Columns, cols) },
 	)
 }
 

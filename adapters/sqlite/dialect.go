@@ -144,16 +144,22 @@ const absorbTrigger = "subagentctx_absorb_v1"
 // Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT keyed so
 // that it absorbs history by itself (docs/CONTRACT.md §8.5). A frame under
 // an execution id whose own key has no row, while its pair has a row the
-// backfill wrote, takes the key of that row ('unknown'): ON CONFLICT lands
-// on history's row, and DO UPDATE merges the frame into it by the ordinary
-// rules — history as the stored row is storekit.Absorbed — and moves it to
-// the frame's execution. Its own key having a row (a pair an earlier build
-// doubled), the frame merges into that row and history stays for the
-// repair. SQLite runs one writer at a time, and a statement reads what it
-// writes under the write lock, so the choice of key cannot race. The
-// placeholders are numbered (?N is the N-th column's value) so that the
-// key's choice and the SET list can read the frame's session, execution
-// and tool call id again.
+// backfill wrote, takes that row's key ('unknown'). It then conflicts on
+// the index of the rows keyed 'unknown' (the history index, here unique
+// and over every such row), whose ON CONFLICT clause comes first — SQLite
+// tries the clauses' targets in their order — and whose DO UPDATE merges
+// the frame into history's row by the ordinary rules (history as the
+// stored row is storekit.Absorbed) and moves it to the frame's execution.
+// Every other conflict is the key's, and its clause leaves
+// agent_execution_id alone: setting it, even to its own value, would
+// rewrite the row's entries in three indexes on every merging frame (only
+// frames that name no execution pay that, through the first clause). Its
+// own key having a row (a pair an earlier build doubled), the frame merges
+// into that row and history stays for the repair. SQLite runs one writer
+// at a time, and a statement reads what it writes under the write lock, so
+// the choice of key cannot race. The placeholders are numbered (?N is the
+// N-th column's value) so that the key's choice and the SET list can read
+// the frame's session, execution and tool call id again.
 func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) {
 	t := sqlstore.Table
 	param := func(c string) string { return fmt.Sprint("?", storekit.ColumnIndex(c)+1) }
@@ -173,11 +179,25 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) 
 	AND NOT EXISTS (SELECT 1 FROM ` + t + ` WHERE task_session_id = ` + param("task_session_id") + `
 		AND agent_execution_id = ` + exec + ` AND tool_call_id = ` + param("tool_call_id") + `)
 	THEN '` + core.UnknownExecution + `' ELSE ` + exec + ` END`
-	upsert := strings.Replace(numbered.String(), ","+exec+",", ","+key+",", 1) + ",`agent_execution_id`=" + exec
-	return []sqlstore.SchemaObject{{
-		Create:  `DROP TRIGGER IF EXISTS ` + absorbTrigger,
-		Present: `SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = '` + absorbTrigger + `'`,
-	}}, upsert
+	values, conflict, _ := strings.Cut(numbered.String(), " ON CONFLICT ")
+	_, set, _ := strings.Cut(conflict, " DO UPDATE SET ")
+	unknown := "(task_session_id, tool_call_id) WHERE agent_execution_id = '" + core.UnknownExecution + "'"
+	upsert := strings.Replace(values, ","+exec+",", ","+key+",", 1) +
+		"\nON CONFLICT " + unknown + " DO UPDATE SET " + set + ",`agent_execution_id`=" + exec +
+		"\nON CONFLICT " + conflict
+	index := "CREATE UNIQUE INDEX " + u.HistoryIndex + " ON " + t + unknown
+	present := `SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = '` + u.HistoryIndex +
+		`' AND sql = '` + strings.ReplaceAll(index, "'", "''") + `'`
+	return []sqlstore.SchemaObject{
+		{
+			Create:  `DROP TRIGGER IF EXISTS ` + absorbTrigger,
+			Present: `SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = '` + absorbTrigger + `'`,
+		},
+		// The history index in any other form (earlier builds', or the
+		// one every dialect declares) is dropped, then created in this one.
+		{Create: `DROP INDEX IF EXISTS ` + u.HistoryIndex, Present: present},
+		{Create: index, Present: present},
+	}, upsert
 }
 
 // InFew implements sqlstore.Fragments: SQLite searches the index for each

@@ -454,3 +454,70 @@ func TestAC32_EarlierBuildsTriggerDropped(t *testing.T) {
 		t.Errorf("the next pass: %s, %d triggers left", r, triggers())
 	}
 }
+
+// TestAC32_HistoryIndexMadeUnique: the pass turns an earlier build's history
+// index (not unique, backfilled rows only) into SQLite's form, unique over
+// every row keyed 'unknown', whose ON CONFLICT clause absorbs history, rows
+// kept; a frame naming no execution merges into its own 'unknown' row
+// through that clause, and a live 'unknown' row is never absorbed.
+func TestAC32_HistoryIndexMadeUnique(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	ctx := context.Background()
+	kandevtest.InsertSession(ctx, e.DB, e.Tables, "s", "t")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	history, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "c", ObservedAt: at,
+		Payload: &core.Payload{Model: "m"}})
+	history.ID, history.Source = "history-row", core.SourceBackfill
+	if err := e.Store.Upsert(ctx, history); err != nil {
+		t.Fatal(err)
+	}
+	e.Exec(t, `DROP INDEX idx_subagents_history`)
+	e.Exec(t, `CREATE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id)
+		WHERE agent_execution_id = 'unknown' AND source = 'backfill'`)
+	if r := backfill.New(e.Store).Run(ctx); r.Failed() {
+		t.Fatalf("pass: %s", r)
+	}
+	var sql string
+	var unique int
+	if err := e.DB.Raw(`SELECT sql, (SELECT "unique" FROM pragma_index_list('task_session_subagents')
+		WHERE name = 'idx_subagents_history') FROM sqlite_master WHERE name = 'idx_subagents_history'`).
+		Row().Scan(&sql, &unique); err != nil {
+		t.Fatal(err)
+	}
+	if want := `CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) ` +
+		`WHERE agent_execution_id = 'unknown'`; sql != want || unique != 1 {
+		t.Fatalf("the history index after the pass: %q (unique %d), want %q", sql, unique, want)
+	}
+	frames := []core.Frame{
+		{TaskSessionID: "s", TaskID: "t", ExecutionID: "e1", ToolCallID: "c", ObservedAt: at.Add(time.Minute),
+			ToolStatus: "completed"},
+		{TaskSessionID: "s", TaskID: "t", ToolCallID: "d", ObservedAt: at, ToolStatus: "in_progress"},
+		{TaskSessionID: "s", TaskID: "t", ToolCallID: "d", ObservedAt: at.Add(time.Second), ToolStatus: "completed",
+			Payload: &core.Payload{Model: "n"}},
+		{TaskSessionID: "s", TaskID: "t", ExecutionID: "e1", ToolCallID: "d", ObservedAt: at.Add(2 * time.Second),
+			ToolStatus: "in_progress"},
+	}
+	for _, f := range frames {
+		row, _ := core.Normalize(f)
+		if err := e.Store.Upsert(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := e.Store.ListBySession(ctx, "s", core.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]core.Subagent{}
+	for _, r := range rows {
+		got[r.ToolCallID+"/"+r.AgentExecutionID] = r
+	}
+	c, unknown, second := got["c/e1"], got["d/unknown"], got["d/e1"]
+	if len(rows) != 3 || c.ID != "history-row" || c.Source != core.SourceBackfill || *c.Model != "m" ||
+		*c.ToolStatus != "completed" {
+		t.Fatalf("rows: %+v; want history absorbed under e1 and two rows of d", rows)
+	}
+	if unknown.Source != core.SourceLive || *unknown.ToolStatus != "completed" || *unknown.Model != "n" ||
+		!unknown.ObservedAt.Equal(at) || second.Source != core.SourceLive || *second.ToolStatus != "in_progress" {
+		t.Errorf("d's rows: %+v and %+v; want the frames without an execution merged, e1's apart", unknown, second)
+	}
+}

@@ -105,6 +105,9 @@ type UpsertParts struct {
 	// row's values (history refers to them) into the inserted row (target),
 	// history's id included: a trigger's.
 	Absorb func(history, target func(column string) string) string
+	// HistoryIndex names the index of the backfilled rows not yet absorbed
+	// (a dialect may declare it in its own form).
+	HistoryIndex string
 }
 
 // MessageView is how the dialect reads the host's messages
@@ -280,7 +283,14 @@ type IndexInfo struct {
 	Primary    bool
 	Columns    []string // in key order
 	Constraint string   // the constraint it backs ("" for a plain index)
+	// Partial is an index with a WHERE clause: it holds, and constrains,
+	// only the rows its predicate selects.
+	Partial bool
 }
+
+// Key reports whether the index is a unique key over every row: unique and
+// not partial.
+func (x IndexInfo) Key() bool { return x.Unique && !x.Partial }
 
 // ForeignKeyInfo is one foreign key of a catalog.
 type ForeignKeyInfo struct {

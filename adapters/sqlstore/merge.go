@@ -132,6 +132,12 @@ func absorbing(history, target ref) string {
 	return historySet(history, target, "", nil) + ",\n\t\tid = " + history("id")
 }
 
+// upsertParts are the parts of the upsert the dialect assembles, insert
+// being GORM's INSERT … ON CONFLICT.
+func upsertParts(insert string) UpsertParts {
+	return UpsertParts{Insert: insert, History: historyOf, Absorb: absorbing, HistoryIndex: historyIndex}
+}
+
 // renderInsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key) DO
 // UPDATE SET … from clauses, in the handle's dialect (quoting, bind
 // variables), with one placeholder per declared column of each of n rows.

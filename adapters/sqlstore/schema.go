@@ -244,9 +244,9 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 					),
 				)
 			}
-		case x.Unique && slices.Equal(x.Columns, storekit.KeyColumns):
+		case x.Key() && slices.Equal(x.Columns, storekit.KeyColumns):
 			key = true
-		case x.Unique && slices.Equal(x.Columns, legacyKeyColumns):
+		case x.Key() && slices.Equal(x.Columns, legacyKeyColumns):
 			legacy = true
 		case !x.Unique && len(x.Columns) == 1:
 			plain[x.Columns[0]] = true
@@ -299,11 +299,11 @@ func orNone(lit string) string {
 func inferVersion(d Fragments, info TableInfo) int {
 	hasKey := slices.ContainsFunc(
 		info.Indexes,
-		func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, storekit.KeyColumns) },
+		func(x IndexInfo) bool { return x.Key() && slices.Equal(x.Columns, storekit.KeyColumns) },
 	)
 	legacy := slices.ContainsFunc(
 		info.Indexes,
-		func(x IndexInfo) bool { return x.Unique && slices.Equal(x.Columns, legacyKeyColumns) },
+		func(x IndexInfo) bool { return x.Key() && slices.Equal(x.Columns, legacyKeyColumns) },
 	)
 	if info.Column("agent_execution_id") == nil || !hasKey || legacy {
 		return 0

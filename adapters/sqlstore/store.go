@@ -110,7 +110,7 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, liberr.Errorf("render the upsert: %w", err)
 	}
-	s.upsertSchema, s.upsertSQL = d.Upsert(UpsertParts{Insert: insert, History: historyOf, Absorb: absorbing})
+	s.upsertSchema, s.upsertSQL = d.Upsert(upsertParts(insert))
 	return s, nil
 }
 

@@ -115,7 +115,7 @@ func (s *Store) waveSQL(n int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("render the upsert of %d rows: %w", n, err)
 	}
-	_, q := s.d.Upsert(UpsertParts{Insert: insert, History: historyOf, Absorb: absorbing})
+	_, q := s.d.Upsert(upsertParts(insert))
 	s.waveStatements.Store(n, q)
 	return q, nil
 }

@@ -159,7 +159,7 @@ func (e *Env) dropColumn(t testing.TB, c string) {
 	t.Helper()
 	for _, x := range e.describe(t, sqlstore.Table).Indexes {
 		// The history index names columns in its predicate.
-		if !x.Unique && (slices.Contains(x.Columns, c) || x.Name == "idx_subagents_history") {
+		if !x.Key() && (slices.Contains(x.Columns, c) || x.Name == "idx_subagents_history") {
 			e.Exec(t, `DROP INDEX `+x.Name)
 		}
 	}

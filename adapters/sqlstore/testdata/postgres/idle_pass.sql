@@ -15,7 +15,8 @@ SELECT to_regclass('"task_session_subagents"') IS NOT NULL AS exists,
 		FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
 		WHERE a.attrelid = to_regclass('"task_session_subagents"') AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
 	(SELECT json_agg(json_build_object('name', c.relname, 'unique', i.indisunique, 'primary', i.indisprimary,
-			'columns', COALESCE(x.columns, ''), 'constraint', COALESCE((SELECT k.conname FROM pg_constraint k
+			'partial', i.indpred IS NOT NULL, 'columns', COALESCE(x.columns, ''),
+			'constraint', COALESCE((SELECT k.conname FROM pg_constraint k
 				WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u')), '')) ORDER BY c.relname)
 		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns

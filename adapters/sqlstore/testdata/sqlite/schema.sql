@@ -41,3 +41,7 @@ CREATE INDEX IF NOT EXISTS idx_subagents_session_order ON task_session_subagents
 CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
 
 DROP TRIGGER IF EXISTS subagentctx_absorb_v1;
+
+DROP INDEX IF EXISTS idx_subagents_history;
+
+CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = 'unknown';
