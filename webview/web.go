@@ -167,6 +167,7 @@ func New(src Source, opts ...Option) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+s.prefix+"/{$}", s.overview)
 	mux.HandleFunc("GET "+s.prefix+"/session", s.session)
+	mux.HandleFunc("GET "+s.prefix+"/session/totals", s.totals)
 	mux.HandleFunc("GET "+s.prefix+"/style.css", func(w http.ResponseWriter, r *http.Request) {
 		css, err := assets.ReadFile("assets/style.css")
 		if err != nil {
@@ -448,18 +449,26 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 type sessionPage struct {
-	ID       string
-	Stats    report.Stats
-	Coverage report.SessionCoverage
-	Turns    []turnView
-	// AllTurns is the session's number of turn groups (its statistics').
-	AllTurns int
+	ID    string
+	Turns []turnView
+	// Drawn counts the page's subagents and, when the page draws the whole
+	// session, its live and backfilled ones.
+	Drawn struct{ Subagents, Live, Backfill int }
 	// Earlier and Later start the neighbouring pages (nil: none).
 	Earlier, Later *core.Cursor
 	Generated      time.Time
 	// Refresh is how often the page reloads itself while a subagent it
 	// draws is not settled (seconds; 0 once all have settled).
 	Refresh int
+}
+
+// totalsPage is a session's statistics and coverage, over every row.
+type totalsPage struct {
+	ID        string
+	Stats     report.Stats
+	Coverage  report.SessionCoverage
+	Turns     int // turn groups: turns with a subagent, and the rows without one as one more
+	Generated time.Time
 }
 
 // turnCursor reads the page's cursor from the parameters name, name_tool
@@ -510,17 +519,14 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil {
-		p.Stats, err = s.src.Stats(ctx, report.StatsQuery{TaskSessionID: id})
-	}
-	if err == nil {
-		if len(p.Stats.Sessions) == 1 {
-			p.Coverage = p.Stats.Sessions[0]
-		}
-		for _, f := range p.Stats.FanOutPerTurn {
-			p.AllTurns += int(f.Turns)
-		}
-		if p.Stats.RowsWithoutTurn > 0 {
-			p.AllTurns++
+		p.Drawn.Subagents = len(page.Rows)
+		for _, r := range page.Rows {
+			switch r.Source {
+			case core.SourceLive:
+				p.Drawn.Live++
+			case core.SourceBackfill:
+				p.Drawn.Backfill++
+			}
 		}
 		for i, t := range fanout.Build(page.Rows) {
 			p.Turns = append(p.Turns, layout(t, i))
@@ -539,6 +545,34 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, "session.html", p, err)
+}
+
+// totals draws a session's statistics and coverage: a read over all its
+// rows and messages, so that the session page, which reads only the turns
+// it draws, links to it rather than paying it on every page.
+func (s *server) totals(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	if err := checkQuery(v, "id"); err != nil {
+		http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	p := totalsPage{ID: v.Get("id"), Generated: time.Now().UTC()}
+	var err error
+	p.Stats, err = s.src.Stats(r.Context(), report.StatsQuery{TaskSessionID: p.ID})
+	if err == nil && p.Stats.Subagents == 0 {
+		http.Error(w, "no subagent on record for this session", http.StatusNotFound)
+		return
+	}
+	if len(p.Stats.Sessions) == 1 {
+		p.Coverage = p.Stats.Sessions[0]
+	}
+	for _, f := range p.Stats.FanOutPerTurn {
+		p.Turns += int(f.Turns)
+	}
+	if p.Stats.RowsWithoutTurn > 0 {
+		p.Turns++
+	}
+	s.render(w, r, "totals.html", p, err)
 }
 
 // render writes a page, or a plain error without the store's details

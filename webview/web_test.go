@@ -594,3 +594,55 @@ func TestFailuresPaged(t *testing.T) {
 		}
 	}
 }
+
+// statsCounter is a source that counts its reads over a whole session's
+// rows (Stats).
+type statsCounter struct {
+	webview.Source
+	stats int
+}
+
+func (c *statsCounter) Stats(ctx context.Context, q report.StatsQuery) (report.Stats, error) {
+	c.stats++
+	return c.Source.Stats(ctx, q)
+}
+
+// TestSessionTotalsApart: the session page reads only the turns it draws
+// (no statistics over the whole session, docs/CONTRACT.md §5.7) and counts
+// what it draws; the whole session's totals and coverage are a page of
+// their own, linked from it, with the statistics' figures.
+func TestSessionTotalsApart(t *testing.T) {
+	s := memory.New()
+	testenv.Record(t, s, kandevtest.Stream("demo-", t0))
+	rows, err := s.ListBySession(context.Background(), "demo-sess", core.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &statsCounter{Source: s}
+	h := webview.New(src)
+	_, page := get(t, h, "GET", "/session?id=demo-sess")
+	if want := fmt.Sprintf("<p>%d subagent(s) (%d live, 0 backfilled) in ", len(rows), len(rows)); !strings.Contains(
+		page, want) || !strings.Contains(page, `<a href="/session/totals?id=demo-sess">Totals and coverage</a>`) {
+		t.Errorf("the session page lacks %q or the totals' link:\n%s", want, page)
+	}
+	if src.stats != 0 {
+		t.Errorf("the session page read the whole session's statistics %d time(s)", src.stats)
+	}
+	st, err := s.Stats(context.Background(), report.StatsQuery{TaskSessionID: "demo-sess"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, totals := get(t, h, "GET", "/session/totals?id=demo-sess")
+	want := fmt.Sprintf("%d subagent(s) (%d live, %d backfilled)", st.Subagents, st.Live, st.Backfill)
+	if res.StatusCode != 200 || !strings.Contains(totals, want) ||
+		!strings.Contains(totals, fmt.Sprintf(`title="%d"`, st.TotalTokens.All.Sum)) {
+		t.Errorf("the totals page: %d, lacks %q or the tokens' sum %d:\n%s", res.StatusCode, want,
+			st.TotalTokens.All.Sum, totals)
+	}
+	for path, code := range map[string]int{"/session/totals?id=nobody": 404, "/session/totals?id=%ff": 400,
+		"/session/totals?id=a&id=b": 400} {
+		if res, body := get(t, h, "GET", path); res.StatusCode != code {
+			t.Errorf("%s: %d %q, want %d", path, res.StatusCode, body, code)
+		}
+	}
+}
