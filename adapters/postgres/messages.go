@@ -95,7 +95,7 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 // select list, which the planner would copy into every reference. (An
 // OFFSET 0 fence would do the same on one server, but keeps Citus from
 // pushing the query down to shards.)
-func (d Dialect) SubagentMessages(t sqlstore.Tables, where string, _ sqlstore.Reading) string {
+func (d Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 	if where != "" {
 		where = " AND (" + where + ")"
 	}

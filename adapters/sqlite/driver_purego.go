@@ -49,8 +49,8 @@ func init() {
 		n  int32
 		fn func(args []driver.Value) (driver.Value, error)
 	}{
-		"subagentctx_message": {8, func(a []driver.Value) (driver.Value, error) {
-			return message(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
+		"subagentctx_message": {7, func(a []driver.Value) (driver.Value, error) {
+			return message(a[0], a[1], a[2], a[3], a[4], a[5], a[6])
 		}},
 		"subagentctx_instant": {1, func(a []driver.Value) (driver.Value, error) { return instant(a[0]), nil }},
 	}

@@ -66,11 +66,10 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 // runs history.Recover and returns its reading as a JSON object keyed by
 // column (SQLite's own JSON functions read duplicate keys, surrogates and
 // numbers differently from PostgreSQL, docs/CONTRACT.md §8.6); the view
-// extracts each of sqlstore.MessageColumns from it. With MessageKeys the
-// object holds only the keys' columns: building and parsing the rest was
-// half of what health paid per message. Only messages whose text can
-// spell the kind (literally, or through a \u escape) reach the function.
-func (Dialect) SubagentMessages(t sqlstore.Tables, where string, r sqlstore.Reading) string {
+// extracts each of sqlstore.MessageColumns from it. Only messages whose
+// text can spell the kind (literally, or through a \u escape) reach the
+// function.
+func (Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 	if where != "" {
 		where = " AND (" + where + ")"
 	}
@@ -79,18 +78,13 @@ func (Dialect) SubagentMessages(t sqlstore.Tables, where string, r sqlstore.Read
 		"CAST(v.task_session_id AS TEXT) AS task_session_id",
 		"CAST(v.task_id AS TEXT) AS task_id",
 	}
-	read, whole := sqlstore.MessageColumns(), 1
-	if r == sqlstore.MessageKeys {
-		read, whole = read[:6], 0
-	}
-	for _, c := range read[3:] {
+	for _, c := range sqlstore.MessageColumns()[3:] {
 		cols = append(cols, "json_extract(v.x, '$."+c+"') AS "+c)
 	}
 	return `SELECT ` + strings.Join(cols, ",\n\t\t") + `
 	FROM (SELECT m.id, m.task_session_id, m.task_id,
 			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
-				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT),
-				` + fmt.Sprint(whole) + `) AS x
+				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
 		FROM "` + t.Messages + `" m
 		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0)` + where + `
 		LIMIT -1 OFFSET 0) v
@@ -128,11 +122,11 @@ const storedLayout = "2006-01-02 15:04:05.999999999-07:00"
 // message is subagentctx_message: history.Recover on one message, as a
 // JSON object keyed by the view's columns (NULL when it is not a subagent
 // message): the tool call id, whether it is recoverable (0/1), created_at
-// as an instantLayout text, and, when whole is 1, every column of
-// sqlstore.HistoryColumns as the table stores it. It runs once per
-// candidate message of every backfill and health check, so the object is
-// appended byte by byte, with no map and no reflection.
-func message(id, session, task, turn, metadata, created, updated, whole any) (any, error) {
+// as an instantLayout text, and every column of sqlstore.HistoryColumns as
+// the table stores it. It runs once per candidate message of every
+// backfill and health check, so the object is appended byte by byte, with
+// no map and no reflection.
+func message(id, session, task, turn, metadata, created, updated any) (any, error) {
 	str := func(v any) *string {
 		if s, ok := v.(string); ok {
 			return &s
@@ -170,9 +164,6 @@ func message(id, session, task, turn, metadata, created, updated, whole any) (an
 		b = append(r.Created.UTC().AppendFormat(b, instantLayout), '"')
 	} else {
 		b = append(b, "null"...)
-	}
-	if whole != int64(1) {
-		return string(append(b, '}')), nil
 	}
 	for _, c := range historyColumns {
 		b = append(append(append(b, `,"`...), c.Name...), `":`...)

@@ -40,7 +40,7 @@ func (s *Store) ranked() string {
 	d := s.d
 	return `SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
 		ORDER BY v.created DESC, ` + d.Bytewise("v.message_id") + ` DESC) AS rn
-	FROM (` + d.SubagentMessages(s.tables, "", WholeMessages) + `) v
+	FROM (` + d.SubagentMessages(s.tables, "") + `) v
 	WHERE v.recoverable = 1`
 }
 
@@ -112,10 +112,9 @@ func (s *Store) backfillStatements(distributed bool) backfillStatements {
 		// shard in parallel, in one distributed transaction. A CTE would be
 		// gathered on the coordinator. Each scans the messages once.
 		return backfillStatements{
-			Through: `SELECT MAX(v.created) FROM (` + s.d.SubagentMessages(s.tables, "", MessageKeys) +
-				`) v WHERE v.recoverable = 1`,
-			Merge:  s.backfillMerge("(" + s.ranked() + ")"),
-			Insert: s.backfillInsert("(" + s.ranked() + ")"),
+			Through: `SELECT MAX(v.created) FROM (` + s.d.SubagentMessages(s.tables, "") + `) v WHERE v.recoverable = 1`,
+			Merge:   s.backfillMerge("(" + s.ranked() + ")"),
+			Insert:  s.backfillInsert("(" + s.ranked() + ")"),
 		}
 	}
 	return backfillStatements{Single: `WITH staged AS MATERIALIZED (` + s.ranked() + `),

@@ -110,30 +110,17 @@ type UpsertParts struct {
 	HistoryIndex string
 }
 
-// Reading is how much of each subagent message a message view reads.
-type Reading int
-
-const (
-	// WholeMessages reads every column MessageColumns names: the
-	// backfill's reading.
-	WholeMessages Reading = iota
-	// MessageKeys reads the first six of MessageColumns.
-	MessageKeys
-)
-
 // MessageView is how the dialect reads the host's messages
 // (docs/CONTRACT.md §4.2) for the backfill, health and coverage.
 type MessageView interface {
 	// SubagentMessages is a SELECT over the host's messages yielding one
 	// row per subagent message with the columns MessageColumns names,
 	// exactly as history.Recover reads it, derived from the column
-	// declaration's metadata paths; with MessageKeys, only the first six
-	// need be read (a dialect whose planner computes only the columns a
-	// query uses may yield them all). where, when not empty, is a
-	// condition on the raw message m (its columns as the host stores them)
-	// that restricts the messages read before any is parsed: a window, or
-	// a set of sessions.
-	SubagentMessages(t Tables, where string, r Reading) string
+	// declaration's metadata paths. where, when not empty, is a condition
+	// on the raw message m (its columns as the host stores them) that
+	// restricts the messages read before any is parsed: a window, or a set
+	// of sessions.
+	SubagentMessages(t Tables, where string) string
 	// HostInstant is an SQL expression over a host timestamp column
 	// (messages' created_at, updated_at): a value that orders and compares
 	// as the instant at the host's full precision, NULL when the value is
@@ -324,10 +311,6 @@ func (t TableInfo) Column(name string) *ColumnInfo {
 // order: the message's identity, whether it is recoverable (0/1), its
 // created_at as a HostInstant, then every column of the row history gives
 // (HistoryColumns).
-//
-// The first six, MessageKeys' reading, are the message and its pair's
-// identity, whether the message is recoverable and when it was created:
-// what health and coverage read.
 func MessageColumns() []string {
 	out := []string{"message_id", "task_session_id", "task_id", "tool_call_id", "recoverable", "created"}
 	for _, c := range HistoryColumns() {

@@ -59,7 +59,7 @@ func (s *Store) FirstActivitySQL(where string, before time.Time) (string, string
 	return rows, messages
 }
 func (s *Store) RepairSQL() (string, string)        { return s.repairStatements(nil) }
-func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables, "", WholeMessages) }
+func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables, "") }
 func (s *Store) Form(distributed bool) BackfillForm { return s.d.BackfillForm(distributed) }
 
 // BackfillSQL is the backfill's statements in the order they run.

@@ -144,7 +144,7 @@ func (s *Store) pairFlags(since time.Time, messages, rows string, activeArgs []a
 			0 AS stored, CAST(NULL AS TEXT) AS execution,
 			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN v.created END AS due_at,
 			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
-		FROM (` + d.SubagentMessages(s.tables, messages, MessageKeys) + `) v
+		FROM (` + d.SubagentMessages(s.tables, messages) + `) v
 		UNION ALL
 		SELECT t.task_session_id, t.tool_call_id,
 			0, 0, CASE WHEN ` + observed + ` >= ? THEN 1 ELSE 0 END, 1,

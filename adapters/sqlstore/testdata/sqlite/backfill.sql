@@ -26,8 +26,7 @@ CREATE TEMP TABLE subagentctx_backfill_stage AS SELECT v.*, ROW_NUMBER() OVER (P
 		json_extract(v.x, '$.settled_at') AS settled_at
 	FROM (SELECT m.id, m.task_session_id, m.task_id,
 			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
-				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT),
-				1) AS x
+				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
 		FROM "task_session_messages" m
 		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0)
 		LIMIT -1 OFFSET 0) v
