@@ -181,7 +181,11 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) 
 	THEN '` + core.UnknownExecution + `' ELSE ` + exec + ` END`
 	values, conflict, _ := strings.Cut(numbered.String(), " ON CONFLICT ")
 	_, set, _ := strings.Cut(conflict, " DO UPDATE SET ")
-	unknown := "(task_session_id, tool_call_id) WHERE agent_execution_id = '" + core.UnknownExecution + "'"
+	// The execution id among the index's columns, constant as it is there,
+	// keeps earlier builds from taking a unique (task_session_id,
+	// tool_call_id) for the first draft's key, which they would refuse.
+	unknown := "(task_session_id, tool_call_id, agent_execution_id) WHERE agent_execution_id = '" +
+		core.UnknownExecution + "'"
 	upsert := strings.Replace(values, ","+exec+",", ","+key+",", 1) +
 		"\nON CONFLICT " + unknown + " DO UPDATE SET " + set + ",`agent_execution_id`=" + exec +
 		"\nON CONFLICT " + conflict

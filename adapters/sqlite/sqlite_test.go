@@ -484,8 +484,8 @@ func TestAC32_HistoryIndexMadeUnique(t *testing.T) {
 		Row().Scan(&sql, &unique); err != nil {
 		t.Fatal(err)
 	}
-	if want := `CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) ` +
-		`WHERE agent_execution_id = 'unknown'`; sql != want || unique != 1 {
+	if want := `CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id, ` +
+		`agent_execution_id) WHERE agent_execution_id = 'unknown'`; sql != want || unique != 1 {
 		t.Fatalf("the history index after the pass: %q (unique %d), want %q", sql, unique, want)
 	}
 	frames := []core.Frame{

@@ -242,3 +242,52 @@ func TestLastReleaseDatabaseAsApplicationRole(t *testing.T) {
 		cli(t, "", "--db", e.DSN, "health").want(t, 0)
 	})
 }
+
+// TestRollbackToLastRelease: a database this build migrated keeps working
+// with the last release's binary (a rollback, or its processes still
+// running in a rolling deploy): its migrate passes, its record persists
+// what it reads, and this build, back again, still has one row per
+// invocation.
+func TestRollbackToLastRelease(t *testing.T) {
+	old := buildRelease(t, lastRelease)
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		ctx := context.Background()
+		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
+			t.Fatal(err)
+		}
+		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+		inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer"})
+		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
+			[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
+				Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
+			t.Fatal(err)
+		}
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
+		run := func(stdin string, args ...string) string {
+			t.Helper()
+			cmd := exec.Command(old, append([]string{"--db", e.DSN}, args...)...)
+			cmd.Env, cmd.Stdin = append(os.Environ(), "SUBAGENTCTL_DB="), strings.NewReader(stdin)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("the last release's %v after this build's migrate: %v\n%s", args, err, out)
+			}
+			return string(out)
+		}
+		run("", "migrate")
+		frame := jsonFrame("s1", "toolu_2", "exec-1", "completed", created.Add(time.Minute),
+			`{"description":"","prompt":"","subagent_type":"reviewer"}`) + "\n"
+		if out := run(frame, "record"); !strings.Contains(out, "persisted 1 ") {
+			t.Errorf("the last release's record: %s", out)
+		}
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
+		frame = jsonFrame("s1", "toolu_1", "exec-1", "completed", created.Add(2*time.Minute),
+			`{"description":"","prompt":"","subagent_type":"","total_tokens":7}`) + "\n"
+		cli(t, frame, "--db", e.DSN, "record").want(t, 0)
+		var rows []core.Subagent
+		json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "list", "--session", "s1", "--json").want(t, 0).stdout), &rows)
+		if len(rows) != 2 || rows[0].ToolCallID != "toolu_1" || rows[0].AgentExecutionID != "exec-1" ||
+			rows[0].Source != core.SourceBackfill || rows[1].ToolCallID != "toolu_2" {
+			t.Errorf("rows after the rollback and back: %+v, want toolu_1's history absorbed and toolu_2's row", rows)
+		}
+	})
+}

@@ -24,7 +24,7 @@ SELECT il.name AS name, il.origin AS origin, il."unique" AS is_unique, il.partia
 SELECT "table", "from" AS "column", "to" AS ref_column, on_delete
 		FROM pragma_foreign_key_list("task_session_subagents");
 
-SELECT (SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = 'subagentctx_absorb_v1'), (SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = 'idx_subagents_history' AND sql = 'CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = ''unknown'''), (SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = 'idx_subagents_history' AND sql = 'CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = ''unknown''');
+SELECT (SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = 'subagentctx_absorb_v1'), (SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = 'idx_subagents_history' AND sql = 'CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id, agent_execution_id) WHERE agent_execution_id = ''unknown'''), (SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = 'idx_subagents_history' AND sql = 'CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id, agent_execution_id) WHERE agent_execution_id = ''unknown''');
 
 SELECT "key", value FROM "kandev_meta" WHERE "key" LIKE "subagent_context_schema_v%";
 

@@ -44,4 +44,4 @@ DROP TRIGGER IF EXISTS subagentctx_absorb_v1;
 
 DROP INDEX IF EXISTS idx_subagents_history;
 
-CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = 'unknown';
+CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id, agent_execution_id) WHERE agent_execution_id = 'unknown';
