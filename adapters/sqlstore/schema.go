@@ -44,9 +44,10 @@ const observedAtIndex = "idx_subagents_observed_at"
 
 // historyIndex holds the rows the backfill wrote and no live row has
 // absorbed yet (docs/CONTRACT.md §8.5): PostgreSQL's trigger looks there
-// for an inserted row's history (SQLite's upsert finds it by its key, in
-// the unique index), the repair for doubled pairs. It stays as small as
-// the history.
+// for an inserted row's history, the repair for doubled pairs. It stays as
+// small as the history. SQLite declares it in a form of its own, unique
+// over every row keyed 'unknown', the target of its upsert's absorbing
+// ON CONFLICT clause (the sqlite package's Upsert).
 const historyIndex = "idx_subagents_history"
 
 // TableDDL is the table's CREATE TABLE, rendered from storekit.Columns: every
