@@ -289,7 +289,9 @@ func overviewMetrics() []string {
 }
 
 // overviewStatement is the overview (docs/CONTRACT.md §5.4) in one
-// statement, so one snapshot: the window's rows (w) grouped per
+// statement, so one snapshot: the window's rows (w) grouped once per
+// combination of the breakdowns' values and source (g: one sort or hash
+// of the window, where a GROUP BY per breakdown made four), summed per
 // breakdown, value and source (c), the values ranked per breakdown by
 // their rows (r), then the listed groups' figures (part 1), the unlisted
 // groups per breakdown (part 2: their rows in n, their number in
@@ -301,10 +303,16 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	d := s.d
 	where, args := s.overviewWindow(q)
 	var groups, ranks []string
+	combination := strings.Join(overviewDimensions, ", ") + ", source"
+	figures := append([]string{"count(*) AS n", "SUM(failed) AS failed", "count(duration_ms) AS duration_n"},
+		overviewMetrics()...)
 	for _, dim := range overviewDimensions {
-		cols := append([]string{"'" + dim + "' AS dim", dim + " AS k", "source", "count(*) AS n",
-			"SUM(failed) AS failed", "count(duration_ms) AS duration_n"}, overviewMetrics()...)
-		groups = append(groups, "SELECT "+strings.Join(cols, ",\n\t\t")+"\n\tFROM w GROUP BY "+dim+", source")
+		cols := []string{"'" + dim + "' AS dim", dim + " AS k", "source"}
+		for _, f := range figures {
+			_, name, _ := strings.Cut(f, " AS ")
+			cols = append(cols, "SUM("+name+") AS "+name)
+		}
+		groups = append(groups, "SELECT "+strings.Join(cols, ", ")+"\n\tFROM g GROUP BY "+dim+", source")
 		if durationsRanked(dim) {
 			ranks = append(ranks, `SELECT '`+dim+`' AS dim, `+dim+` AS k, source, duration_ms,
 				ROW_NUMBER() OVER win AS rn, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER win AS rl,
@@ -325,6 +333,8 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
 		total_tokens, tool_use_count, CASE WHEN tool_status IN (` + failedStatuses() + `) THEN 1 ELSE 0 END AS failed
 	FROM ` + s.windowed(q.Since) + ` WHERE ` + where + `),
+g AS MATERIALIZED (SELECT ` + combination + `, ` + strings.Join(figures, ", ") + `
+	FROM w GROUP BY ` + combination + `),
 c AS MATERIALIZED (` + strings.Join(groups, "\n\tUNION ALL ") + `),
 r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, ` + d.Bytewise("k") + `) AS place

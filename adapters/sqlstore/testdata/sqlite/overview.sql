@@ -1,58 +1,16 @@
 WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
 		total_tokens, tool_use_count, CASE WHEN tool_status IN ('error', 'failed', 'cancelled') THEN 1 ELSE 0 END AS failed
 	FROM task_session_subagents INDEXED BY idx_subagents_observed_at WHERE observed_at >= ? AND CASE WHEN substr(observed_at, 11, 1) = ' ' AND substr(observed_at, -6) = '+00:00' THEN observed_at >= ? ELSE (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? END AND observed_at < ? AND CASE WHEN substr(observed_at, 11, 1) = ' ' AND substr(observed_at, -6) = '+00:00' THEN observed_at < ? ELSE (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) < ? END),
-c AS MATERIALIZED (SELECT 'tool_status' AS dim,
-		tool_status AS k,
-		source,
-		count(*) AS n,
-		SUM(failed) AS failed,
-		count(duration_ms) AS duration_n,
-		count(total_tokens) AS total_tokens_n,
-		SUM(total_tokens / 4294967296) AS total_tokens_hi,
-		SUM(total_tokens % 4294967296) AS total_tokens_lo,
-		count(tool_use_count) AS tool_use_count_n,
-		SUM(tool_use_count / 4294967296) AS tool_use_count_hi,
-		SUM(tool_use_count % 4294967296) AS tool_use_count_lo
-	FROM w GROUP BY tool_status, source
-	UNION ALL SELECT 'agent_status' AS dim,
-		agent_status AS k,
-		source,
-		count(*) AS n,
-		SUM(failed) AS failed,
-		count(duration_ms) AS duration_n,
-		count(total_tokens) AS total_tokens_n,
-		SUM(total_tokens / 4294967296) AS total_tokens_hi,
-		SUM(total_tokens % 4294967296) AS total_tokens_lo,
-		count(tool_use_count) AS tool_use_count_n,
-		SUM(tool_use_count / 4294967296) AS tool_use_count_hi,
-		SUM(tool_use_count % 4294967296) AS tool_use_count_lo
-	FROM w GROUP BY agent_status, source
-	UNION ALL SELECT 'subagent_type' AS dim,
-		subagent_type AS k,
-		source,
-		count(*) AS n,
-		SUM(failed) AS failed,
-		count(duration_ms) AS duration_n,
-		count(total_tokens) AS total_tokens_n,
-		SUM(total_tokens / 4294967296) AS total_tokens_hi,
-		SUM(total_tokens % 4294967296) AS total_tokens_lo,
-		count(tool_use_count) AS tool_use_count_n,
-		SUM(tool_use_count / 4294967296) AS tool_use_count_hi,
-		SUM(tool_use_count % 4294967296) AS tool_use_count_lo
-	FROM w GROUP BY subagent_type, source
-	UNION ALL SELECT 'model' AS dim,
-		model AS k,
-		source,
-		count(*) AS n,
-		SUM(failed) AS failed,
-		count(duration_ms) AS duration_n,
-		count(total_tokens) AS total_tokens_n,
-		SUM(total_tokens / 4294967296) AS total_tokens_hi,
-		SUM(total_tokens % 4294967296) AS total_tokens_lo,
-		count(tool_use_count) AS tool_use_count_n,
-		SUM(tool_use_count / 4294967296) AS tool_use_count_hi,
-		SUM(tool_use_count % 4294967296) AS tool_use_count_lo
-	FROM w GROUP BY model, source),
+g AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, count(*) AS n, SUM(failed) AS failed, count(duration_ms) AS duration_n, count(total_tokens) AS total_tokens_n, SUM(total_tokens / 4294967296) AS total_tokens_hi, SUM(total_tokens % 4294967296) AS total_tokens_lo, count(tool_use_count) AS tool_use_count_n, SUM(tool_use_count / 4294967296) AS tool_use_count_hi, SUM(tool_use_count % 4294967296) AS tool_use_count_lo
+	FROM w GROUP BY tool_status, agent_status, subagent_type, model, source),
+c AS MATERIALIZED (SELECT 'tool_status' AS dim, tool_status AS k, source, SUM(n) AS n, SUM(failed) AS failed, SUM(duration_n) AS duration_n, SUM(total_tokens_n) AS total_tokens_n, SUM(total_tokens_hi) AS total_tokens_hi, SUM(total_tokens_lo) AS total_tokens_lo, SUM(tool_use_count_n) AS tool_use_count_n, SUM(tool_use_count_hi) AS tool_use_count_hi, SUM(tool_use_count_lo) AS tool_use_count_lo
+	FROM g GROUP BY tool_status, source
+	UNION ALL SELECT 'agent_status' AS dim, agent_status AS k, source, SUM(n) AS n, SUM(failed) AS failed, SUM(duration_n) AS duration_n, SUM(total_tokens_n) AS total_tokens_n, SUM(total_tokens_hi) AS total_tokens_hi, SUM(total_tokens_lo) AS total_tokens_lo, SUM(tool_use_count_n) AS tool_use_count_n, SUM(tool_use_count_hi) AS tool_use_count_hi, SUM(tool_use_count_lo) AS tool_use_count_lo
+	FROM g GROUP BY agent_status, source
+	UNION ALL SELECT 'subagent_type' AS dim, subagent_type AS k, source, SUM(n) AS n, SUM(failed) AS failed, SUM(duration_n) AS duration_n, SUM(total_tokens_n) AS total_tokens_n, SUM(total_tokens_hi) AS total_tokens_hi, SUM(total_tokens_lo) AS total_tokens_lo, SUM(tool_use_count_n) AS tool_use_count_n, SUM(tool_use_count_hi) AS tool_use_count_hi, SUM(tool_use_count_lo) AS tool_use_count_lo
+	FROM g GROUP BY subagent_type, source
+	UNION ALL SELECT 'model' AS dim, model AS k, source, SUM(n) AS n, SUM(failed) AS failed, SUM(duration_n) AS duration_n, SUM(total_tokens_n) AS total_tokens_n, SUM(total_tokens_hi) AS total_tokens_hi, SUM(total_tokens_lo) AS total_tokens_lo, SUM(tool_use_count_n) AS tool_use_count_n, SUM(tool_use_count_hi) AS tool_use_count_hi, SUM(tool_use_count_lo) AS tool_use_count_lo
+	FROM g GROUP BY model, source),
 r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, k) AS place
 	FROM c GROUP BY dim, k),
