@@ -66,22 +66,10 @@ func buildRelease(t *testing.T, commit string) string {
 func TestPreviousReleaseDatabase(t *testing.T) {
 	old := buildRelease(t, previousRelease)
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		ctx := context.Background()
 		// The previous release creates the table itself.
 		e.Exec(t, `DROP TABLE task_session_subagents`)
 		e.Exec(t, `DELETE FROM kandev_meta`)
-		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
-			t.Fatal(err)
-		}
-		inflight := kandevtest.Subagent(
-			"toolu_1", "in_progress", &core.Payload{SubagentType: "explorer", Description: "map the repo"},
-		)
-		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
-		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
-			[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
-				Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
-			t.Fatal(err)
-		}
+		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer", Description: "map the repo"})
 		run := func(bin string, stdin string, args ...string) string {
 			t.Helper()
 			cmd := exec.Command(bin, append([]string{"--db", e.DSN}, args...)...)
@@ -154,23 +142,32 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// seedInFlight gives the host session s1 (task task-1) and, in its history,
+// one message of subagent toolu_1 in flight with payload p, and returns
+// the message's creation time.
+func seedInFlight(t *testing.T, e *sqltest.Env, p *core.Payload) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
+	inflight := kandevtest.Subagent("toolu_1", "in_progress", p)
+	if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
+		[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
+			Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
 // TestDeployWhileSubagentsRun is the deploy that found the seam, through
 // the command line on every dialect: a subagent in flight in the host's
 // history, migrate, then its completion recorded under an execution id:
 // one row, counted once.
 func TestDeployWhileSubagentsRun(t *testing.T) {
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		ctx := context.Background()
-		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
-		inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer"})
-		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
-			t.Fatal(err)
-		}
-		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
-			[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
-				Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
-			t.Fatal(err)
-		}
+		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
 		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
 		cli(
 			t,
@@ -205,19 +202,9 @@ const lastRelease = "e87ca7e"
 func TestLastReleaseDatabaseAsApplicationRole(t *testing.T) {
 	old := buildRelease(t, lastRelease)
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		ctx := context.Background()
 		e.Exec(t, `DROP TABLE task_session_subagents`) // the last release creates it itself
 		e.Exec(t, `DELETE FROM kandev_meta`)
-		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
-			t.Fatal(err)
-		}
-		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
-		inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer"})
-		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
-			[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
-				Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
-			t.Fatal(err)
-		}
+		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
 		if out, err := exec.Command(old, "--db", e.DSN, "migrate").CombinedOutput(); err != nil {
 			t.Fatalf("the last release's migrate: %v\n%s", err, out)
 		}
@@ -251,17 +238,7 @@ func TestLastReleaseDatabaseAsApplicationRole(t *testing.T) {
 func TestRollbackToLastRelease(t *testing.T) {
 	old := buildRelease(t, lastRelease)
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		ctx := context.Background()
-		if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1"); err != nil {
-			t.Fatal(err)
-		}
-		created := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
-		inflight := kandevtest.Subagent("toolu_1", "in_progress", &core.Payload{SubagentType: "explorer"})
-		if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables,
-			[]kandevtest.Message{{ID: "m1", TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1",
-				Metadata: ptr(inflight.JSON()), CreatedAt: created, UpdatedAt: created}}); err != nil {
-			t.Fatal(err)
-		}
+		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
 		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
 		run := func(stdin string, args ...string) string {
 			t.Helper()
