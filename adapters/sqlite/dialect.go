@@ -204,6 +204,34 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) 
 	}, upsert
 }
 
+// NearestRanks implements sqlstore.Fragments with window functions: per
+// dim one sort by k and duration (a sort of them all by dim, k and
+// duration costs more), numbering each k's durations over both sources
+// (rn) and counting the live ones up to each (rl), from which a duration's
+// rank among its own source's follows (rs) without a sort per source.
+// Only the rows at a nearest rank are kept (y), a few per group.
+func (Dialect) NearestRanks(durations []string) string {
+	ranked := func(rn, m string) string {
+		return rn + " IN ((50 * " + m + " + 99) / 100, (95 * " + m + " + 99) / 100)"
+	}
+	var windows []string
+	for _, q := range durations {
+		windows = append(windows, `SELECT dim, k, source, duration_ms,
+				ROW_NUMBER() OVER win AS rn, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER win AS rl,
+				count(*) OVER part AS m, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER part AS ml
+			FROM (`+q+`) AS q
+			WINDOW part AS (PARTITION BY k), win AS (part ORDER BY duration_ms ROWS UNBOUNDED PRECEDING)`)
+	}
+	return `WITH y AS MATERIALIZED (SELECT * FROM (SELECT x.*,
+			CASE WHEN x.source = 'live' THEN x.rl ELSE x.rn - x.rl END AS rs,
+			CASE WHEN x.source = 'live' THEN x.ml ELSE x.m - x.ml END AS ms
+		FROM (` + strings.Join(windows, "\n\t\tUNION ALL ") + `) x) z
+	WHERE ` + ranked("z.rn", "z.m") + ` OR ` + ranked("z.rs", "z.ms") + `)
+SELECT dim, k, 'all' AS source, m, rn, duration_ms AS value FROM y WHERE ` + ranked("rn", "m") + `
+UNION ALL
+SELECT dim, k, source, ms, rs, duration_ms FROM y WHERE ` + ranked("rs", "ms")
+}
+
 // InFew implements sqlstore.Fragments: SQLite searches the index for each
 // value of an IN list's subquery.
 func (Dialect) InFew(expr, subquery string) string { return expr + " IN (" + subquery + ")" }

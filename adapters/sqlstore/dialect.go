@@ -65,6 +65,14 @@ type Fragments interface {
 	// that the planner looks each one up through an index on expr rather
 	// than scanning the table.
 	InFew(expr, subquery string) string
+	// NearestRanks is a query over durations, queries of rows (dim, k,
+	// source, duration_ms) with no NULL duration and one dim each, giving
+	// rows (dim, k, source, m, rn, value): per dim and k, over both
+	// sources (source 'all') and over each, the number m of its durations
+	// and, for rn the median's and the 95th percentile's nearest rank
+	// among them (storekit.Rank), the duration at rank rn in ascending
+	// order.
+	NearestRanks(durations []string) string
 	// Upsert gives the upsert its form on this database: the schema
 	// objects it needs (made so once the table has its declared shape: a
 	// trigger that absorbs history, or an earlier build's trigger gone)

@@ -293,16 +293,17 @@ func overviewMetrics() []string {
 // combination of the breakdowns' values and source (g: one sort or hash
 // of the window, where a GROUP BY per breakdown made four), summed per
 // breakdown, value and source (c), the values ranked per breakdown by
-// their rows (r), then the listed groups' figures (part 1), the unlisted
-// groups per breakdown (part 2: their rows in n, their number in
-// failed), and the durations at the median's and the 95th
-// percentile's nearest rank per listed group and source, 'all' for both
-// (part 3), and the window's rows per source (part 4). Metric sums are split into high and low 32 bits, as in
-// statsStatement.
+// their rows (r), the nearest ranks of the ranked breakdowns' durations
+// (d, the dialect's NearestRanks), then the listed groups' figures
+// (part 1), the unlisted groups per breakdown (part 2: their rows in n,
+// their number in failed), the listed groups' durations at the median's
+// and the 95th percentile's nearest rank per source, 'all' for both (part
+// 3), and the window's rows per source (part 4). Metric sums are split
+// into high and low 32 bits, as in statsStatement.
 func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	d := s.d
 	where, args := s.overviewWindow(q)
-	var groups, ranks []string
+	var groups, durations []string
 	combination := strings.Join(overviewDimensions, ", ") + ", source"
 	figures := append([]string{"count(*) AS n", "SUM(failed) AS failed", "count(duration_ms) AS duration_n"},
 		overviewMetrics()...)
@@ -314,22 +315,14 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 		}
 		groups = append(groups, "SELECT "+strings.Join(cols, ", ")+"\n\tFROM g GROUP BY "+dim+", source")
 		if durationsRanked(dim) {
-			ranks = append(ranks, `SELECT '`+dim+`' AS dim, `+dim+` AS k, source, duration_ms,
-				ROW_NUMBER() OVER win AS rn, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER win AS rl,
-				count(*) OVER part AS m, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER part AS ml
-			FROM w WHERE duration_ms IS NOT NULL
-			WINDOW part AS (PARTITION BY `+dim+`), win AS (part ORDER BY duration_ms ROWS UNBOUNDED PRECEDING)`)
+			durations = append(durations,
+				"SELECT '"+dim+"' AS dim, "+dim+" AS k, source, duration_ms FROM w WHERE duration_ms IS NOT NULL")
 		}
 	}
 	same := func(a, b string) string {
 		return "(" + a + ".k = " + b + ".k OR (" + a + ".k IS NULL AND " + b + ".k IS NULL))"
 	}
 	limit := fmt.Sprint(q.GroupsOrDefault())
-	// ranked: the rank rn of m values is the median's or the 95th
-	// percentile's nearest rank (storekit.Rank).
-	ranked := func(rn, m string) string {
-		return rn + " IN ((50 * " + m + " + 99) / 100, (95 * " + m + " + 99) / 100)"
-	}
 	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
 		total_tokens, tool_use_count, CASE WHEN tool_status IN (` + failedStatuses() + `) THEN 1 ELSE 0 END AS failed
 	FROM ` + s.windowed(q.Since) + ` WHERE ` + where + `),
@@ -339,11 +332,7 @@ c AS MATERIALIZED (` + strings.Join(groups, "\n\tUNION ALL ") + `),
 r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, ` + d.Bytewise("k") + `) AS place
 	FROM c GROUP BY dim, k),
-d AS MATERIALIZED (SELECT * FROM (SELECT x.dim, x.k, x.source, x.duration_ms, x.rn, x.m,
-			CASE WHEN x.source = 'live' THEN x.rl ELSE x.rn - x.rl END AS rs,
-			CASE WHEN x.source = 'live' THEN x.ml ELSE x.m - x.ml END AS ms
-		FROM (` + strings.Join(ranks, "\n\t\tUNION ALL ") + `) x) y
-	WHERE ` + ranked("y.rn", "y.m") + ` OR ` + ranked("y.rs", "y.ms") + `)
+d AS MATERIALIZED (` + d.NearestRanks(durations) + `)
 SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.duration_n, c.total_tokens_n, c.total_tokens_hi,
 	c.total_tokens_lo, c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo,
 	CAST(NULL AS BIGINT) AS rn, CAST(NULL AS BIGINT) AS value
@@ -352,13 +341,8 @@ UNION ALL
 SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM r WHERE r.place > ` + limit + ` GROUP BY r.dim
 UNION ALL
-SELECT 3, d.dim, d.k, r.place, 'all', d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + `
-WHERE r.place <= ` + limit + ` AND ` + ranked("d.rn", "d.m") + `
-UNION ALL
-SELECT 3, d.dim, d.k, r.place, d.source, d.ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rs, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + `
-WHERE r.place <= ` + limit + ` AND ` + ranked("d.rs", "d.ms") + `
+SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.value
+FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + ` WHERE r.place <= ` + limit + `
 UNION ALL
 SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM w GROUP BY w.source`

@@ -127,6 +127,59 @@ func testOverview(t *testing.T, s *suite) {
 	WantError(t, "an empty window", err, nil)
 }
 
+// testOverviewRanks: the nearest ranks of durations that are all distinct,
+// in groups whose sizes put ceil(p·m) on either side of a neighbouring
+// percentile's (m = 1, 2, 17, 19, 20, 21 and 39), over both sources and
+// each, equal the reference; and, spelled out, the 20 durations 1…20 of
+// one type give the median 10 and the 95th percentile 19.
+func testOverviewRanks(t *testing.T, s *suite) {
+	o, ok := s.Store.(report.Overviewer)
+	if !ok {
+		t.Fatal("the store does not implement report.Overviewer")
+	}
+	start := s.window()
+	sess := s.session(t, "ranks")
+	rng := rand.New(rand.NewPCG(uint64(start.Unix()), 11))
+	var n int
+	for _, m := range []int{1, 2, 17, 19, 20, 21, 39} {
+		for _, j := range rng.Perm(m) {
+			f := core.Frame{
+				TaskSessionID: sess, TaskID: s.id("task", "t"), ExecutionID: "exec-1",
+				ToolCallID: s.id("tool", fmt.Sprint(n)), ToolStatus: "completed",
+				ObservedAt: start.Add(time.Duration(n) * time.Second),
+				Payload:    &core.Payload{SubagentType: fmt.Sprintf("m%02d", m), DurationMs: int64(j + 1)},
+			}
+			row, _ := core.Normalize(f)
+			if j%3 == 1 {
+				row.AgentExecutionID, row.Source = core.UnknownExecution, core.SourceBackfill
+				row.ID = s.id("message", fmt.Sprint(n))
+			}
+			if err := s.Store.Upsert(context.Background(), row); err != nil {
+				t.Fatalf("upsert %+v: %v", row.Key(), err)
+			}
+			n++
+		}
+	}
+	q := report.OverviewQuery{Since: start, Until: start.Add(time.Hour)}
+	got, err := o.Overview(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := jsonOf(t, got), jsonOf(t, storekit.OverviewOf(s.rows(t, sess), q)); g != w {
+		t.Errorf("overview:\n got  %s\n want %s", g, w)
+	}
+	for _, g := range got.SubagentType.Groups {
+		if g.Value == nil || *g.Value != "m20" {
+			continue
+		}
+		if d := g.All.Duration; d == nil || d.Median == nil || d.P95 == nil || *d.Median != 10 || *d.P95 != 19 {
+			t.Errorf("durations 1…20: %+v, want median 10 and 95th percentile 19", d)
+		}
+		return
+	}
+	t.Errorf("no group m20 among %d", len(got.SubagentType.Groups))
+}
+
 // testSessionsWindow: sessions listed for a window and an id prefix equal
 // the reference (storekit.SessionsOf) over the same rows, and paging by key
 // (SessionQuery.After) walks the same list, none skipped or repeated.

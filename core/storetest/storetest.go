@@ -95,6 +95,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"AC26_RecorderAnswersAlike", testRecorderAlike},
 		{"ExportInByteOrderResumable", testExport},
 		{"OverviewAgreesWithTheReference", testOverview},
+		{"OverviewNearestRanks", testOverviewRanks},
 		{"TimelineAgreesWithTheReference", testTimeline},
 		{"FailuresAgreeWithTheReference", testFailures},
 		{"SessionTurnsAgreeWithTheReference", testSessionTurns},

@@ -14,20 +14,23 @@ c AS MATERIALIZED (SELECT 'tool_status' AS dim, tool_status AS k, source, SUM(n)
 r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY dim
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, k) AS place
 	FROM c GROUP BY dim, k),
-d AS MATERIALIZED (SELECT * FROM (SELECT x.dim, x.k, x.source, x.duration_ms, x.rn, x.m,
+d AS MATERIALIZED (WITH y AS MATERIALIZED (SELECT * FROM (SELECT x.*,
 			CASE WHEN x.source = 'live' THEN x.rl ELSE x.rn - x.rl END AS rs,
 			CASE WHEN x.source = 'live' THEN x.ml ELSE x.m - x.ml END AS ms
-		FROM (SELECT 'subagent_type' AS dim, subagent_type AS k, source, duration_ms,
+		FROM (SELECT dim, k, source, duration_ms,
 				ROW_NUMBER() OVER win AS rn, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER win AS rl,
 				count(*) OVER part AS m, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER part AS ml
-			FROM w WHERE duration_ms IS NOT NULL
-			WINDOW part AS (PARTITION BY subagent_type), win AS (part ORDER BY duration_ms ROWS UNBOUNDED PRECEDING)
-		UNION ALL SELECT 'model' AS dim, model AS k, source, duration_ms,
+			FROM (SELECT 'subagent_type' AS dim, subagent_type AS k, source, duration_ms FROM w WHERE duration_ms IS NOT NULL) AS q
+			WINDOW part AS (PARTITION BY k), win AS (part ORDER BY duration_ms ROWS UNBOUNDED PRECEDING)
+		UNION ALL SELECT dim, k, source, duration_ms,
 				ROW_NUMBER() OVER win AS rn, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER win AS rl,
 				count(*) OVER part AS m, SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) OVER part AS ml
-			FROM w WHERE duration_ms IS NOT NULL
-			WINDOW part AS (PARTITION BY model), win AS (part ORDER BY duration_ms ROWS UNBOUNDED PRECEDING)) x) y
-	WHERE y.rn IN ((50 * y.m + 99) / 100, (95 * y.m + 99) / 100) OR y.rs IN ((50 * y.ms + 99) / 100, (95 * y.ms + 99) / 100))
+			FROM (SELECT 'model' AS dim, model AS k, source, duration_ms FROM w WHERE duration_ms IS NOT NULL) AS q
+			WINDOW part AS (PARTITION BY k), win AS (part ORDER BY duration_ms ROWS UNBOUNDED PRECEDING)) x) z
+	WHERE z.rn IN ((50 * z.m + 99) / 100, (95 * z.m + 99) / 100) OR z.rs IN ((50 * z.ms + 99) / 100, (95 * z.ms + 99) / 100))
+SELECT dim, k, 'all' AS source, m, rn, duration_ms AS value FROM y WHERE rn IN ((50 * m + 99) / 100, (95 * m + 99) / 100)
+UNION ALL
+SELECT dim, k, source, ms, rs, duration_ms FROM y WHERE rs IN ((50 * ms + 99) / 100, (95 * ms + 99) / 100))
 SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.duration_n, c.total_tokens_n, c.total_tokens_hi,
 	c.total_tokens_lo, c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo,
 	CAST(NULL AS BIGINT) AS rn, CAST(NULL AS BIGINT) AS value
@@ -36,13 +39,8 @@ UNION ALL
 SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM r WHERE r.place > 20 GROUP BY r.dim
 UNION ALL
-SELECT 3, d.dim, d.k, r.place, 'all', d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND (r.k = d.k OR (r.k IS NULL AND d.k IS NULL))
-WHERE r.place <= 20 AND d.rn IN ((50 * d.m + 99) / 100, (95 * d.m + 99) / 100)
-UNION ALL
-SELECT 3, d.dim, d.k, r.place, d.source, d.ms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rs, d.duration_ms
-FROM d JOIN r ON r.dim = d.dim AND (r.k = d.k OR (r.k IS NULL AND d.k IS NULL))
-WHERE r.place <= 20 AND d.rs IN ((50 * d.ms + 99) / 100, (95 * d.ms + 99) / 100)
+SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.value
+FROM d JOIN r ON r.dim = d.dim AND (r.k = d.k OR (r.k IS NULL AND d.k IS NULL)) WHERE r.place <= 20
 UNION ALL
 SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM w GROUP BY w.source;
