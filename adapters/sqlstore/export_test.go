@@ -25,7 +25,7 @@ func (s *Store) HealthSQL(since time.Time, distributed, whole bool) []struct {
 		out = append(out, struct {
 			SQL  string
 			Args []any
-		}(st))
+		}{st.SQL, st.Args})
 	}
 	return out
 }

@@ -9,12 +9,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
@@ -166,15 +164,15 @@ func withArgs(q string, args []any) string {
 func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 	e := d.Env(t)
 	d.LegacyTable(t, e.DB)
-	var log statementLog
+	var log sqltest.StatementLog
 	s, err := d.New(e.DB.Session(&gorm.Session{Logger: &log}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	log.on = true
+	log.Start()
 	r := backfill.New(s, backfill.WithHook(func(stage string) error {
 		if stage == "before commit" {
-			log.on = false
+			log.Stop()
 		}
 		return nil
 	})).Prepare(context.Background())
@@ -186,7 +184,7 @@ func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 		schema[q] = true // the table step's, not the upgrade's
 	}
 	var out []string
-	for _, q := range log.statements {
+	for _, q := range log.Statements() {
 		if schema[q] || strings.HasPrefix(q, "DO $do$") || strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "SHOW") ||
 			strings.HasPrefix(q, "PRAGMA") || strings.Contains(q, "pragma_") || strings.Contains(q, "to_regclass") ||
 			strings.Contains(q, "subagent_context_schema_v") {
@@ -208,52 +206,32 @@ func idlePassStatements(t *testing.T, d *sqltest.Driver) string {
 	if r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() {
 		t.Fatalf("the first pass: %s", r)
 	}
-	var log statementLog
+	var log sqltest.StatementLog
 	s, err := d.New(e.DB.Session(&gorm.Session{Logger: &log}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	log.on = true
+	log.Start()
 	if r := backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() {
 		t.Fatalf("the second pass: %s", r)
 	} else if r.Step(backfill.StepBackfill).Status != backfill.Skipped {
 		t.Fatalf("the second pass backfilled: %s", r)
 	}
-	log.on = false
+	log.Stop()
 	seen := map[string]bool{}
-	for _, q := range log.statements {
+	for _, q := range log.Statements() {
 		if seen[q] {
 			t.Errorf("a pass on an up-to-date table sent this twice:\n%s", q)
 		}
 		seen[q] = true
 	}
 	return fmt.Sprintf("-- a pass on an up-to-date table, a new store's first use: "+
-		"%d statements besides the pass's lock, in order\n", len(log.statements)) +
-		strings.Join(log.statements, ";\n\n") + ";\n"
+		"%d statements besides the pass's lock, in order\n", len(log.Statements())) +
+		strings.Join(log.Statements(), ";\n\n") + ";\n"
 }
 
 // instant is a time the logger wrote into a statement for its argument.
 var instant = regexp.MustCompile(`['"]\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?['"]`)
-
-// statementLog is a GORM logger that keeps the statements it sees while on.
-type statementLog struct {
-	mu         sync.Mutex
-	on         bool
-	statements []string
-}
-
-func (l *statementLog) LogMode(logger.LogLevel) logger.Interface { return l }
-func (l *statementLog) Info(context.Context, string, ...any)     {}
-func (l *statementLog) Warn(context.Context, string, ...any)     {}
-func (l *statementLog) Error(context.Context, string, ...any)    {}
-func (l *statementLog) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.on {
-		q, _ := fc()
-		l.statements = append(l.statements, q)
-	}
-}
 
 // noStale fails for each golden file matching glob that no statement
 // renders any more (rendered says which names are).

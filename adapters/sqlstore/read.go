@@ -70,6 +70,14 @@ func (s *Store) Health(ctx context.Context, q report.HealthQuery) (report.Health
 	err = s.d.WithConn(ctx, s.db, func(db *gorm.DB) error {
 		bound, _ := a.Bound()
 		for _, st := range s.healthStatements(since, q.PairsOrDefault(), distributed, !since.After(bound)) {
+			if st.Lists != "" && len(out) > 0 {
+				// On a sharded table a statement costs a pass over the
+				// window on every shard: a healthy record's lists are
+				// not read at all.
+				if n, err := integer(out[0][st.Lists]); err == nil && n.Sign() == 0 {
+					continue
+				}
+			}
 			rows, err := rowmaps.Query(db, st.SQL, st.Args...)
 			if err != nil {
 				return err

@@ -81,13 +81,14 @@ FROM `
 	LIMIT ` + fmt.Sprint(pairs)
 	}
 	missing, excess := "p.due = 1 AND p.stored = 0", "p.recent = 1 AND p.messaged = 0"
-	// sharded is the counts and each list as statements of their own;
-	// single, one statement after the CTEs ctes (each ending ",\n").
+	// sharded is the counts and each list as statements of their own,
+	// a list run only when the counts say it holds a pair; single, one
+	// statement after the CTEs ctes (each ending ",\n").
 	sharded := func(grouped string, args []any) []statement {
 		return []statement{
-			{counts + `(` + grouped + `) p`, args},
-			{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args},
-			{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args},
+			{counts + `(` + grouped + `) p`, args, ""},
+			{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args, "shortfall"},
+			{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args, "excess"},
 		}
 	}
 	single := func(ctes, grouped string, args []any) []statement {
@@ -97,7 +98,7 @@ UNION ALL
 SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
 UNION ALL
 SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
-ORDER BY 1`, args}}
+ORDER BY 1`, args, ""}}
 	}
 	switch {
 	case whole && !distributed:
@@ -122,6 +123,10 @@ ORDER BY 1`, args}}
 type statement struct {
 	SQL  string
 	Args []any
+	// Lists names the count, in the row of a statement run before it,
+	// of what this statement lists: when that count is zero the list is
+	// empty, and the statement is not run.
+	Lists string
 }
 
 // pairFlags groups the subagent messages and the rows of the sessions

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"gorm.io/gorm/logger"
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
@@ -54,7 +51,8 @@ func TestAC17_RolesAsProductionRunsThem(t *testing.T) {
 
 			// The pass at the live path's boot, as the application role:
 			// ready, and no DDL sent.
-			var log ddlLog
+			var log sqltest.StatementLog
+			log.Start()
 			appDB, err := postgres.OpenDB(app)
 			if err != nil {
 				t.Fatal(err)
@@ -74,8 +72,8 @@ func TestAC17_RolesAsProductionRunsThem(t *testing.T) {
 			if err != nil || report.Failed() {
 				t.Fatalf("the pass as the application role: %v\n%s", err, report)
 			}
-			if ddl := log.ddl(); len(ddl) > 0 {
-				t.Errorf("the application role's pass sent DDL on a migrated table:\n%s", strings.Join(ddl, "\n"))
+			if sent := ddl(log.Statements()); len(sent) > 0 {
+				t.Errorf("the application role's pass sent DDL on a migrated table:\n%s", strings.Join(sent, "\n"))
 			}
 
 			frames := jsonFrame("s1", "toolu_h", "exec-1", "completed", t0.Add(time.Minute),
@@ -130,28 +128,10 @@ func printed(out string) []string {
 	return stmts
 }
 
-// ddlLog is a GORM logger keeping the DDL statements it sees.
-type ddlLog struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (l *ddlLog) LogMode(logger.LogLevel) logger.Interface { return l }
-func (l *ddlLog) Info(context.Context, string, ...any)     {}
-func (l *ddlLog) Warn(context.Context, string, ...any)     {}
-func (l *ddlLog) Error(context.Context, string, ...any)    {}
-func (l *ddlLog) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
-	q, _ := fc()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.got = append(l.got, q)
-}
-
-func (l *ddlLog) ddl() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// ddl is the DDL and writes among statements, each cut to 80 bytes.
+func ddl(statements []string) []string {
 	var out []string
-	for _, q := range l.got {
+	for _, q := range statements {
 		switch w := strings.ToUpper(strings.Fields(q + " x")[0]); w {
 		case "CREATE", "ALTER", "DROP", "DO", "INSERT", "UPDATE", "DELETE", "LOCK":
 			out = append(out, fmt.Sprintf("%s…", q[:min(len(q), 80)]))

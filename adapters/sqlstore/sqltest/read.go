@@ -3,9 +3,14 @@ package sqltest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
@@ -20,6 +25,7 @@ var readTests = []test{
 	{"AC24e_KeysWithNanoseconds", testNanosecondKeys},
 	{"AC28_Health", testHealth},
 	{"AC28_HealthWindowsAgreeWithTheReference", testHealthWindows},
+	{"AC28_AHealthyRecordIsOneStatement", testHealthyIsOneStatement},
 	{"AC28_NoFalseAlarmAfterAMergeIntoABackfilledRow", testMergeIntoBackfilledRow},
 	{"AC25_StatsCoverage", testStatsCoverage},
 	{"AC25_WholeStoreCountsEachSessionsVerdict", testWholeStoreCoverage},
@@ -303,6 +309,57 @@ func testHealth(t *testing.T, d *Driver) {
 	record(t, e, "s1", "tc-2", "", after(91))
 	if h := health(t, e); h.Collisions == nil || *h.Collisions != 1 || h.Shortfall != 3 {
 		t.Errorf("collision: %+v", h)
+	}
+}
+
+// testHealthyIsOneStatement: a health check of a healthy record, over the
+// whole record and over a window, is one statement on every SQL store
+// (on a sharded table the lists of missing and excess pairs are
+// statements of their own, run only when their count is not zero, since
+// each costs a pass over the window on every shard); with a shortfall the
+// missing pair is listed all the same.
+func testHealthyIsOneStatement(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	activate(t, e, capture)
+	message(t, e, "m1", "s1", "tc-1", capture.Add(time.Second))
+	record(t, e, "s1", "tc-1", "e1", capture.Add(2*time.Second))
+	var log StatementLog
+	s, err := d.New(e.DB.Session(&gorm.Session{Logger: &log}), sqlstore.WithTables(e.Tables))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(q report.HealthQuery, shortfall int64, missing []string) {
+		t.Helper()
+		log.Start()
+		h, err := s.Health(context.Background(), q)
+		log.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed []string
+		for _, p := range h.Missing {
+			listed = append(listed, p.TaskSessionID+"/"+p.ToolCallID)
+		}
+		if h.Shortfall != shortfall || h.Excess != 0 || !slices.Equal(listed, missing) {
+			t.Errorf("health since %v: shortfall %d, excess %d, missing %v; want %d, 0, %v", q.Since, h.Shortfall,
+				h.Excess, listed, shortfall, missing)
+		}
+		n := 0
+		for _, q := range log.Statements() {
+			if strings.Contains(q, "shortfall") {
+				n++
+			}
+		}
+		if shortfall == 0 && n != 1 {
+			t.Errorf("health since %v of a healthy record: %d statements, want 1", q.Since, n)
+		}
+	}
+	for _, since := range []time.Time{{}, capture.Add(time.Second)} {
+		check(report.HealthQuery{Since: since}, 0, nil)
+	}
+	message(t, e, "m2", "s1", "tc-2", capture.Add(3*time.Second))
+	for _, since := range []time.Time{{}, capture.Add(time.Second)} {
+		check(report.HealthQuery{Since: since}, 1, []string{"s1/tc-2"})
 	}
 }
 
