@@ -218,16 +218,16 @@ func idlePassStatements(t *testing.T, d *sqltest.Driver) string {
 		t.Fatalf("the second pass backfilled: %s", r)
 	}
 	log.Stop()
+	sent := log.Statements()
 	seen := map[string]bool{}
-	for _, q := range log.Statements() {
+	for _, q := range sent {
 		if seen[q] {
 			t.Errorf("a pass on an up-to-date table sent this twice:\n%s", q)
 		}
 		seen[q] = true
 	}
 	return fmt.Sprintf("-- a pass on an up-to-date table, a new store's first use: "+
-		"%d statements besides the pass's lock, in order\n", len(log.Statements())) +
-		strings.Join(log.Statements(), ";\n\n") + ";\n"
+		"%d statements besides the pass's lock, in order\n", len(sent)) + strings.Join(sent, ";\n\n") + ";\n"
 }
 
 // instant is a time the logger wrote into a statement for its argument.

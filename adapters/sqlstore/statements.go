@@ -123,9 +123,9 @@ ORDER BY 1`, args, ""}}
 type statement struct {
 	SQL  string
 	Args []any
-	// Lists names the count, in the row of a statement run before it,
-	// of what this statement lists: when that count is zero the list is
-	// empty, and the statement is not run.
+	// Lists names the count, in the first statement's row, of what this
+	// statement lists: when that count is zero the list is empty, and
+	// the statement is not run.
 	Lists string
 }
 
