@@ -74,8 +74,20 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	if r.ID == "" {
 		r.ID = uuid.NewString()
 	}
+	// One invocation, one row at the seam (docs/CONTRACT.md §8.5): the
+	// row the backfill wrote for this session and tool call id is merged
+	// into the new row, as the history before it. Its id may be the
+	// frame's own (the same invocation's row, imported from another
+	// store); any other row holding the frame's id refuses it.
+	seam := core.RowKey{
+		TaskSessionID:    key.TaskSessionID,
+		AgentExecutionID: core.UnknownExecution,
+		ToolCallID:       key.ToolCallID,
+	}
+	history, absorbs := s.rows[seam]
+	absorbs = absorbs && storekit.Absorbs(r, history)
 	id := [2]string{r.TaskSessionID, r.ID}
-	if holder, taken := s.ids[id]; taken {
+	if holder, taken := s.ids[id]; taken && !(absorbs && holder == seam) {
 		return &core.OpError{Op: "upsert", Key: key, Kind: core.ErrConstraint,
 			Err: fmt.Errorf(
 				"id %q is already the id of tool call %q (execution %q) in this session", r.ID, holder.ToolCallID,
@@ -85,15 +97,7 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	if r.Source == "" {
 		r.Source = core.SourceLive
 	}
-	// One invocation, one row at the seam (docs/CONTRACT.md §8.5): the
-	// row the backfill wrote for this session and tool call id is merged
-	// into the new row, as the history before it.
-	seam := core.RowKey{
-		TaskSessionID:    key.TaskSessionID,
-		AgentExecutionID: core.UnknownExecution,
-		ToolCallID:       key.ToolCallID,
-	}
-	if history, ok := s.rows[seam]; ok && storekit.Absorbs(r, history) {
+	if absorbs {
 		delete(s.rows, seam)
 		*r = storekit.Absorbed(*r, *history)
 		storekit.Detach(r)

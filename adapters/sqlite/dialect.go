@@ -155,7 +155,11 @@ const absorbTrigger = "subagentctx_absorb_v1"
 // rewrite the row's entries in three indexes on every merging frame (only
 // frames that name no execution pay that, through the first clause). Its
 // own key having a row (a pair an earlier build doubled), the frame merges
-// into that row and history stays for the repair. SQLite runs one writer
+// into that row and history stays for the repair. Its id held by another
+// row of the session (a caller's id: a generated one never is), the frame
+// keeps its key, and the primary key refuses it as it refuses any new key
+// with a taken id; history's own id is the same invocation's (a row
+// imported from a store where it had absorbed that history), and absorbs. SQLite runs one writer
 // at a time, and a statement reads what it writes under the write lock, so
 // the choice of key cannot race. The placeholders are numbered (?N is the
 // N-th column's value) so that the key's choice and the SET list can read
@@ -178,6 +182,8 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) 
 	AND EXISTS (SELECT 1 FROM ` + t + ` WHERE ` + u.History(param) + `)
 	AND NOT EXISTS (SELECT 1 FROM ` + t + ` WHERE task_session_id = ` + param("task_session_id") + `
 		AND agent_execution_id = ` + exec + ` AND tool_call_id = ` + param("tool_call_id") + `)
+	AND NOT EXISTS (SELECT 1 FROM ` + t + ` WHERE task_session_id = ` + param("task_session_id") + `
+		AND id = ` + param("id") + ` AND NOT (` + u.History(param) + `))
 	THEN '` + core.UnknownExecution + `' ELSE ` + exec + ` END`
 	values, conflict, _ := strings.Cut(numbered.String(), " ON CONFLICT ")
 	_, set, _ := strings.Cut(conflict, " DO UPDATE SET ")

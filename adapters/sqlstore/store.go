@@ -341,9 +341,38 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 		err = s.db.WithContext(ctx).Exec(s.upsertSQL, args(&row)...).Error
 	}
 	if err != nil {
-		return s.keyError("upsert", row.Key(), err)
+		err = s.keyError("upsert", row.Key(), err)
+		if s.historysID(ctx, err, &row) {
+			return s.Upsert(ctx, row)
+		}
+		return err
 	}
 	return nil
+}
+
+// historysID reports whether a row the database refused for a constraint
+// carries the id of its own pair's backfilled row — the same invocation's
+// row, imported from a store where it had absorbed that history — and if
+// so gives it a fresh id to be written again with. A dialect that absorbs
+// by a trigger inserts first, and the primary key refuses the insert
+// before the trigger can absorb; written again, the row absorbs history
+// and takes its id (storekit.Absorbed), what a store absorbing in its
+// statement makes of it at once. The read only chooses the id the write
+// proposes, which a row merging or absorbing never keeps; the write stays
+// one atomic upsert. Not on a host's transaction, which the refused
+// statement has aborted on PostgreSQL.
+func (s *Store) historysID(ctx context.Context, err error, row *core.Subagent) bool {
+	if _, pool := s.db.Statement.ConnPool.(*sql.DB); !pool || !errors.Is(err, core.ErrConstraint) ||
+		row.AgentExecutionID == core.UnknownExecution {
+		return false
+	}
+	var n int64
+	q := `SELECT count(*) FROM ` + Table + ` WHERE ` + historyOf(func(string) string { return "?" }) + ` AND id = ?`
+	if s.db.WithContext(ctx).Raw(q, row.TaskSessionID, row.ToolCallID, row.ID).Scan(&n).Error != nil || n == 0 {
+		return false
+	}
+	row.ID = uuid.NewString()
+	return true
 }
 
 // UpsertBatch implements storekit.BatchStore: the rows in order, each its own
@@ -385,9 +414,13 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 		case at < 0: // the transaction itself: not one row's fault
 			return nil, s.opError("upsert batch", err)
 		}
-		row := rows[todo[at]]
+		row := &rows[todo[at]]
 		if rowErrs[todo[at]] = s.keyError("upsert", row.Key(), err); errors.Is(rowErrs[todo[at]], core.ErrUnavailable) {
 			return nil, rowErrs[todo[at]]
+		}
+		if s.historysID(ctx, rowErrs[todo[at]], row) {
+			rowErrs[todo[at]] = nil
+			continue // written again with the others
 		}
 		todo = append(todo[:at], todo[at+1:]...)
 	}

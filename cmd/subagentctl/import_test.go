@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,10 +31,9 @@ func hostData(t *testing.T, e *sqltest.Env, ids []string, msgs []kandevtest.Mess
 	}
 }
 
-// reads are every read of a record, through the command line, as the
-// round trip compares them: the rows (updated_at aside: the import's
-// write), the keys, health (its last write aside) and the statistics.
-func reads(t *testing.T, dsn string, sessions []string) string {
+// rowsOf are the rows of the sessions, through the command line, their
+// updated_at aside (the import's write).
+func rowsOf(t *testing.T, dsn string, sessions []string) string {
 	t.Helper()
 	var b strings.Builder
 	for _, id := range sessions {
@@ -44,6 +44,16 @@ func reads(t *testing.T, dsn string, sessions []string) string {
 			fmt.Fprintln(&b, r)
 		}
 	}
+	return b.String()
+}
+
+// reads are every read of a record, through the command line, as the
+// round trip compares them: the rows (updated_at aside: the import's
+// write), the keys, health (its last write aside) and the statistics.
+func reads(t *testing.T, dsn string, sessions []string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(rowsOf(t, dsn, sessions))
 	b.WriteString(cli(t, "", "--db", dsn, "activation").want(t, 0).stdout)
 	var h map[string]any
 	json.Unmarshal([]byte(cli(t, "", "--db", dsn, "health", "--json").stdout), &h)
@@ -74,9 +84,18 @@ func TestImportRoundTrip(t *testing.T) {
 			time.Now().UTC().Add(-time.Duration(i)*time.Second), `{"description":"d","prompt":"","subagent_type":"x",`+
 				`"total_tokens":`+fmt.Sprint(100+i)+`}`) + "\n")
 	}
+	// A frame of an invocation in the history: its row absorbs the
+	// backfilled one and keeps its id, the message's, which the targets'
+	// own passes give their backfilled rows too.
+	live.WriteString(jsonFrame(ids[0], "toolu_h0_3", "exec-1", "completed", time.Now().UTC(),
+		`{"description":"","prompt":"","subagent_type":"","model":"m-live"}`) + "\n")
 	cli(t, live.String(), "--db", src.DSN, "record").want(t, 0)
 	cli(t, "", "--db", src.DSN, "prune", "--before", "3h").want(t, 0) // a retention boundary, before every row
 	want := reads(t, src.DSN, ids)
+	absorbed := `agent_execution_id:exec-1 .*id:` + ids[0] + `-m00003 .*source:backfill .*tool_call_id:toolu_h0_3 `
+	if !regexp.MustCompile(absorbed).MatchString(want) {
+		t.Fatalf("the source has no row that absorbed history under the message's id:\n%s", want)
+	}
 
 	dir := t.TempDir()
 	for i := 1; i < len(envs); i++ {
@@ -96,6 +115,23 @@ func TestImportRoundTrip(t *testing.T) {
 		json.Unmarshal([]byte(r.stdout), &res)
 		if got := reads(t, envs[i].DSN, ids); got != want || len(res.KeysWritten) != 0 || len(res.KeysKept) != 0 {
 			t.Errorf("%s: a second import changed something (%s)", chain[i].Name, r.stdout)
+		}
+	}
+
+	// Into a target whose host booted on its moved tables first: its own
+	// pass backfilled the same history, rows whose ids are the messages'
+	// as the source's that absorbed history keep them. Every row moves;
+	// the target keeps its own activation keys (a key is written once).
+	for _, d := range []*sqltest.Driver{testenv.SQLite(), testenv.Postgres(), testenv.Citus()} {
+		booted := d.Env(t)
+		hostData(t, booted, ids, msgs)
+		cli(t, "", "--db", booted.DSN, "migrate").want(t, 0)
+		dump := filepath.Join(dir, "booted.jsonl")
+		os.WriteFile(dump, []byte(cli(t, "", "--db", src.DSN, "export", "--keys").want(t, 0).stdout), 0o600)
+		cli(t, "", "--db", booted.DSN, "import", dump).want(t, 0)
+		if got, want := rowsOf(t, booted.DSN, ids), rowsOf(t, src.DSN, ids); got != want {
+			t.Errorf("%s, booted before the import: rows differ from the source's:\n--- source\n%s\n--- %s\n%s",
+				d.Name, want, d.Name, got)
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // The seam (docs/CONTRACT.md §8.5): where history meets live capture, a
@@ -126,4 +127,52 @@ func testSeamLiveRowsApart(t *testing.T, s *suite) {
 	if rows := s.rows(t, sess); len(rows) != 2 {
 		t.Errorf("rows %s: want the 'unknown' live row and the execution's row apart", describeRows(rows))
 	}
+}
+
+// testSeamTakenID: the row a live frame absorbs history into keeps
+// history's id (an id is assigned once, on the pair's first insert). A
+// frame naming an id another pair's row holds is refused with
+// ErrConstraint, as any new key with a taken id is, and nothing stored
+// changes; one naming history's own id is the same invocation's row (one
+// imported from a store where it had absorbed that history) and absorbs it
+// (docs/CONTRACT.md §8.5).
+func testSeamTakenID(t *testing.T, s *suite) {
+	ctx := context.Background()
+	sess := s.session(t, "taken")
+	h := s.backfilled(t, sess, "1")
+	row := func(tool string, sec int, id string) core.Subagent {
+		f := s.bare(sess, tool, sec)
+		f.ExecutionID, f.ToolStatus = s.id("exec", "a"), "completed"
+		r, _ := core.Normalize(f)
+		r.ID = id
+		return r
+	}
+	other := row("2", 10, s.id("row", "2"))
+	if err := s.Store.Upsert(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	before := s.rows(t, sess)
+	WantError(t, "a frame absorbing history under another pair's id", s.Store.Upsert(ctx, row("1", 20, other.ID)),
+		core.ErrConstraint)
+	after := s.rows(t, sess)
+	if len(after) != len(before) {
+		t.Fatalf("after the refused frame: rows %s, want %s", describeRows(after), describeRows(before))
+	}
+	for i := range before {
+		if d := Diff(before[i], after[i]); len(d) > 0 || after[i].ID != before[i].ID {
+			t.Errorf("after the refused frame, row %d changed: %v, id %s", i, d, after[i].ID)
+		}
+	}
+	f := row("1", 20, h.ID)
+	for range 2 { // absorbing, then merging into the row it made
+		if err := s.Store.Upsert(ctx, f); err != nil {
+			t.Fatalf("a frame under history's own id: %v", err)
+		}
+	}
+	rows := s.rows(t, sess)
+	want := storekit.Absorbed(f, h)
+	if len(rows) != 2 || rows[0].ID != h.ID {
+		t.Fatalf("rows %s: want history's row, its id %s, and the other pair's", describeRows(rows), h.ID)
+	}
+	assertRow(t, want, rows[0])
 }

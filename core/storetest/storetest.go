@@ -92,6 +92,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Seam_AC32_AdoptedOnceThenApart", testSeamAdoptsOnce},
 		{"Seam_AC31_UnknownExecutionMergesWithoutAdopting", testSeamUnknownExecution},
 		{"Seam_AC31_LiveRowsNeverAdopted", testSeamLiveRowsApart},
+		{"Seam_TakenIDRefused_HistorysOwnIDAbsorbs", testSeamTakenID},
 		{"AC26_RecorderAnswersAlike", testRecorderAlike},
 		{"ExportInByteOrderResumable", testExport},
 		{"OverviewAgreesWithTheReference", testOverview},

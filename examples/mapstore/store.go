@@ -62,18 +62,21 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	key := row.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	seam := key
+	seam.AgentExecutionID = core.UnknownExecution
+	history, hadHistory := s.rows[seam]
 	if _, ok := s.rows[key]; !ok {
 		if row.ID == "" {
 			row.ID = uuid.NewString()
 		}
-		if holder, taken := s.ids[[2]string{row.TaskSessionID, row.ID}]; taken {
+		// An id is taken unless its holder is the history this row absorbs
+		// (the same invocation, its id carried over from another store).
+		holder, taken := s.ids[[2]string{row.TaskSessionID, row.ID}]
+		if taken && !(holder == seam && storekit.Absorbs(&row, &history)) {
 			return &core.OpError{Op: "upsert", Key: key, Kind: core.ErrConstraint,
 				Err: fmt.Errorf("id %q is already the id of tool call %q in this session", row.ID, holder.ToolCallID)}
 		}
 	}
-	seam := key
-	seam.AgentExecutionID = core.UnknownExecution
-	history, hadHistory := s.rows[seam]
 	stored := storekit.Write(s.rows, row)
 	if _, kept := s.rows[seam]; hadHistory && !kept {
 		delete(s.ids, [2]string{history.TaskSessionID, history.ID}) // absorbed
