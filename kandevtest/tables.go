@@ -95,6 +95,10 @@ func CreateTables(ctx context.Context, db *gorm.DB, tables sqlstore.Tables) erro
 // distribution column, so the turns' and messages' primary keys become
 // (task_session_id, id); the sessions are distributed by id, the turns and
 // messages colocated with them, and the meta table is a reference table.
+// The sessions start a colocation group of their own: with Citus's default
+// they would join any group of the same shape, and creating them reads a
+// table of that group, which failed ("relation with OID … does not exist")
+// when another schema's tables were being dropped at that moment.
 func Distribute(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, shards int) error {
 	t := tables.WithDefaults()
 	q := func(name string) string { return `"` + name + `"` }
@@ -103,7 +107,8 @@ func Distribute(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, shards
 			`, ADD PRIMARY KEY (task_session_id, id)`,
 		`ALTER TABLE ` + q(t.Messages) + ` DROP CONSTRAINT ` + q(t.Messages+"_pkey") +
 			`, ADD PRIMARY KEY (task_session_id, id)`,
-		fmt.Sprintf(`SELECT create_distributed_table('%s', 'id', shard_count => %d)`, q(t.Sessions), shards),
+		fmt.Sprintf(`SELECT create_distributed_table('%s', 'id', shard_count => %d, colocate_with => 'none')`,
+			q(t.Sessions), shards),
 		`SELECT create_distributed_table('` + q(TurnsTable) + `', 'task_session_id', colocate_with => '` +
 			q(t.Sessions) + `')`,
 		`SELECT create_distributed_table('` + q(t.Messages) + `', 'task_session_id', colocate_with => '` +

@@ -122,7 +122,7 @@ func TestCitusSessionsNotDistributedByID(t *testing.T) {
 	for _, q := range []string{
 		`DROP TABLE task_session_turns`, `DROP TABLE task_session_messages`,
 		`ALTER TABLE task_sessions DROP CONSTRAINT task_sessions_pkey, ADD PRIMARY KEY (task_id, id)`,
-		`SELECT create_distributed_table('task_sessions', 'task_id', shard_count => 4)`,
+		`SELECT create_distributed_table('task_sessions', 'task_id', shard_count => 4, colocate_with => 'none')`,
 	} {
 		if err := db.Exec(q).Error; err != nil {
 			t.Fatalf("%s: %v", q, err)
