@@ -104,8 +104,13 @@ func FuzzRecover(f *testing.F) {
 				at,
 				at,
 			)
-			if got := view(t, p.e); got != want {
+			whole := read(t, p.e, p.e.Dialect.SubagentMessages(p.e.Tables, ""))
+			if got := describeView(whole); got != want {
 				t.Errorf("%s reads %q created %s as\n%s\nthe reference as\n%s", p.d.Name, doc, created, got, want)
+			}
+			if got, want := keys(read(t, p.e, p.e.Dialect.SubagentKeys(p.e.Tables, ""))), keys(whole); got != want {
+				t.Errorf("%s's keys view reads %q created %s as\n%s\nits whole view as\n%s", p.d.Name, doc, created, got,
+					want)
 			}
 		}
 	})
@@ -118,18 +123,36 @@ func readable(t time.Time) *time.Time {
 	return &t
 }
 
-// view reads the one message through the dialect's SubagentMessages, each
-// of sqlstore.MessageColumns decoded as its declared column's type.
-func view(t *testing.T, e *sqltest.Env) string {
+// read reads the messages through a view of the dialect's (a
+// MessageView's SELECT).
+func read(t *testing.T, e *sqltest.Env, view string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	err := e.Dialect.WithConn(context.Background(), e.DB, func(db *gorm.DB) (err error) {
-		out, err = rowmaps.Query(db, `SELECT * FROM (`+e.Dialect.SubagentMessages(e.Tables, "")+`) v`)
+		out, err = rowmaps.Query(db, `SELECT * FROM (`+view+`) v`)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// keys renders the views' rows, sqlstore.MessageKeyColumns of each.
+func keys(rows []map[string]any) string {
+	var b strings.Builder
+	for _, r := range rows {
+		for _, c := range sqlstore.MessageKeyColumns() {
+			fmt.Fprintf(&b, "%s=%#v ", c, r[c])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// describeView describes the one message SubagentMessages read, each of
+// sqlstore.MessageColumns decoded as its declared column's type.
+func describeView(out []map[string]any) string {
 	if len(out) == 0 {
 		return describe(false, false, core.Subagent{})
 	}

@@ -86,6 +86,12 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 	return nil, fmt.Errorf("host instant %v is a %T, want an integer", v, v)
 }
 
+// SubagentKeys implements sqlstore.MessageView: the whole view, of which
+// the planner computes only the columns a statement reads.
+func (d Dialect) SubagentKeys(t sqlstore.Tables, where string) string {
+	return d.SubagentMessages(t, where)
+}
+
 // SubagentMessages implements sqlstore.MessageView with jsonb, whose rules
 // the Go reference (history.Recover) follows exactly: every column that
 // declares a metadata path reads it as its type says (jsonValue). Only

@@ -60,8 +60,12 @@ func register(driverConn any) error {
 	if !ok {
 		return liberr.Errorf("sqlite: the handle's driver is %T, want mattn/go-sqlite3 (this build has cgo)", driverConn)
 	}
-	if err := c.RegisterFunc("subagentctx_message", message, true); err != nil {
-		return err
+	for name, fn := range map[string]any{
+		"subagentctx_message": message, "subagentctx_message_key": messageKey, "subagentctx_instant": instant,
+	} {
+		if err := c.RegisterFunc(name, fn, true); err != nil {
+			return err
+		}
 	}
-	return c.RegisterFunc("subagentctx_instant", instant, true)
+	return nil
 }

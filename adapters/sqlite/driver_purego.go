@@ -52,6 +52,9 @@ func init() {
 		"subagentctx_message": {7, func(a []driver.Value) (driver.Value, error) {
 			return message(a[0], a[1], a[2], a[3], a[4], a[5], a[6])
 		}},
+		"subagentctx_message_key": {7, func(a []driver.Value) (driver.Value, error) {
+			return messageKey(a[0], a[1], a[2], a[3], a[4], a[5], a[6])
+		}},
 		"subagentctx_instant": {1, func(a []driver.Value) (driver.Value, error) { return instant(a[0]), nil }},
 	}
 	for name, f := range fns {

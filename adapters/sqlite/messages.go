@@ -70,6 +70,20 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 // text can spell the kind (literally, or through a \u escape) reach the
 // function.
 func (Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
+	return messageView(t, where, "subagentctx_message", sqlstore.MessageColumns())
+}
+
+// SubagentKeys implements sqlstore.MessageView: the same view through
+// subagentctx_message_key, the same history.Recover returning only
+// sqlstore.MessageKeyColumns — health reads every candidate message, and
+// writing and re-reading the whole row was a third of the reader's cost.
+func (Dialect) SubagentKeys(t sqlstore.Tables, where string) string {
+	return messageView(t, where, "subagentctx_message_key", sqlstore.MessageKeyColumns())
+}
+
+// messageView reads the candidate messages through the registered reader
+// fn, and the columns from the object it returns.
+func messageView(t sqlstore.Tables, where, fn string, columns []string) string {
 	if where != "" {
 		where = " AND (" + where + ")"
 	}
@@ -78,12 +92,12 @@ func (Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 		"CAST(v.task_session_id AS TEXT) AS task_session_id",
 		"CAST(v.task_id AS TEXT) AS task_id",
 	}
-	for _, c := range sqlstore.MessageColumns()[3:] {
+	for _, c := range columns[3:] {
 		cols = append(cols, "json_extract(v.x, '$."+c+"') AS "+c)
 	}
 	return `SELECT ` + strings.Join(cols, ",\n\t\t") + `
 	FROM (SELECT m.id, m.task_session_id, m.task_id,
-			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
+			` + fn + `(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
 				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
 		FROM "` + t.Messages + `" m
 		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0)` + where + `
@@ -127,6 +141,17 @@ const storedLayout = "2006-01-02 15:04:05.999999999-07:00"
 // backfill and health check, so the object is appended byte by byte, with
 // no map and no reflection.
 func message(id, session, task, turn, metadata, created, updated any) (any, error) {
+	return reading(true, id, session, task, turn, metadata, created, updated)
+}
+
+// messageKey is subagentctx_message_key: message's object with only its
+// first three keys (the tool call id, recoverable, created).
+func messageKey(id, session, task, turn, metadata, created, updated any) (any, error) {
+	return reading(false, id, session, task, turn, metadata, created, updated)
+}
+
+// reading is message's object, the history columns' keys only when whole.
+func reading(whole bool, id, session, task, turn, metadata, created, updated any) (any, error) {
 	str := func(v any) *string {
 		if s, ok := v.(string); ok {
 			return &s
@@ -164,6 +189,9 @@ func message(id, session, task, turn, metadata, created, updated any) (any, erro
 		b = append(r.Created.UTC().AppendFormat(b, instantLayout), '"')
 	} else {
 		b = append(b, "null"...)
+	}
+	if !whole {
+		return string(append(b, '}')), nil
 	}
 	for _, c := range historyColumns {
 		b = append(append(append(b, `,"`...), c.Name...), `":`...)

@@ -112,7 +112,7 @@ func (s *Store) backfillStatements(distributed bool) backfillStatements {
 		// shard in parallel, in one distributed transaction. A CTE would be
 		// gathered on the coordinator. Each scans the messages once.
 		return backfillStatements{
-			Through: `SELECT MAX(v.created) FROM (` + s.d.SubagentMessages(s.tables, "") + `) v WHERE v.recoverable = 1`,
+			Through: `SELECT MAX(v.created) FROM (` + s.d.SubagentKeys(s.tables, "") + `) v WHERE v.recoverable = 1`,
 			Merge:   s.backfillMerge("(" + s.ranked() + ")"),
 			Insert:  s.backfillInsert("(" + s.ranked() + ")"),
 		}

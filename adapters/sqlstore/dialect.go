@@ -129,6 +129,10 @@ type MessageView interface {
 	// restricts the messages read before any is parsed: a window, or a set
 	// of sessions.
 	SubagentMessages(t Tables, where string) string
+	// SubagentKeys is SubagentMessages with only the columns
+	// MessageKeyColumns names (or more): what health reads of each
+	// message, which a dialect may read more cheaply than the whole row.
+	SubagentKeys(t Tables, where string) string
 	// HostInstant is an SQL expression over a host timestamp column
 	// (messages' created_at, updated_at): a value that orders and compares
 	// as the instant at the host's full precision, NULL when the value is
@@ -315,12 +319,19 @@ func (t TableInfo) Column(name string) *ColumnInfo {
 	return nil
 }
 
+// MessageKeyColumns are the first columns of MessageColumns, which
+// MessageView.SubagentKeys yields: the message's identity, whether it is
+// recoverable and its created_at.
+func MessageKeyColumns() []string {
+	return []string{"message_id", "task_session_id", "task_id", "tool_call_id", "recoverable", "created"}
+}
+
 // MessageColumns are the columns of MessageView.SubagentMessages, in
 // order: the message's identity, whether it is recoverable (0/1), its
 // created_at as a HostInstant, then every column of the row history gives
 // (HistoryColumns).
 func MessageColumns() []string {
-	out := []string{"message_id", "task_session_id", "task_id", "tool_call_id", "recoverable", "created"}
+	out := MessageKeyColumns()
 	for _, c := range HistoryColumns() {
 		out = append(out, c.Name)
 	}

@@ -139,32 +139,33 @@ type statement struct {
 // and its latest observation and write in the window.
 func (s *Store) pairFlags(since time.Time, messages, rows string, activeArgs []any) (string, []any) {
 	d := s.d
-	observed, updated := d.Instant("t.observed_at"), d.Instant("t.updated_at")
+	// Each row's instants are computed once, in its arm of the union, and
+	// compared with the window's start by the grouping: an instant is a
+	// long expression on SQLite, and written in every test of it, it made
+	// the statement slower to prepare and to run.
 	q := `SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
-		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
-		MIN(u.due_at) AS due_first, MIN(u.observed_us) AS recent_first,
-		MAX(u.observed_us) AS last_observed_us, MAX(u.write_us) AS last_write_us
+		MAX(CASE WHEN u.observed_us >= ? THEN 1 ELSE 0 END) AS recent, MAX(u.stored) AS stored,
+		count(DISTINCT CASE WHEN u.observed_us >= ? THEN u.execution END) AS executions,
+		MIN(u.due_at) AS due_first, MIN(CASE WHEN u.observed_us >= ? THEN u.observed_us END) AS recent_first,
+		MAX(CASE WHEN u.observed_us >= ? THEN u.observed_us END) AS last_observed_us,
+		MAX(CASE WHEN u.write_us >= ? THEN u.write_us END) AS last_write_us
 	FROM (SELECT v.task_session_id, v.tool_call_id,
-			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent,
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged,
 			0 AS stored, CAST(NULL AS TEXT) AS execution,
 			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN v.created END AS due_at,
 			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
-		FROM (` + d.SubagentMessages(s.tables, messages) + `) v
+		FROM (` + d.SubagentKeys(s.tables, messages) + `) v
 		UNION ALL
-		SELECT t.task_session_id, t.tool_call_id,
-			0, 0, CASE WHEN ` + observed + ` >= ? THEN 1 ELSE 0 END, 1,
-			CASE WHEN ` + observed + ` >= ? AND t.agent_execution_id <> '` + core.UnknownExecution + `'
-				THEN t.agent_execution_id END,
-			CAST(NULL AS BIGINT),
-			CASE WHEN ` + observed + ` >= ? THEN ` + observed + ` END,
-			CASE WHEN ` + updated + ` >= ? THEN ` + updated + ` END
+		SELECT t.task_session_id, t.tool_call_id, 0, 0, 1,
+			CASE WHEN t.agent_execution_id <> '` + core.UnknownExecution + `' THEN t.agent_execution_id END,
+			CAST(NULL AS BIGINT), ` + d.Instant("t.observed_at") + `, ` + d.Instant("t.updated_at") + `
 		FROM ` + Table + ` t WHERE ` + rows + `) u
 	GROUP BY u.task_session_id, u.tool_call_id`
 	atOrAfter := storekit.CeilMicro(since).UnixMicro()
 	after := storekit.CanonicalTime(since).UnixMicro() + 1
 	host := d.HostInstantArg(since)
-	args := append([]any{host, host}, activeArgs...)
-	args = append(args, atOrAfter, atOrAfter, atOrAfter, after)
+	args := []any{atOrAfter, atOrAfter, atOrAfter, atOrAfter, after, host, host}
+	args = append(args, activeArgs...)
 	return q, append(args, activeArgs...)
 }
 

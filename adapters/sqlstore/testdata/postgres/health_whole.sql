@@ -1,9 +1,11 @@
 WITH p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
-		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
-		MIN(u.due_at) AS due_first, MIN(u.observed_us) AS recent_first,
-		MAX(u.observed_us) AS last_observed_us, MAX(u.write_us) AS last_write_us
+		MAX(CASE WHEN u.observed_us >= ? THEN 1 ELSE 0 END) AS recent, MAX(u.stored) AS stored,
+		count(DISTINCT CASE WHEN u.observed_us >= ? THEN u.execution END) AS executions,
+		MIN(u.due_at) AS due_first, MIN(CASE WHEN u.observed_us >= ? THEN u.observed_us END) AS recent_first,
+		MAX(CASE WHEN u.observed_us >= ? THEN u.observed_us END) AS last_observed_us,
+		MAX(CASE WHEN u.write_us >= ? THEN u.write_us END) AS last_write_us
 	FROM (SELECT v.task_session_id, v.tool_call_id,
-			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent,
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged,
 			0 AS stored, CAST(NULL AS TEXT) AS execution,
 			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN v.created END AS due_at,
 			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
@@ -54,13 +56,9 @@ WITH p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS 
 			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) AND (1 = 1)) d
 		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e) v
 		UNION ALL
-		SELECT t.task_session_id, t.tool_call_id,
-			0, 0, CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN 1 ELSE 0 END, 1,
-			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? AND t.agent_execution_id <> 'unknown'
-				THEN t.agent_execution_id END,
-			CAST(NULL AS BIGINT),
-			CASE WHEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint END,
-			CASE WHEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint >= ? THEN (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint END
+		SELECT t.task_session_id, t.tool_call_id, 0, 0, 1,
+			CASE WHEN t.agent_execution_id <> 'unknown' THEN t.agent_execution_id END,
+			CAST(NULL AS BIGINT), (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint, (EXTRACT(EPOCH FROM t.updated_at) * 1000000)::bigint
 		FROM task_session_subagents t WHERE 1 = 1) u
 	GROUP BY u.task_session_id, u.tool_call_id)
 SELECT 0 AS part,
@@ -86,4 +84,4 @@ SELECT * FROM (SELECT 2 AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions,
 	ORDER BY p.recent_first, p.task_session_id COLLATE "C", p.tool_call_id COLLATE "C"
 	LIMIT 20) excess
 ORDER BY 1;
--- arguments: 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002
+-- arguments: 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002

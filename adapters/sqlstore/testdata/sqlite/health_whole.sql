@@ -1,9 +1,11 @@
 WITH p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
-		MAX(u.recent) AS recent, MAX(u.stored) AS stored, count(DISTINCT u.execution) AS executions,
-		MIN(u.due_at) AS due_first, MIN(u.observed_us) AS recent_first,
-		MAX(u.observed_us) AS last_observed_us, MAX(u.write_us) AS last_write_us
+		MAX(CASE WHEN u.observed_us >= ? THEN 1 ELSE 0 END) AS recent, MAX(u.stored) AS stored,
+		count(DISTINCT CASE WHEN u.observed_us >= ? THEN u.execution END) AS executions,
+		MIN(u.due_at) AS due_first, MIN(CASE WHEN u.observed_us >= ? THEN u.observed_us END) AS recent_first,
+		MAX(CASE WHEN u.observed_us >= ? THEN u.observed_us END) AS last_observed_us,
+		MAX(CASE WHEN u.write_us >= ? THEN u.write_us END) AS last_write_us
 	FROM (SELECT v.task_session_id, v.tool_call_id,
-			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged, 0 AS recent,
+			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged,
 			0 AS stored, CAST(NULL AS TEXT) AS execution,
 			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN v.created END AS due_at,
 			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
@@ -12,37 +14,18 @@ WITH p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS 
 		CAST(v.task_id AS TEXT) AS task_id,
 		json_extract(v.x, '$.tool_call_id') AS tool_call_id,
 		json_extract(v.x, '$.recoverable') AS recoverable,
-		json_extract(v.x, '$.created') AS created,
-		json_extract(v.x, '$.turn_id') AS turn_id,
-		json_extract(v.x, '$.parent_tool_call_id') AS parent_tool_call_id,
-		json_extract(v.x, '$.subagent_type') AS subagent_type,
-		json_extract(v.x, '$.description') AS description,
-		json_extract(v.x, '$.agent_id') AS agent_id,
-		json_extract(v.x, '$.child_session_id') AS child_session_id,
-		json_extract(v.x, '$.model') AS model,
-		json_extract(v.x, '$.agent_status') AS agent_status,
-		json_extract(v.x, '$.tool_status') AS tool_status,
-		json_extract(v.x, '$.is_async') AS is_async,
-		json_extract(v.x, '$.total_tokens') AS total_tokens,
-		json_extract(v.x, '$.tool_use_count') AS tool_use_count,
-		json_extract(v.x, '$.duration_ms') AS duration_ms,
-		json_extract(v.x, '$.observed_at') AS observed_at,
-		json_extract(v.x, '$.settled_at') AS settled_at
+		json_extract(v.x, '$.created') AS created
 	FROM (SELECT m.id, m.task_session_id, m.task_id,
-			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
+			subagentctx_message_key(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
 				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
 		FROM "task_session_messages" m
 		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0) AND (1 = 1)
 		LIMIT -1 OFFSET 0) v
 	WHERE v.x IS NOT NULL) v
 		UNION ALL
-		SELECT t.task_session_id, t.tool_call_id,
-			0, 0, CASE WHEN (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? THEN 1 ELSE 0 END, 1,
-			CASE WHEN (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? AND t.agent_execution_id <> 'unknown'
-				THEN t.agent_execution_id END,
-			CAST(NULL AS BIGINT),
-			CASE WHEN (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? THEN (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) END,
-			CASE WHEN (unixepoch(substr(t.updated_at, 1, 19) || CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN ltrim(substr(t.updated_at, 21), '0123456789') ELSE substr(t.updated_at, 20) END) * 1000000 + CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.updated_at, 21), 1, length(substr(t.updated_at, 21)) - length(ltrim(substr(t.updated_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? THEN (unixepoch(substr(t.updated_at, 1, 19) || CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN ltrim(substr(t.updated_at, 21), '0123456789') ELSE substr(t.updated_at, 20) END) * 1000000 + CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.updated_at, 21), 1, length(substr(t.updated_at, 21)) - length(ltrim(substr(t.updated_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) END
+		SELECT t.task_session_id, t.tool_call_id, 0, 0, 1,
+			CASE WHEN t.agent_execution_id <> 'unknown' THEN t.agent_execution_id END,
+			CAST(NULL AS BIGINT), (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END), (unixepoch(substr(t.updated_at, 1, 19) || CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN ltrim(substr(t.updated_at, 21), '0123456789') ELSE substr(t.updated_at, 20) END) * 1000000 + CASE WHEN substr(t.updated_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.updated_at, 21), 1, length(substr(t.updated_at, 21)) - length(ltrim(substr(t.updated_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END)
 		FROM task_session_subagents t WHERE 1 = 1) u
 	GROUP BY u.task_session_id, u.tool_call_id)
 SELECT 0 AS part,
@@ -68,4 +51,4 @@ SELECT * FROM (SELECT 2 AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions,
 	ORDER BY p.recent_first, p.task_session_id, p.tool_call_id
 	LIMIT 20) excess
 ORDER BY 1;
--- arguments: 2026-08-12T23:10:00.500001001Z 2026-08-12T23:10:00.500001001Z 1786576200500002 1786576200500002 1786576200500002 1786576200500002
+-- arguments: 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 2026-08-12T23:10:00.500001001Z 2026-08-12T23:10:00.500001001Z
