@@ -96,9 +96,9 @@ func CreateTables(ctx context.Context, db *gorm.DB, tables sqlstore.Tables) erro
 // (task_session_id, id); the sessions are distributed by id, the turns and
 // messages colocated with them, and the meta table is a reference table.
 // The sessions start a colocation group of their own: with Citus's default
-// they would join any group of the same shape, and creating them reads a
-// table of that group, which failed ("relation with OID … does not exist")
-// when another schema's tables were being dropped at that moment.
+// every test schema's sessions would join one shared group, and a CI run
+// once failed creating them ("relation with OID … does not exist") while
+// other schemas were being dropped; a group per schema shares nothing.
 func Distribute(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, shards int) error {
 	t := tables.WithDefaults()
 	q := func(name string) string { return `"` + name + `"` }

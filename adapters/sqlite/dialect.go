@@ -161,9 +161,10 @@ const absorbTrigger = "subagentctx_absorb_v1"
 // with a taken id; history's own id is the same invocation's (a row
 // imported from a store where it had absorbed that history), and absorbs.
 // SQLite runs one writer at a time, and a statement reads what it writes
-// under the write lock, so the choice of key cannot race. The placeholders are numbered (?N is the
-// N-th column's value) so that the key's choice and the SET list can read
-// the frame's session, execution and tool call id again.
+// under the write lock, so the choice of key cannot race. The placeholders
+// are numbered (?N is the N-th column's value) so that the key's choice and
+// the SET list can read the frame's session, execution and tool call id
+// again.
 func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) {
 	t := sqlstore.Table
 	param := func(c string) string { return fmt.Sprint("?", storekit.ColumnIndex(c)+1) }
