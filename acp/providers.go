@@ -3,6 +3,7 @@ package acp
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/subagentctx/subagentctx/core"
@@ -197,7 +198,7 @@ func (codex) rows(s *session, tool string, c *call, base core.Frame) []core.Fram
 		sa := agent.object("subAgent")
 		p.ChildSessionID, p.AgentID = sa.first("agentThreadId"), sa.first("runId")
 		p.Model = c.input.first("model")
-		s.spawned(tool, c, p.ChildSessionID)
+		f.ToolCallID = s.spawned(tool, c, p.ChildSessionID)
 		return []core.Frame{f}
 	case collab.str("tool") == "spawnAgent":
 		return codexSpawn(s, tool, c, collab, base)
@@ -206,7 +207,7 @@ func (codex) rows(s *session, tool string, c *call, base core.Frame) []core.Fram
 	case collab != nil:
 		return nil // another collaboration tool: not a spawn's
 	}
-	return codexResult(tool, c, base)
+	return codexResult(s, tool, c, base)
 }
 
 // codexSpawn is a spawn's rows: one per child thread it names.
@@ -232,7 +233,7 @@ func codexSpawn(s *session, tool string, c *call, collab jsonMap, base core.Fram
 		add(id)
 	}
 	if len(children) == 0 {
-		return codexResult(tool, c, base)
+		return codexResult(s, tool, c, base)
 	}
 	parent, nested := s.children[collab.first("senderThreadId")]
 	var out []core.Frame
@@ -260,7 +261,7 @@ func codexSpawn(s *session, tool string, c *call, collab jsonMap, base core.Fram
 // codexResult is a notification naming no child: the call's status (and
 // what its input says) for its only row; nothing when several children
 // share the wire id, or when no spawn made a row of it.
-func codexResult(tool string, c *call, base core.Frame) []core.Frame {
+func codexResult(s *session, tool string, c *call, base core.Frame) []core.Frame {
 	switch len(c.threads) {
 	case 0:
 		if c.lastMeta.object("codex").object("collaboration").str("tool") != "spawnAgent" {
@@ -271,36 +272,55 @@ func codexResult(tool string, c *call, base core.Frame) []core.Frame {
 	default:
 		return nil // whose result it is cannot be told
 	}
+	base.ToolCallID = s.reserve(tool, tool)
 	base.Payload.Model = c.lastInput.first("model")
 	return []core.Frame{base}
 }
 
 // codexActivity is an activity frame's row: the spawn's of its thread, or,
-// for a "started" thread no spawn named, its own.
+// for a "started" thread no spawn named, its own. A "started" activity
+// naming no thread belongs to its call's only row (or is the call's own,
+// when it has none yet); beside several children of the call, whose it is
+// cannot be told, and it is a row of its own.
 func codexActivity(s *session, tool string, c *call, sub jsonMap, base core.Frame) []core.Frame {
 	f := base
 	p := core.Payload{}
 	f.Payload = &p
-	thread := sub.first("threadId")
+	thread := cmpOr(sub.first("threadId"), c.lastInput.first("agentThreadId"))
 	activity := cmpOr(sub.first("activity"), sub.first("status"))
-	if thread == "" || codexEvents[activity] {
+	if codexEvents[activity] || (thread == "" && activity != "started") {
 		return nil
 	}
-	path := sub.first("path")
+	path := cmpOr(sub.first("path"), c.lastInput.first("agentPath"))
 	p.ChildSessionID = thread
 	p.SubagentType = cmpOr(sub.first("agentType", "agent_type"), path[strings.LastIndex(path, "/")+1:])
 	p.Model = sub.first("model")
 	terminal := codexRank(activity) == codexTerminal
+	described := func() { p.Description = cmpOr(sub.first("description"), p.SubagentType) }
 	switch row, known := s.children[thread]; {
+	case thread == "" && len(c.threads) > 1:
+		f.ToolCallID = s.reserve(tool+"/", tool+"\x00")
+		described()
+	case thread == "":
+		f.ToolCallID = s.reserve(tool, tool)
+		if len(c.threads) == 1 {
+			thread = c.threads[0]
+			p.ChildSessionID = thread
+		}
+		if _, made := s.current[f.ToolCallID]; made {
+			p.Description = sub.first("description")
+		} else {
+			described()
+		}
 	case known:
 		f.ToolCallID = row
-		if row != tool && !terminal {
+		if s.rows[row] != tool && !terminal {
 			f.ToolStatus = "" // another call's ACP status is not the spawn's
 		}
 		p.Description = sub.first("description")
 	case activity == "started":
 		f.ToolCallID = s.spawned(tool, c, thread)
-		p.Description = cmpOr(sub.first("description"), p.SubagentType)
+		described()
 	default:
 		return nil // only "started" announces a child no spawn named
 	}
@@ -339,24 +359,24 @@ func codexRank(status string) int {
 
 // spawned registers a child thread of the call and returns the id of its
 // row: the call's own for its first child thread (or none), the call's
-// and the thread's for each further one. s's children map is bounded like
-// the calls.
+// and the thread's for each further one (session.reserve). s's children
+// map is bounded like the calls.
 func (s *session) spawned(tool string, c *call, child string) string {
 	if child == "" {
-		return tool
+		return s.reserve(tool, tool)
 	}
 	i := slices.Index(c.threads, child)
 	if i < 0 {
 		c.threads = append(c.threads, child)
 		i = len(c.threads) - 1
 	}
-	row := tool
-	if i > 0 {
-		row = tool + "/" + child
-	}
 	prev, ok := s.children[child]
 	if !ok && len(s.children) >= s.maxCalls {
 		s.forgetCorrelations()
+	}
+	row := s.reserve(tool, tool)
+	if i > 0 {
+		row = s.reserve(tool+"/"+child, tool+"\x00"+child)
 	}
 	if !ok {
 		s.kept += correlationBytes + len(child)
@@ -364,6 +384,29 @@ func (s *session) spawned(tool string, c *call, child string) string {
 	s.kept += len(row) - len(prev)
 	s.children[child] = row
 	return row
+}
+
+// reserve is the id of the row owner names (a call's wire id for its own
+// row, the wire id and a child thread for a further child's): want, unless
+// another owner's row of the session holds it, else want with the first
+// "~n" no other owner holds. An id made for a further child ("W/child")
+// may come again as another call's wire id, or the other way round: the
+// later one moves aside, so that two invocations never share a row, and
+// an owner gets the same id every time.
+func (s *session) reserve(want, owner string) string {
+	id := want
+	for n := 2; ; n++ {
+		held, ok := s.rows[id]
+		if !ok {
+			s.rows[id] = owner
+			s.kept += correlationBytes + len(id) + len(owner)
+			return id
+		}
+		if held == owner {
+			return id
+		}
+		id = want + "~" + strconv.Itoa(n)
+	}
 }
 
 // forgetCorrelations drops the session's Codex correlations (past the cap
@@ -375,8 +418,12 @@ func (s *session) forgetCorrelations() {
 	for child, status := range s.statuses {
 		s.kept -= correlationBytes + len(child) + len(status)
 	}
+	for row, owner := range s.rows {
+		s.kept -= correlationBytes + len(row) + len(owner)
+	}
 	clear(s.children)
 	clear(s.statuses)
+	clear(s.rows)
 }
 
 // forward is the state to write for a child thread: the given one, unless

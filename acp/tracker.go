@@ -203,6 +203,7 @@ type session struct {
 	cursor   map[string]pending // cursor/task params waiting for their tool call
 	waiting  []string           // cursor's ids, oldest first (ids no longer held are skipped)
 	children map[string]string  // Codex: child thread id → its row's tool call id
+	rows     map[string]string  // Codex: a row's tool call id → whose row it is (session.reserve)
 	statuses map[string]string  // Codex: a child's furthest status, by thread id (or row)
 	used     uint64
 	maxCalls int
@@ -495,6 +496,7 @@ func (t *Tracker) session(id string) *session {
 			calls:    map[string]*call{},
 			cursor:   map[string]pending{},
 			children: map[string]string{},
+			rows:     map[string]string{},
 			current:  map[string]core.Frame{},
 			statuses: map[string]string{},
 			maxCalls: t.maxCalls,
