@@ -374,8 +374,10 @@ func (s *session) spawned(tool string, c *call, child string) string {
 	if !ok && len(s.children) >= s.maxCalls {
 		s.forgetCorrelations()
 	}
-	row := s.reserve(tool, tool)
-	if i > 0 {
+	var row string
+	if i == 0 {
+		row = s.reserve(tool, tool)
+	} else {
 		row = s.reserve(tool+"/"+child, tool+"\x00"+child)
 	}
 	if !ok {
