@@ -206,10 +206,18 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		return err
 	}
 	catalogOf(ctx).forget()
-	for _, stmt := range stmts {
-		if err := db.Exec(stmt).Error; err != nil {
-			return s.opError("create schema", fmt.Errorf("%w\n  in: %s", err, stmt))
+	// On one connection: SQLite checks a CREATE's name against the
+	// connection's cached schema, so an index dropped on one pooled
+	// connection is still "already exists" to another.
+	if err := db.Connection(func(conn *gorm.DB) error {
+		for _, stmt := range stmts {
+			if err := conn.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("%w\n  in: %s", err, stmt)
+			}
 		}
+		return nil
+	}); err != nil {
+		return s.opError("create schema", err)
 	}
 	if !existed {
 		// Created in the declared shape: every numbered step is in it.
