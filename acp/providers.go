@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -291,9 +292,9 @@ func codexActivity(s *session, tool string, c *call, sub jsonMap, base core.Fram
 	if codexEvents[activity] || (thread == "" && activity != "started") {
 		return nil
 	}
-	path := cmpOr(sub.first("path"), c.lastInput.first("agentPath"))
 	p.ChildSessionID = thread
-	p.SubagentType = cmpOr(sub.first("agentType", "agent_type"), path[strings.LastIndex(path, "/")+1:])
+	p.SubagentType = cmpOr(sub.first("agentType", "agent_type"),
+		codexAgentName(cmpOr(sub.first("path"), c.lastInput.first("agentPath"))))
 	p.Model = sub.first("model")
 	terminal := codexRank(activity) == codexTerminal
 	described := func() { p.Description = cmpOr(sub.first("description"), p.SubagentType) }
@@ -331,6 +332,16 @@ func codexActivity(s *session, tool string, c *call, sub jsonMap, base core.Fram
 	return []core.Frame{f}
 }
 
+// codexAgentName is the agent's name in its path, the last segment
+// ("/root/review_agent/" ⇒ "review_agent"): none for a path of no segment.
+func codexAgentName(agentPath string) string {
+	name := path.Base(strings.TrimSpace(agentPath))
+	if name == "." || name == "/" {
+		return ""
+	}
+	return name
+}
+
 // codexEvents are activities that report something the child did, not a
 // state it is in: they change no row.
 var codexEvents = map[string]bool{"interacted": true}
@@ -351,7 +362,7 @@ func codexRank(status string) int {
 		return codexPending
 	case "started":
 		return codexStarted
-	case "completed", "failed", "errored", "error", "cancelled", "interrupted", "shutdown", "notFound":
+	case "completed", "complete", "failed", "errored", "error", "cancelled", "interrupted", "shutdown", "notFound":
 		return codexTerminal
 	}
 	return codexRunning
