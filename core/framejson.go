@@ -1,37 +1,73 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 )
 
 // frameJSON is a frame as one JSON object (the command line's `record`
-// input): the frame's fields under the contract's column names, observed_at in RFC 3339
-// with an optional fraction (absent: the recorder's clock), and the
-// provider payload, Kandev's SubagentTaskPayload, under subagent_task.
+// input): the frame's fields, the execution id under execution_id or under
+// its column's name, agent_execution_id; observed_at in RFC 3339 with an
+// optional fraction (absent: the recorder's clock); and the provider
+// payload, Kandev's SubagentTaskPayload, under subagent_task (whose fields
+// beyond the payload's are the provider's, and ignored).
 type frameJSON struct {
-	TaskSessionID    string   `json:"task_session_id"`
-	TaskID           string   `json:"task_id"`
-	TurnID           string   `json:"turn_id"`
-	ExecutionID      string   `json:"execution_id"`
-	ToolCallID       string   `json:"tool_call_id"`
-	ParentToolCallID string   `json:"parent_tool_call_id"`
-	ToolStatus       string   `json:"tool_status"`
-	ObservedAt       string   `json:"observed_at"`
-	SubagentTask     *Payload `json:"subagent_task"`
+	TaskSessionID    string          `json:"task_session_id"`
+	TaskID           string          `json:"task_id"`
+	TurnID           string          `json:"turn_id"`
+	ExecutionID      string          `json:"execution_id"`
+	AgentExecutionID string          `json:"agent_execution_id"`
+	ToolCallID       string          `json:"tool_call_id"`
+	ParentToolCallID string          `json:"parent_tool_call_id"`
+	ToolStatus       string          `json:"tool_status"`
+	ObservedAt       string          `json:"observed_at"`
+	SubagentTask     json.RawMessage `json:"subagent_task"`
 }
 
+// frameFields names frameJSON's fields, for the error on any other.
+const frameFields = "task_session_id, task_id, turn_id, execution_id (or agent_execution_id), tool_call_id, " +
+	"parent_tool_call_id, tool_status, observed_at, subagent_task"
+
 // DecodeFrame reads one JSON object into a Frame. Anything else (invalid
-// JSON, an array, a scalar, a field of the wrong type, an observed_at that
-// is not RFC 3339) is an error saying what.
+// JSON, an array, a scalar, anything after the object, a field it does not know —
+// a misspelt one would otherwise be lost without a word —, a field of the
+// wrong type, an observed_at that is not RFC 3339) is an error saying what.
 func DecodeFrame(data []byte) (Frame, error) {
 	var l frameJSON
-	if err := json.Unmarshal(data, &l); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		if strings.HasPrefix(err.Error(), "json: unknown field ") { // the only way encoding/json says so
+			return Frame{}, fmt.Errorf("not a frame object: %w (a frame's fields: %s)", err, frameFields)
+		}
 		return Frame{}, fmt.Errorf("not a frame object: %w", err)
 	}
-	f := Frame{TaskSessionID: l.TaskSessionID, TaskID: l.TaskID, TurnID: l.TurnID, ExecutionID: l.ExecutionID,
-		ToolCallID: l.ToolCallID, ParentToolCallID: l.ParentToolCallID, ToolStatus: l.ToolStatus, Payload: l.SubagentTask}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Frame{}, fmt.Errorf("not a frame object: something follows the object on the line")
+	}
+	exec := l.ExecutionID
+	switch {
+	case exec == "":
+		exec = l.AgentExecutionID
+	case l.AgentExecutionID != "" && l.AgentExecutionID != exec:
+		return Frame{}, fmt.Errorf("execution_id %q and agent_execution_id %q differ", exec, l.AgentExecutionID)
+	}
+	f := Frame{TaskSessionID: l.TaskSessionID, TaskID: l.TaskID, TurnID: l.TurnID, ExecutionID: exec,
+		ToolCallID: l.ToolCallID, ParentToolCallID: l.ParentToolCallID, ToolStatus: l.ToolStatus}
+	if len(l.SubagentTask) > 0 && string(l.SubagentTask) != "null" {
+		f.Payload = new(Payload)
+		if err := json.Unmarshal(l.SubagentTask, f.Payload); err != nil {
+			return Frame{}, fmt.Errorf("subagent_task: %w", err)
+		}
+	}
 	if l.ObservedAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, l.ObservedAt)
 		if err != nil {

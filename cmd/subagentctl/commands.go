@@ -237,6 +237,14 @@ func (e *env) input(pos []string) (io.Reader, func(), error) {
 	return f, func() { f.Close() }, nil
 }
 
+// skipBOM skips a UTF-8 byte order mark at the start of an input (an
+// editor's on Windows), which would otherwise make its first line bad.
+func skipBOM(r *bufio.Reader) {
+	if b, _ := r.Peek(3); string(b) == "\ufeff" {
+		_, _ = r.Discard(3)
+	}
+}
+
 // signalGrace is how long record still tries to write what is queued
 // after SIGINT or SIGTERM.
 const signalGrace = 2 * time.Second
@@ -261,6 +269,7 @@ func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder,
 	reads := make(chan read)
 	go func() {
 		r := bufio.NewReader(in)
+		skipBOM(r)
 		for {
 			line, err := r.ReadBytes('\n')
 			select {
@@ -616,6 +625,7 @@ func cmdImport(ctx context.Context, e *env, o *opts) error {
 	n := 0
 	rows := func(yield func(core.Subagent, error) bool) {
 		r := bufio.NewReaderSize(in, 1<<16)
+		skipBOM(r)
 		for {
 			line, err := r.ReadBytes('\n')
 			if len(strings.TrimSpace(string(line))) > 0 {

@@ -358,6 +358,30 @@ func TestRecordKeepsAFileLongerThanTheQueue(t *testing.T) {
 	}
 }
 
+// TestRecordReadsWhatAnEditorWrites: a byte order mark at the start of
+// the input and CRLF line ends read as plain lines; a field record does
+// not know (a column that belongs in subagent_task) makes its line bad,
+// naming the field, rather than be dropped without a word.
+func TestRecordReadsWhatAnEditorWrites(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
+	t0 := time.Now().UTC()
+	input := "\ufeff" + jsonFrame("s1", "toolu_a", "exec-1", "in_progress", t0, `{}`) + "\r\n\r\n" +
+		`{"task_session_id":"s1","task_id":"task-1","tool_call_id":"toolu_b","agent_execution_id":"exec-1"}` + "\r\n" +
+		`{"task_session_id":"s1","task_id":"task-1","tool_call_id":"toolu_c","agent_status":"running"}` + "\n"
+	r := cli(t, input, "--db", e.DSN, "record").want(t, 1)
+	if !strings.Contains(r.stdout, "persisted 2 ") || !strings.Contains(r.stdout, "bad_lines 1") ||
+		!strings.Contains(r.stderr, `line 4: not a frame object: json: unknown field "agent_status"`) ||
+		strings.Contains(r.stderr, "line 1") {
+		t.Errorf("record: stdout %q, stderr %q; want 2 persisted and line 4 bad, naming the field", r.stdout, r.stderr)
+	}
+	var execs []string
+	e.DB.Raw(`SELECT agent_execution_id FROM task_session_subagents ORDER BY tool_call_id`).Scan(&execs)
+	if !slices.Equal(execs, []string{"exec-1", "exec-1"}) {
+		t.Errorf("execution ids %v, want exec-1 for both (execution_id, and the column's name)", execs)
+	}
+}
+
 // TestProgressOnlyOnATerminal: record on a large input prints progress on
 // stderr when stderr is a terminal (run under script(1) for a pty), and
 // nothing when it is not.
