@@ -157,6 +157,36 @@ func TestStoreOnAHostTransaction(t *testing.T) {
 	}
 }
 
+// TestSchemaOnAHostTransaction: EnsureSchema through a host's transaction
+// creates the table inside it (it used to wait on that transaction's own
+// lock from another connection); a rollback leaves none.
+func TestSchemaOnAHostTransaction(t *testing.T) {
+	db, err := sqlite.OpenDB(filepath.Join(t.TempDir(), "host.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := kandevtest.CreateTables(ctx, db, sqlstore.Tables{}); err != nil {
+		t.Fatal(err)
+	}
+	tx := db.Begin()
+	s, err := sqlite.New(tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureSchema(ctx); err != nil {
+		t.Fatalf("EnsureSchema on a host's transaction: %v", err)
+	}
+	var n int
+	tx.Raw(`SELECT count(*) FROM sqlite_master WHERE name = 'task_session_subagents'`).Scan(&n)
+	tx.Rollback()
+	var after int
+	db.Raw(`SELECT count(*) FROM sqlite_master WHERE name = 'task_session_subagents'`).Scan(&after)
+	if n != 1 || after != 0 {
+		t.Errorf("the table inside the transaction: %d, after its rollback: %d; want 1 and 0", n, after)
+	}
+}
+
 // TestAC32_AbsorbsOnAHostTransaction: through a host's transaction the
 // upsert runs through GORM's Exec, which rewrites its placeholders; the
 // numbered ones the key's choice reads again must still be the frame's,

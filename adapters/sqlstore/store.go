@@ -206,17 +206,24 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		return err
 	}
 	catalogOf(ctx).forget()
-	// On one connection: SQLite checks a CREATE's name against the
-	// connection's cached schema, so an index dropped on one pooled
-	// connection is still "already exists" to another.
-	if err := db.Connection(func(conn *gorm.DB) error {
+	create := func(conn *gorm.DB) error {
 		for _, stmt := range stmts {
 			if err := conn.Exec(stmt).Error; err != nil {
 				return fmt.Errorf("%w\n  in: %s", err, stmt)
 			}
 		}
 		return nil
-	}); err != nil {
+	}
+	// On one connection of a pool: SQLite checks a CREATE's name against
+	// the connection's cached schema, so an index dropped on one pooled
+	// connection is still "already exists" to another. A host's
+	// transaction is one connection already, and holds the statements.
+	if _, pool := db.Statement.ConnPool.(*sql.DB); pool {
+		err = db.Connection(create)
+	} else {
+		err = create(db)
+	}
+	if err != nil {
 		return s.opError("create schema", err)
 	}
 	if !existed {
