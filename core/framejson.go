@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -30,8 +31,14 @@ type frameJSON struct {
 }
 
 // frameFields names frameJSON's fields, for the error on any other.
-const frameFields = "task_session_id, task_id, turn_id, execution_id (or agent_execution_id), tool_call_id, " +
-	"parent_tool_call_id, tool_status, observed_at, subagent_task"
+func frameFields() string {
+	t := reflect.TypeFor[frameJSON]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = t.Field(i).Tag.Get("json")
+	}
+	return strings.Join(names, ", ")
+}
 
 // DecodeFrame reads one JSON object into a Frame. Anything else (invalid
 // JSON, an array, a scalar, anything after the object, a field it does not know —
@@ -46,7 +53,7 @@ func DecodeFrame(data []byte) (Frame, error) {
 			err = io.ErrUnexpectedEOF
 		}
 		if strings.HasPrefix(err.Error(), "json: unknown field ") { // the only way encoding/json says so
-			return Frame{}, fmt.Errorf("not a frame object: %w (a frame's fields: %s)", err, frameFields)
+			return Frame{}, fmt.Errorf("not a frame object: %w (a frame's fields: %s)", err, frameFields())
 		}
 		return Frame{}, fmt.Errorf("not a frame object: %w", err)
 	}
