@@ -2,12 +2,15 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/core"
 )
 
 // Citus (docs/CONTRACT.md §8.10): a host that outgrows one server shards
@@ -64,37 +67,38 @@ func (Dialect) Distributed(ctx context.Context, db *gorm.DB) (bool, error) {
 // sessions table calls for it; sessions on the coordinator (or a reference
 // table) keep the record beside them there. The table is distributed once
 // it has its declared shape (the shape step upgrades an older one first).
-func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables, createdMeta bool) error {
+func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables, createdMeta bool) (bool, error) {
 	if ok, err := citusInstalled(ctx, db); err != nil || !ok {
-		return err
+		return false, err
 	}
 	sessions := `"` + t.Sessions + `"`
 	sp, err := citusPlacement(ctx, db, sessions)
 	if err != nil || sp.Method != "h" {
-		return err
+		return false, err
 	}
 	if !sp.distributedBy("id") {
-		return fmt.Errorf("the sessions table %s is distributed by %s, not by id: task_session_subagents "+
+		return false, fmt.Errorf("the sessions table %s is distributed by %s, not by id: task_session_subagents "+
 			"references sessions(id) and can only be colocated with sessions distributed by id", sessions, deref(sp.Column))
 	}
 	ours, err := citusPlacement(ctx, db, `"`+sqlstore.Table+`"`)
 	if err != nil {
-		return err
+		return false, err
 	}
 	switch {
 	case ours.distributedBy("task_session_id") && ours.Colocation == sp.Colocation:
 	case ours.Method != "":
-		return fmt.Errorf("%s is already in Citus's catalog (method %q, by %s) but not distributed by "+
+		return false, fmt.Errorf("%s is already in Citus's catalog (method %q, by %s) but not distributed by "+
 			"task_session_id colocated with %s, as the foreign key and every pushed-down statement need: "+
 			"undistribute it (SELECT undistribute_table('%s')) and run the migration pass again",
 			sqlstore.Table, ours.Method, deref(ours.Column), sessions, sqlstore.Table)
 	default:
 		info, err := d.Describe(ctx, db, sqlstore.Table)
 		if err != nil || !info.Exists || inferVersion(info) < 3 {
-			return err // the shape step upgrades the table first, then distributes it
+			return false, err // the shape step upgrades the table first, then distributes it
 		}
-		// The table's trigger (Dialect.Upsert) needs Citus's leave to be
-		// distributed: it touches only the shard it fires on.
+		// A trigger on the table (an earlier build's; absorbTrigger, once
+		// it is sharded) needs Citus's leave: it touches only the shard it
+		// fires on.
 		if err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Exec(`SET LOCAL citus.enable_unsafe_triggers = on`).Error; err != nil {
 				return err
@@ -102,20 +106,20 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 			return tx.Exec(`SELECT create_distributed_table(?, 'task_session_id', colocate_with => ?)`,
 				sqlstore.Table, sessions).Error
 		}); err != nil {
-			return fmt.Errorf("distribute %s by task_session_id, colocated with %s: %w", sqlstore.Table, sessions, err)
+			return false, fmt.Errorf("distribute %s by task_session_id, colocated with %s: %w", sqlstore.Table, sessions, err)
 		}
 	}
 	if !createdMeta {
-		return nil
+		return true, nil
 	}
 	meta := `"` + t.Meta + `"`
 	if mp, err := citusPlacement(ctx, db, meta); err != nil || mp.Method != "" {
-		return err
+		return true, err
 	}
 	if err := db.WithContext(ctx).Exec(`SELECT create_reference_table(?)`, meta).Error; err != nil {
-		return fmt.Errorf("make the meta table %s a reference table: %w", meta, err)
+		return true, fmt.Errorf("make the meta table %s a reference table: %w", meta, err)
 	}
-	return nil
+	return true, nil
 }
 
 // inferVersion is how far the table is along the numbered steps that
@@ -136,4 +140,77 @@ func deref(s *string) string {
 		return "no column"
 	}
 	return fmt.Sprintf("%q", *s)
+}
+
+// absorbTrigger is what a sharded table absorbs history with
+// (docs/CONTRACT.md §8.5): a row trigger after the upsert that absorbs
+// the pair's backfilled row into an inserted one. It runs only for a row
+// actually inserted under an execution id (a frame whose key has a row
+// updates it, and the trigger does not fire). It fires on a shard, where
+// it must name the shard (a statement on the distributed table from
+// inside a shard is refused), so its statements are built for the shard,
+// planned on each call; fired on the table itself or on a partition of
+// it, they name the table and keep their plans. Creating a trigger on a
+// distributed table needs citus.enable_unsafe_triggers, set for the
+// statement only; the name of the function carries a digest of its body,
+// so a new body (a new column) is a new function, and the trigger is
+// moved to it.
+func absorbTrigger(u sqlstore.UpsertParts) sqlstore.SchemaObject {
+	t := sqlstore.Table
+	self := func(c string) string { return "t." + c }
+	params := map[string]string{"task_session_id": "$1", "tool_call_id": "$2"}
+	shard := u.History(func(c string) string { return params[c] })
+	body := `DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = '` + t + `';
+BEGIN
+	IF NOT here THEN -- a partition of the table, or a Citus shard
+		here := (SELECT c.relname FROM pg_class c WHERE c.oid = pg_partition_root(TG_RELID)) = '` + t + `';
+	END IF;
+	IF here THEN
+		DELETE FROM ` + t + ` WHERE ` + u.History(func(c string) string { return "NEW." + c }) + ` RETURNING * INTO b;
+		IF FOUND THEN
+			UPDATE ` + t + ` AS t SET ` + u.Absorb(func(c string) string { return "b." + c }, self) + `
+			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
+		END IF;
+	ELSE -- a Citus shard: its own name, planned on each call
+		tbl := quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME);
+		-- Deleted first, as above, in the statement that merges it: the
+		-- row lock makes a second absorber wait, then find nothing (one
+		-- absorber per pair).
+		EXECUTE 'WITH h AS (DELETE FROM ' || tbl || $q$ WHERE ` + shard + ` RETURNING *)
+			UPDATE $q$ || tbl || $q$ AS t SET ` + u.Absorb(func(c string) string { return "h." + c }, self) + `
+			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
+			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
+	END IF;
+	RETURN NULL;
+END`
+	// SECURITY DEFINER: the trigger runs as its owner (the role that
+	// migrated), so the live path needs no DELETE (docs/CONTRACT.md §4.4);
+	// its search_path is pinned to the table's schema, pg_temp last, so
+	// that no caller's objects stand in for the table's. enable_seqscan
+	// off: the probe is an index probe whatever the statistics say — a
+	// table analysed while empty otherwise gets a cached sequential scan
+	// that costs each frame the whole table until the planner replans.
+	function := `RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
+` + body + `
+$f$`
+	sum := sha256.Sum256([]byte(function))
+	fn := "subagentctx_absorb_" + hex.EncodeToString(sum[:4])
+	create := `DO $do$ BEGIN
+IF to_regprocedure('` + fn + `()') IS NULL THEN
+CREATE FUNCTION ` + fn + `() ` + function + `;
+EXECUTE format('ALTER FUNCTION ` + fn + `() SET search_path = %I, pg_temp',
+	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '` + t + `'::regclass));
+END IF;
+IF NOT EXISTS (SELECT 1 FROM pg_trigger
+		WHERE tgrelid = '` + t + `'::regclass AND tgname = 'subagentctx_absorb'
+		AND tgfoid = '` + fn + `()'::regprocedure) THEN
+	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+	DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + t + `;
+	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON ` + t + ` FOR EACH ROW
+		WHEN (NEW.agent_execution_id <> '` + core.UnknownExecution + `') EXECUTE FUNCTION ` + fn + `();
+END IF;
+END $do$`
+	present := `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('` + t + `')
+	AND tgname = 'subagentctx_absorb' AND tgfoid = to_regprocedure('` + fn + `()'))`
+	return sqlstore.SchemaObject{Create: create, Present: present}
 }

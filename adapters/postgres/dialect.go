@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -96,77 +94,91 @@ func (Dialect) OrderedArg(t time.Time) any { return storekit.CanonicalTime(t) }
 func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }
 
 // Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT as it
-// is, and a row trigger after it that absorbs the pair's backfilled row
-// into an inserted one (docs/CONTRACT.md §8.5). It runs only for a row
-// actually inserted under an execution id (a frame whose key has a row
-// updates it, and the trigger does not fire). On one server and on a
-// partitioned table the trigger's statements name the table and keep
-// their plans; on Citus it fires on a shard, where it must name the shard
-// (a statement on the distributed table from inside a shard is refused),
-// so its statements are built for the shard, planned on each call.
-// Creating a trigger on a distributed table needs
-// citus.enable_unsafe_triggers, set for the statement only; the name of
-// the function carries a digest of its body, so a new body (a new
-// column) is a new function, and the trigger is moved to it.
-func (d Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) {
+// is, after a statement, in the write's transaction, that moves each
+// pair's backfilled row to the execution of the row that will absorb it
+// (docs/CONTRACT.md §8.5): the row's upsert then lands on it by its key
+// and merges by the ordinary rules, history as the stored row. Any
+// trigger on the table would cost every inserting statement its WHEN
+// clause's planning, or a function call (1.08–1.15× the upsert before it
+// did anything), so one server has none, and the pass drops the one
+// earlier builds absorbed with, and its functions. A sharded table keeps
+// a trigger (absorbTrigger): Citus refuses Absorb's subqueries there, and
+// would run it on every shard.
+func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
 	t := sqlstore.Table
-	self := func(c string) string { return "t." + c }
-	params := map[string]string{"task_session_id": "$1", "tool_call_id": "$2"}
-	shard := u.History(func(c string) string { return params[c] })
-	body := `DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = '` + t + `';
-BEGIN
-	IF NOT here THEN -- a partition of the table, or a Citus shard
-		here := (SELECT c.relname FROM pg_class c WHERE c.oid = pg_partition_root(TG_RELID)) = '` + t + `';
-	END IF;
-	IF here THEN
-		DELETE FROM ` + t + ` WHERE ` + u.History(func(c string) string { return "NEW." + c }) + ` RETURNING * INTO b;
-		IF FOUND THEN
-			UPDATE ` + t + ` AS t SET ` + u.Absorb(func(c string) string { return "b." + c }, self) + `
-			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
-		END IF;
-	ELSE -- a Citus shard: its own name, planned on each call
-		tbl := quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME);
-		-- Deleted first, as above, in the statement that merges it: the
-		-- row lock makes a second absorber wait, then find nothing (one
-		-- absorber per pair).
-		EXECUTE 'WITH h AS (DELETE FROM ' || tbl || $q$ WHERE ` + shard + ` RETURNING *)
-			UPDATE $q$ || tbl || $q$ AS t SET ` + u.Absorb(func(c string) string { return "h." + c }, self) + `
-			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
-			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
-	END IF;
-	RETURN NULL;
-END`
-	// SECURITY DEFINER: the trigger runs as its owner (the role that
-	// migrated), so the live path needs no DELETE (docs/CONTRACT.md §4.4);
-	// its search_path is pinned to the table's schema, pg_temp last, so
-	// that no caller's objects stand in for the table's. enable_seqscan
-	// off: the probe is an index probe whatever the statistics say — a
-	// table analysed while empty otherwise gets a cached sequential scan
-	// that costs each frame the whole table until the planner replans.
-	function := `RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
-` + body + `
-$f$`
-	sum := sha256.Sum256([]byte(function))
-	fn := "subagentctx_absorb_" + hex.EncodeToString(sum[:4])
-	create := `DO $do$ BEGIN
-IF to_regprocedure('` + fn + `()') IS NULL THEN
-CREATE FUNCTION ` + fn + `() ` + function + `;
-EXECUTE format('ALTER FUNCTION ` + fn + `() SET search_path = %I, pg_temp',
-	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '` + t + `'::regclass));
-END IF;
-IF NOT EXISTS (SELECT 1 FROM pg_trigger
-		WHERE tgrelid = '` + t + `'::regclass AND tgname = 'subagentctx_absorb'
-		AND tgfoid = '` + fn + `()'::regprocedure) THEN
-	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-	DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + t + `;
-	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON ` + t + ` FOR EACH ROW
-		WHEN (NEW.agent_execution_id <> '` + core.UnknownExecution + `') EXECUTE FUNCTION ` + fn + `();
-END IF;
-END $do$`
-	present := `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('` + t + `')
-	AND tgname = 'subagentctx_absorb' AND tgfoid = to_regprocedure('` + fn + `()'))`
-	return []sqlstore.SchemaObject{{Create: create, Present: present}}, u.Insert
+	// Each named row probes its pair's history by the unique key; where
+	// there is history, its own key and the holder of its id by theirs
+	// (unqualified columns in each subquery are that subquery's table's),
+	// and the first of the pair's rows whose key has no row and whose id
+	// is not another's absorbs. The table's row is then reached by its
+	// primary key only, so that no statistics can make the plan read
+	// history, or a session, whole. The CASE leaves a row that another
+	// transaction moved meanwhile (the update then reads it again) where
+	// it is: the frame's upsert makes a row of its own.
+	frame := map[string]string{"task_session_id": "f.session", "tool_call_id": "f.tool_call"}
+	history := u.History(func(c string) string { return frame[c] })
+	absorb := `UPDATE ` + t + ` AS h
+SET agent_execution_id = CASE WHEN h.agent_execution_id = '` + core.UnknownExecution + `' THEN a.execution
+	ELSE h.agent_execution_id END
+FROM (SELECT DISTINCT ON (f.session, f.tool_call) f.session, f.execution, f.history
+	FROM (SELECT f.*, (SELECT id FROM ` + t + ` WHERE ` + history + `) AS history
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
+			AS f (session, tool_call, execution, row_id, n)
+		OFFSET 0) AS f
+	WHERE f.history IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM ` + t + ` WHERE task_session_id = f.session
+			AND agent_execution_id = f.execution AND tool_call_id = f.tool_call)
+		AND NOT EXISTS (SELECT 1 FROM ` + t + ` WHERE task_session_id = f.session AND id = f.row_id
+			AND id <> f.history)
+	ORDER BY f.session, f.tool_call, f.n) AS a
+WHERE h.task_session_id = a.session AND h.id = a.history`
+	// Planned afresh for each write, with no scan of the table and no join
+	// that reads an index whole: a plan cached while the table was small,
+	// or chosen on statistics taken while it was, would read history, or
+	// a session, whole for every write once it is large. For that
+	// statement only: the settings as they were are kept in a setting of
+	// the transaction and set back after it, so that neither the upserts
+	// (whose cached plans are what make them cheap) nor a host's own
+	// statements run under them.
+	settings := [][2]string{{"enable_seqscan", "off"}, {"enable_hashjoin", "off"}, {"enable_mergejoin", "off"},
+		{"plan_cache_mode", "force_custom_plan"}}
+	var set, was, restore []string
+	for i, kv := range settings {
+		set = append(set, "set_config('"+kv[0]+"', '"+kv[1]+"', true)")
+		was = append(was, "current_setting('"+kv[0]+"')")
+		restore = append(restore, fmt.Sprintf("set_config('%s', split_part(current_setting('%s'), ',', %d), true)",
+			kv[0], saved, i+1))
+	}
+	// The trigger and its functions, in this schema; present when none is.
+	fns := `SELECT p.oid::regprocedure FROM pg_proc p WHERE p.proname LIKE 'subagentctx\_absorb\_%'
+	AND p.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass('` + t + `'))`
+	drop := sqlstore.SchemaObject{
+		Create: `DO $do$ DECLARE f regprocedure; BEGIN
+DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + t + `;
+FOR f IN ` + fns + ` LOOP
+	EXECUTE 'DROP FUNCTION ' || f;
+END LOOP;
+END $do$`,
+		Present: `SELECT NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('` + t + `')
+	AND tgname = 'subagentctx_absorb') AND NOT EXISTS (` + fns + `)`,
+	}
+	return sqlstore.UpsertForm{
+		Statement: u.Insert,
+		Schema:    []sqlstore.SchemaObject{drop},
+		Absorb: &sqlstore.Absorbing{
+			Statement: absorb,
+			// Saved in the subquery, whose row the settings' projection waits for.
+			Plan: "SELECT " + strings.Join(set, ",\n\t") + "\nFROM (SELECT set_config('" + saved + "', concat_ws(',',\n\t\t" +
+				strings.Join(was, ",\n\t\t") + "), true) OFFSET 0) AS saved",
+			Restore: "SELECT " + strings.Join(restore, ",\n\t"),
+		},
+		Sharded: []sqlstore.SchemaObject{absorbTrigger(u)},
+	}
 }
+
+// saved is the setting in which a write's transaction keeps the planner's
+// settings while it absorbs history.
+const saved = "subagentctx.planner"
 
 // passLock names the migration pass's advisory lock: one per schema's
 // table.
@@ -301,7 +313,7 @@ func (Dialect) Writers() int { return 4 }
 // each (measured: about 5 times the frames a second on a local server,
 // where the round trip dominates). A pool whose driver is not pgx's stdlib
 // is declined.
-func (Dialect) Pipeline(ctx context.Context, pool *sql.DB, query string, args [][]any) (at int, ok bool, err error) {
+func (Dialect) Pipeline(ctx context.Context, pool *sql.DB, stmts []sqlstore.Statement) (at int, ok bool, err error) {
 	conn, err := pool.Conn(ctx)
 	if err != nil {
 		return -1, true, err
@@ -323,16 +335,29 @@ func (Dialect) Pipeline(ctx context.Context, pool *sql.DB, query string, args []
 				err = errors.Join(err, driver.ErrBadConn)
 			}
 		}()
+		// Each statement prepared on its own first (once per connection):
+		// pgx 5.5 prepares a batch's new statements in one round trip and
+		// caches none when one of them fails — a Parse waits for the
+		// table's lock, and may time out — so that the next batch's Parse
+		// of one that succeeded is refused as already existing (42P05).
+		for k, st := range stmts {
+			if k > 0 && st.SQL == stmts[k-1].SQL {
+				continue
+			}
+			if _, err := c.Conn().Prepare(ctx, st.SQL, st.SQL); err != nil {
+				return err
+			}
+		}
 		tx, err := c.Conn().Begin(ctx)
 		if err != nil {
 			return err
 		}
 		var b pgx.Batch
-		for _, a := range args {
-			b.Queue(query, a...)
+		for _, st := range stmts {
+			b.Queue(st.SQL, st.Args...)
 		}
 		results := tx.SendBatch(ctx, &b)
-		for i := range args {
+		for i := range stmts {
 			if _, err := results.Exec(); err != nil {
 				at = i
 				return errors.Join(err, results.Close(), tx.Rollback(ctx))

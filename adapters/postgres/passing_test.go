@@ -201,3 +201,48 @@ func TestSilentConnection(t *testing.T) {
 		t.Errorf("Close while stalled: %v, %+v; want the 20 given up and none pending", err, v)
 	}
 }
+
+// TestAbsorbingRefusedByAWriterThatDoesNot (docs/CONTRACT.md §6.1, §8.5):
+// while a write moves a pair's history to its frame's key, a writer that
+// absorbs nothing (an earlier build's, during a deploy) inserts that key
+// and commits: the move is refused by the key, which is no frame's fault
+// but the database's passing state, and written again the frame merges
+// into that key's row, history left for the repair.
+func TestAbsorbingRefusedByAWriterThatDoesNot(t *testing.T) {
+	e := testenv.Postgres().Env(t)
+	ctx := context.Background()
+	if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s", "t"); err != nil {
+		t.Fatal(err)
+	}
+	insert := `INSERT INTO task_session_subagents (id, task_session_id, task_id, agent_execution_id, tool_call_id,
+		is_async, source, observed_at, updated_at) VALUES (?, 's', 't', ?, 'c', 0, ?, now(), now())`
+	e.Exec(t, insert, "history", "unknown", "backfill")
+	earlier := e.DB.Begin()
+	if err := earlier.Exec(insert, "earlier", "e1", "live").Error; err != nil {
+		t.Fatal(err)
+	}
+	frame, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e1", ToolCallID: "c",
+		ToolStatus: "completed", ObservedAt: time.Now()})
+	written := make(chan error, 1)
+	go func() { written <- e.Store.Upsert(ctx, frame) }()
+	time.Sleep(200 * time.Millisecond) // the move waits for the earlier writer's key
+	if err := earlier.Commit().Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := await.Recv(t, written, "the write"); !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("the write refused by the earlier writer's key: %v, want the database's passing state", err)
+	}
+	if err := e.Store.Upsert(ctx, frame); err != nil {
+		t.Fatalf("written again: %v", err)
+	}
+	rows, err := e.Store.ListBySession(ctx, "s", core.Page{})
+	if err != nil || len(rows) != 2 || rows[0].ID == rows[1].ID {
+		t.Fatalf("rows %+v, %v: want the earlier writer's row and history apart", rows, err)
+	}
+	for _, r := range rows {
+		if r.ID == "earlier" && (r.AgentExecutionID != "e1" || r.ToolStatus == nil || *r.ToolStatus != "completed") ||
+			r.ID == "history" && r.AgentExecutionID != core.UnknownExecution {
+			t.Errorf("row %s: %+v", r.ID, r)
+		}
+	}
+}

@@ -165,7 +165,7 @@ const absorbTrigger = "subagentctx_absorb_v1"
 // are numbered (?N is the N-th column's value) so that the key's choice and
 // the SET list can read the frame's session, execution and tool call id
 // again.
-func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) {
+func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
 	t := sqlstore.Table
 	param := func(c string) string { return fmt.Sprint("?", storekit.ColumnIndex(c)+1) }
 	var numbered strings.Builder
@@ -199,7 +199,7 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) 
 	index := "CREATE UNIQUE INDEX " + u.HistoryIndex + " ON " + t + unknown
 	present := `SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = '` + u.HistoryIndex +
 		`' AND sql = '` + strings.ReplaceAll(index, "'", "''") + `'`
-	return []sqlstore.SchemaObject{
+	return sqlstore.UpsertForm{Statement: upsert, Schema: []sqlstore.SchemaObject{
 		{
 			Create:  `DROP TRIGGER IF EXISTS ` + absorbTrigger,
 			Present: `SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = '` + absorbTrigger + `'`,
@@ -208,7 +208,7 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) ([]sqlstore.SchemaObject, string) 
 		// one every dialect declares) is dropped, then created in this one.
 		{Create: `DROP INDEX IF EXISTS ` + u.HistoryIndex, Present: present},
 		{Create: index, Present: present},
-	}, upsert
+	}}
 }
 
 // NearestRanks implements sqlstore.Fragments with window functions: per

@@ -187,45 +187,6 @@ func TestSchemaOnAHostTransaction(t *testing.T) {
 	}
 }
 
-// TestAC32_AbsorbsOnAHostTransaction: through a host's transaction the
-// upsert runs through GORM's Exec, which rewrites its placeholders; the
-// numbered ones the key's choice reads again must still be the frame's,
-// so a live frame absorbs its pair's history there too.
-func TestAC32_AbsorbsOnAHostTransaction(t *testing.T) {
-	e := testenv.SQLite().Env(t)
-	ctx := context.Background()
-	kandevtest.InsertSession(ctx, e.DB, e.Tables, "s", "t")
-	tx := e.DB.Begin()
-	defer tx.Rollback()
-	s, err := sqlite.New(tx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	history, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ToolCallID: "c", ObservedAt: time.Now(),
-		Payload: &core.Payload{Model: "m"}})
-	history.ID, history.Source = "history-row", core.SourceBackfill
-	live, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e1", ToolCallID: "c",
-		ObservedAt: time.Now(), ToolStatus: "completed"})
-	other, _ := core.Normalize(core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e2", ToolCallID: "c",
-		ObservedAt: time.Now()})
-	for _, row := range []core.Subagent{history, live, other} {
-		if err := s.Upsert(ctx, row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows, err := s.ListBySession(ctx, "s", core.Page{})
-	if err != nil || len(rows) != 2 {
-		t.Fatalf("rows: %d, %v; want e1's (history absorbed) and e2's", len(rows), err)
-	}
-	byExec := map[string]core.Subagent{rows[0].AgentExecutionID: rows[0], rows[1].AgentExecutionID: rows[1]}
-	if r := byExec["e1"]; r.ID != "history-row" || r.Model == nil || *r.Model != "m" || *r.ToolStatus != "completed" {
-		t.Errorf("e1's row: %+v", r)
-	}
-	if r, ok := byExec["e2"]; !ok || r.ID == "history-row" || r.Model != nil {
-		t.Errorf("e2's row, apart: %+v", r)
-	}
-}
-
 // TestKilledWhileWritingHelper is the child of TestKilledWhileWriting, not
 // a test of its own.
 func TestKilledWhileWritingHelper(t *testing.T) {

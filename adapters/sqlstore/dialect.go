@@ -73,12 +73,10 @@ type Fragments interface {
 	// among them (storekit.Rank), the duration at rank rn in ascending
 	// order.
 	NearestRanks(durations []string) string
-	// Upsert gives the upsert its form on this database: the schema
-	// objects it needs (made so once the table has its declared shape: a
-	// trigger that absorbs history, or an earlier build's trigger gone)
-	// and the statement run once per row, its arguments the values of
-	// storekit.Columns in that order (docs/CONTRACT.md §3.2, §8.5).
-	Upsert(u UpsertParts) (schema []SchemaObject, statement string)
+	// Upsert gives the upsert its form on this database: the statement
+	// run once per row and how a write absorbs history
+	// (docs/CONTRACT.md §3.2, §8.5).
+	Upsert(u UpsertParts) UpsertForm
 	// Classify maps a driver error to core.ErrConstraint (the frame's
 	// own), core.ErrUnavailable (the database's passing state: kept and
 	// retried) or nil (unknown: given up), by docs/CONTRACT.md §6.1's
@@ -100,14 +98,14 @@ type UpsertParts struct {
 	// rendered by GORM in the dialect's bind syntax, one placeholder per
 	// column in storekit.Columns order.
 	Insert string
-	// The rest are for absorbing history in the same statement: when
-	// Insert inserts a row under an execution id, the backfilled row of
-	// its (session, tool call id) pair, if any, becomes one row with it
-	// (storekit.Absorbs, storekit.Absorbed, docs/CONTRACT.md §8.5).
+	// The rest are for absorbing history: when Insert inserts a row under
+	// an execution id, the backfilled row of its (session, tool call id)
+	// pair, if any, becomes one row with it (storekit.Absorbs,
+	// storekit.Absorbed, docs/CONTRACT.md §8.5).
 	//
 	// History is the condition selecting that backfilled row, given how
 	// the statement refers to the frame's value of a column (a trigger's
-	// NEW.col, a placeholder).
+	// NEW.col, a placeholder, a column of the frames' rows).
 	History func(new func(column string) string) string
 	// Absorb is the SET list of an UPDATE that merges the backfilled
 	// row's values (history refers to them) into the inserted row (target),
@@ -116,6 +114,46 @@ type UpsertParts struct {
 	// HistoryIndex names the index of the backfilled rows not yet absorbed
 	// (a dialect may declare it in its own form).
 	HistoryIndex string
+}
+
+// UpsertForm is the upsert as a dialect runs it (Fragments.Upsert), and
+// how a write absorbs its pairs' history (docs/CONTRACT.md §8.5): in the
+// statement itself (SQLite), by a statement before it in the write's
+// transaction (PostgreSQL on one server, Absorb), or by a trigger where
+// the table is sharded (Citus, Sharded).
+type UpsertForm struct {
+	// Statement is run once per row, its arguments the row's values in
+	// storekit.Columns order.
+	Statement string
+	// Schema are the objects the upsert needs on one server, made so once
+	// the table has its declared shape (an earlier build's trigger gone).
+	Schema []SchemaObject
+	// Absorb, when not nil, absorbs history before the rows' upserts.
+	Absorb *Absorbing
+	// Sharded are the objects the upsert needs instead of Schema where
+	// the table is sharded (Placement): there they absorb, and Absorb is
+	// not run.
+	Sharded []SchemaObject
+}
+
+// Absorbing is how a write's transaction absorbs history before its rows'
+// upserts (UpsertForm.Absorb).
+type Absorbing struct {
+	// Statement is run before the upserts of the rows it names, its
+	// arguments four arrays of their task_session_id, tool_call_id,
+	// agent_execution_id and id, in the order they are written, each a
+	// row that may insert its key: the backfilled row of each named pair,
+	// if there is one, takes the execution id of the first of the pair's
+	// rows whose own key has no row and whose id is not another row's.
+	// That row's upsert then lands on it by its key and merges by the
+	// ordinary rules.
+	Statement string
+	// Plan and Restore, neither with arguments, are run just before and
+	// just after each Statement: Plan sets the planner's settings under
+	// which Statement is planned as index probes whatever the table's
+	// statistics, and Restore sets them back as they were, for the
+	// transaction's other statements (a host's own among them).
+	Plan, Restore string
 }
 
 // MessageView is how the dialect reads the host's messages
@@ -235,11 +273,11 @@ type Placement interface {
 	// Distribute places task_session_subagents beside the host's sessions
 	// when the database shards them (Citus: distributed by task_session_id,
 	// colocated with the sessions table; the meta table, when createdMeta,
-	// a reference table). It is a no-op where the database does not shard,
-	// or while the table is absent or not yet in its declared shape, and
-	// fails, saying why, when the sessions are sharded and the table cannot
-	// follow them.
-	Distribute(ctx context.Context, db *gorm.DB, t Tables, createdMeta bool) error
+	// a reference table), and reports whether the table is sharded. It is a
+	// no-op where the database does not shard, or while the table is
+	// absent or not yet in its declared shape, and fails, saying why, when
+	// the sessions are sharded and the table cannot follow them.
+	Distribute(ctx context.Context, db *gorm.DB, t Tables, createdMeta bool) (sharded bool, err error)
 	// Distributed reports whether task_session_subagents is sharded by
 	// task_session_id.
 	Distributed(ctx context.Context, db *gorm.DB) (bool, error)
@@ -247,13 +285,18 @@ type Placement interface {
 
 // Pipeliner is implemented by a dialect whose driver can send many
 // statements in one round trip (PostgreSQL's pipeline through pgx).
-// Pipeline runs query once per argument list, in order, in one
-// transaction, each its own statement; on a failed statement it rolls back
-// and returns its index (at), or -1 when beginning or committing failed.
-// ok is false when the pool's driver cannot pipeline (the store then sends
-// the statements one at a time).
+// Pipeline runs the statements in order, in one transaction; on a failed
+// statement it rolls back and returns its index (at), or -1 when beginning
+// or committing failed. ok is false when the pool's driver cannot pipeline
+// (the store then sends the statements one at a time).
 type Pipeliner interface {
-	Pipeline(ctx context.Context, pool *sql.DB, query string, args [][]any) (at int, ok bool, err error)
+	Pipeline(ctx context.Context, pool *sql.DB, stmts []Statement) (at int, ok bool, err error)
+}
+
+// Statement is one SQL statement and its arguments.
+type Statement struct {
+	SQL  string
+	Args []any
 }
 
 // Ceiling is implemented by a dialect whose planner, keeping no

@@ -141,7 +141,12 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	}
 	if pending, placed := s.pending(info, versions); len(pending) == 0 && !placed &&
 		compare(s.d, s.tables, info).holds() {
-		return ev, s.distribute(ctx)
+		_, err := s.distribute(ctx)
+		return ev, err
+	}
+	sharded, err := s.distributed(ctx)
+	if err != nil {
+		return ev, s.opError("read the table's placement", err)
 	}
 	// What the pass read before is about to change, and what it reads in
 	// the transaction may roll back.
@@ -201,7 +206,7 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 			if len(r.diffs) > 0 {
 				return fmt.Errorf("%w: %s", ErrShape, strings.Join(r.diffs, "; "))
 			}
-			for _, q := range s.schemaStatements() { // indexes, and what a rebuild dropped
+			for _, q := range s.schemaStatements(sharded) { // indexes, and what a rebuild dropped
 				if err := tx.Exec(q).Error; err != nil {
 					return fmt.Errorf("complete the schema: %w\n  in: %s", err, q)
 				}
@@ -216,7 +221,12 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	if err != nil {
 		return Evolution{}, s.opError("bring the table to its declared shape", err)
 	}
-	return ev, s.distribute(ctx)
+	// Placed now (an upgraded table follows its sessions), it needs what
+	// the upsert needs there.
+	if now, err := s.distribute(ctx); err != nil || now == sharded {
+		return ev, err
+	}
+	return ev, s.makeObjects(s.db.WithContext(ctx), s.form.Sharded)
 }
 
 // pending are the numbered steps the table still needs, in order; placed
@@ -277,16 +287,16 @@ func (s *Store) ShapeDiff(ctx context.Context) (string, error) {
 // distribute places the table where the database shards (Placement),
 // once per pass unless the pass changes the catalog. It fails, saying
 // why, where the sessions are sharded so that the table cannot follow.
-func (s *Store) distribute(ctx context.Context) error {
+func (s *Store) distribute(ctx context.Context) (sharded bool, err error) {
 	p, ok := s.d.(Placement)
 	if !ok {
-		return nil
+		return false, nil
 	}
-	err := catalogOf(ctx).placeOnce(func() error { return p.Distribute(ctx, s.db, s.tables, false) })
+	sharded, err = catalogOf(ctx).placeOnce(func() (bool, error) { return p.Distribute(ctx, s.db, s.tables, false) })
 	if err != nil {
-		return s.opError("place the table beside the sessions", err)
+		return false, s.opError("place the table beside the sessions", err)
 	}
-	return nil
+	return sharded, nil
 }
 
 // distributed reports whether the table is sharded.

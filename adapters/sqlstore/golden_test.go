@@ -94,7 +94,14 @@ func TestGoldenStatements(t *testing.T) {
 					"the update takes updated_at\n" + merge + ";\n\n" + remove + ";\n",
 			}
 			files["backfill.sql"] = backfillText(s.Form(false), s.BackfillSQL(false))
+			if a := s.Upserting().Absorb; a != nil {
+				files["absorb.sql"] = "-- in a write's transaction, before the upserts: the planner's settings kept and set\n" +
+					a.Plan + ";\n\n-- history moved to the rows that absorb it (four arrays, a row per pair)\n" +
+					a.Statement + ";\n\n-- the settings as they were\n" + a.Restore + ";\n"
+			}
 			if d.Name == "postgres" {
+				files["schema_sharded.sql"] = "-- on a sharded table, what the upsert needs there in place of the one " +
+					"server's\n" + strings.Join(s.ShardedSchemaSQL()[len(s.SchemaSQL())-1:], ";\n\n") + ";\n"
 				wave, err := s.WaveSQL(2)
 				if err != nil {
 					t.Fatal(err)

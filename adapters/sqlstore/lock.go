@@ -35,6 +35,7 @@ type passCatalog struct {
 	shape   *TableInfo      // the table's, read outside any transaction
 	present map[string]bool // tables seen to exist: the pass drops none
 	placed  bool            // the table found placed beside the sessions
+	sharded bool            // and sharded there
 }
 
 // catalogOf is ctx's pass's catalog; nil outside a pass.
@@ -51,7 +52,7 @@ func (c *passCatalog) forget() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.shape, c.present, c.placed = nil, nil, false
+	c.shape, c.present, c.placed, c.sharded = nil, nil, false, false
 }
 
 // shapeOr is the table's shape, read by read once per pass (each time
@@ -93,21 +94,23 @@ func (c *passCatalog) existsOr(name string, read func() (bool, error)) (bool, er
 	return ok, err
 }
 
-// placeOnce runs place unless the pass has already placed the table.
-func (c *passCatalog) placeOnce(place func() error) error {
+// placeOnce runs place unless the pass has already placed the table, and
+// reports whether the table is sharded.
+func (c *passCatalog) placeOnce(place func() (bool, error)) (bool, error) {
 	if c == nil {
 		return place()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.placed {
-		return nil
+		return c.sharded, nil
 	}
-	if err := place(); err != nil {
-		return err
+	sharded, err := place()
+	if err != nil {
+		return false, err
 	}
-	c.placed = true
-	return nil
+	c.placed, c.sharded = true, sharded
+	return sharded, nil
 }
 
 // describe is the table's shape, read once per pass.

@@ -43,11 +43,11 @@ const turnIndex = "idx_subagents_turn_id"
 const observedAtIndex = "idx_subagents_observed_at"
 
 // historyIndex holds the rows the backfill wrote and no live row has
-// absorbed yet (docs/CONTRACT.md §8.5): PostgreSQL's trigger looks there
-// for an inserted row's history, the repair for doubled pairs. It stays as
-// small as the history. SQLite declares it in a form of its own, unique
-// over every row keyed 'unknown', the target of its upsert's absorbing
-// ON CONFLICT clause (the sqlite package's Upsert).
+// absorbed yet (docs/CONTRACT.md §8.5): a sharded table's trigger looks
+// there for an inserted row's history, the repair for doubled pairs. It
+// stays as small as the history. SQLite declares it in a form of its own,
+// unique over every row keyed 'unknown', the target of its upsert's
+// absorbing ON CONFLICT clause (the sqlite package's Upsert).
 const historyIndex = "idx_subagents_history"
 
 // TableDDL is the table's CREATE TABLE, rendered from storekit.Columns: every
@@ -110,19 +110,22 @@ func metaDDL(t Tables) string {
 
 // schemaStatements is the whole DDL of the store, every statement
 // idempotent: the table, its indexes, the meta table, the dialect's extras
-// and what its upsert needs.
-func (s *Store) schemaStatements() []string {
+// and what its upsert needs where the table is (sharded: Placement).
+func (s *Store) schemaStatements(sharded bool) []string {
 	out := append([]string{TableDDL(s.d, Table, s.tables)}, IndexDDL(s.d)...)
 	out = append(out, metaDDL(s.tables))
-	for _, o := range s.objects() {
+	for _, o := range append(s.d.SchemaExtras(), s.upsertObjects(sharded)...) {
 		out = append(out, o.Create)
 	}
 	return out
 }
 
-// objects are the dialect's extras and what its upsert needs.
-func (s *Store) objects() []SchemaObject {
-	return append(s.d.SchemaExtras(), s.upsertSchema...)
+// upsertObjects are what the upsert needs on a table placed so.
+func (s *Store) upsertObjects(sharded bool) []SchemaObject {
+	if sharded {
+		return s.form.Sharded
+	}
+	return s.form.Schema
 }
 
 // defaultLiteral renders a column's declared default as an SQL literal,

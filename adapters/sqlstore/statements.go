@@ -86,19 +86,19 @@ FROM `
 	// statement after the CTEs ctes (each ending ",\n").
 	sharded := func(grouped string, args []any) []statement {
 		return []statement{
-			{counts + `(` + grouped + `) p`, args, ""},
-			{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args, "shortfall"},
-			{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args, "excess"},
+			{Statement{counts + `(` + grouped + `) p`, args}, ""},
+			{Statement{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args}, "shortfall"},
+			{Statement{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args}, "excess"},
 		}
 	}
 	single := func(ctes, grouped string, args []any) []statement {
-		return []statement{{`WITH ` + ctes + `p AS MATERIALIZED (` + grouped + `)
+		return []statement{{Statement{`WITH ` + ctes + `p AS MATERIALIZED (` + grouped + `)
 ` + counts + `p
 UNION ALL
 SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
 UNION ALL
 SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
-ORDER BY 1`, args, ""}}
+ORDER BY 1`, args}, ""}}
 	}
 	switch {
 	case whole && !distributed:
@@ -119,10 +119,9 @@ ORDER BY 1`, args, ""}}
 `, grouped, append(activeArgs, args...))
 }
 
-// statement is an SQL statement with its arguments.
+// statement is a health statement.
 type statement struct {
-	SQL  string
-	Args []any
+	Statement
 	// Lists names the count, in the first statement's row, of what this
 	// statement lists: when that count is zero the list is empty, and
 	// the statement is not run.

@@ -41,19 +41,17 @@ type Store struct {
 	d      Dialect
 	tables Tables
 	now    func() time.Time
-	// upsertSQL is the statement run per row, in the dialect's form
-	// (Fragments.Upsert) around the INSERT … ON CONFLICT GORM renders for
-	// this handle, built once at New (a dry run: no I/O); upsertSchema are
-	// the schema objects it needs.
-	upsertSQL    string
-	upsertSchema []SchemaObject
-	upsert       atomic.Pointer[sql.Stmt] // prepared on first use
-	mu           sync.Mutex               // serialises preparing it
-	owned        func() error             // closes connections the store opened; nil for a host's handle
-	checked      atomic.Bool              // the handle's settings were checked (Fragments.CheckHandle)
-	readOnly     bool                     // opened read-only (Open with ReadOnly)
-	noSchema     bool                     // Open creates nothing (NoSchema)
-	horizon      time.Duration            // the write horizon (WithWriteHorizon)
+	// form is the upsert in the dialect's form (Fragments.Upsert) around
+	// the INSERT … ON CONFLICT GORM renders for this handle, built once at
+	// New (a dry run: no I/O), with how it absorbs history.
+	form     UpsertForm
+	upsert   atomic.Pointer[sql.Stmt] // form.Statement, prepared on first use
+	mu       sync.Mutex               // serialises preparing it
+	owned    func() error             // closes connections the store opened; nil for a host's handle
+	checked  atomic.Bool              // the handle's settings were checked (Fragments.CheckHandle)
+	readOnly bool                     // opened read-only (Open with ReadOnly)
+	noSchema bool                     // Open creates nothing (NoSchema)
+	horizon  time.Duration            // the write horizon (WithWriteHorizon)
 	// sharded is whether the table is sharded, once read: 0 not yet, 1
 	// no, 2 yes (batches are then written in waves, waves.go);
 	// waveStatements are the upserts of n rows, by n.
@@ -110,7 +108,7 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, liberr.Errorf("render the upsert: %w", err)
 	}
-	s.upsertSchema, s.upsertSQL = d.Upsert(upsertParts(insert))
+	s.form = d.Upsert(upsertParts(insert))
 	return s, nil
 }
 
@@ -151,7 +149,7 @@ func (s *Store) Close() error {
 // dialect's form (docs/CONTRACT.md §8.5), its arguments a row's values
 // in storekit.Columns order: what a benchmark times beside a hand-written
 // upsert, or an operator explains.
-func (s *Store) UpsertStatement() string { return s.upsertSQL }
+func (s *Store) UpsertStatement() string { return s.form.Statement }
 
 // DB is the underlying handle.
 func (s *Store) DB() *gorm.DB { return s.db }
@@ -188,10 +186,11 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	}
 	// Before creating anything: sessions sharded so that the table cannot
 	// follow them fail here, saying why, rather than in the DDL.
-	if err := s.distribute(ctx); err != nil {
+	sharded, err := s.distribute(ctx)
+	if err != nil {
 		return err
 	}
-	if stmts, _, _, err := s.missingSchema(ctx, s.db.WithContext(ctx)); err != nil || len(stmts) == 0 {
+	if stmts, _, _, err := s.missingSchema(ctx, s.db.WithContext(ctx), sharded); err != nil || len(stmts) == 0 {
 		return err
 	}
 	ctx, release, err := s.LockPass(ctx)
@@ -201,30 +200,13 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	defer release()
 	db := s.db.WithContext(ctx)
 	// Read again under the lock: another process may have created it all.
-	stmts, existed, metaExisted, err := s.missingSchema(ctx, db)
+	stmts, existed, metaExisted, err := s.missingSchema(ctx, db, sharded)
 	if err != nil || len(stmts) == 0 {
 		return err
 	}
 	catalogOf(ctx).forget()
-	create := func(conn *gorm.DB) error {
-		for _, stmt := range stmts {
-			if err := conn.Exec(stmt).Error; err != nil {
-				return fmt.Errorf("%w\n  in: %s", err, stmt)
-			}
-		}
-		return nil
-	}
-	// On one connection of a pool: SQLite checks a CREATE's name against
-	// the connection's cached schema, so an index dropped on one pooled
-	// connection is still "already exists" to another. A host's
-	// transaction is one connection already, and holds the statements.
-	if _, pool := db.Statement.ConnPool.(*sql.DB); pool {
-		err = db.Connection(create)
-	} else {
-		err = create(db)
-	}
-	if err != nil {
-		return s.opError("create schema", err)
+	if err := s.create(db, stmts); err != nil {
+		return err
 	}
 	if !existed {
 		// Created in the declared shape: every numbered step is in it.
@@ -235,18 +217,70 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 			}
 		}
 	}
-	if p, shards := s.d.(Placement); shards {
-		if err := p.Distribute(ctx, s.db, s.tables, !metaExisted); err != nil {
-			return s.opError("place the table beside the sessions", err)
-		}
+	p, shards := s.d.(Placement)
+	if !shards {
+		return nil
+	}
+	if sharded, err = p.Distribute(ctx, s.db, s.tables, !metaExisted); err != nil {
+		return s.opError("place the table beside the sessions", err)
+	}
+	if sharded { // placed now: what the upsert needs there
+		return s.makeObjects(db, s.form.Sharded)
 	}
 	return nil
 }
 
+// create runs DDL statements. On one connection of a pool: SQLite checks
+// a CREATE's name against the connection's cached schema, so an index
+// dropped on one pooled connection is still "already exists" to another.
+// A host's transaction is one connection already, and holds the
+// statements.
+func (s *Store) create(db *gorm.DB, stmts []string) error {
+	create := func(conn *gorm.DB) error {
+		for _, stmt := range stmts {
+			if err := conn.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("%w\n  in: %s", err, stmt)
+			}
+		}
+		return nil
+	}
+	var err error
+	if _, pool := db.Statement.ConnPool.(*sql.DB); pool {
+		err = db.Connection(create)
+	} else {
+		err = create(db)
+	}
+	if err != nil {
+		return s.opError("create schema", err)
+	}
+	return nil
+}
+
+// makeObjects creates those of the objects that are not present.
+func (s *Store) makeObjects(db *gorm.DB, objects []SchemaObject) error {
+	present, err := presence(db, objects)
+	if err != nil {
+		return s.opError("check the schema's objects", err)
+	}
+	var stmts []string
+	for i, o := range objects {
+		if !present[i] {
+			stmts = append(stmts, o.Create)
+		}
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	catalogOf(db.Statement.Context).forget()
+	return s.create(db, stmts)
+}
+
 // missingSchema reads the catalog and returns the DDL EnsureSchema has to
 // run (none when the table, the meta table and this build's objects are
-// in place), with whether the table and the meta table existed.
-func (s *Store) missingSchema(ctx context.Context, db *gorm.DB) (stmts []string, existed, metaExisted bool, err error) {
+// in place), with whether the table and the meta table existed. sharded
+// says where the table is placed (Placement).
+func (s *Store) missingSchema(ctx context.Context, db *gorm.DB, sharded bool,
+) (stmts []string, existed, metaExisted bool, err error) {
 	if metaExisted, err = s.tableExists(ctx, db, s.tables.Meta); err != nil {
 		return nil, false, false, s.opError("check the meta table", err)
 	}
@@ -254,7 +288,7 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB) (stmts []string,
 		return nil, false, false, s.opError("check the table", err)
 	}
 	if !existed {
-		return s.schemaStatements(), false, metaExisted, nil
+		return s.schemaStatements(false), false, metaExisted, nil
 	}
 	if !metaExisted {
 		stmts = append(stmts, metaDDL(s.tables))
@@ -269,7 +303,7 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB) (stmts []string,
 		if r.indexes {
 			stmts = append(stmts, IndexDDL(s.d)...)
 		}
-		objects = append(objects, s.upsertSchema...)
+		objects = append(objects, s.upsertObjects(sharded)...)
 	}
 	present, err := presence(db, objects)
 	if err != nil {
@@ -332,8 +366,11 @@ func args(row *core.Subagent) []any {
 
 // Upsert writes one row in one atomic statement with storekit.Merge's
 // semantics. The statement is prepared once and executed with bound
-// arguments: the hot path builds nothing per frame. A row that breaks
-// docs/CONTRACT.md §2 is refused before any SQL runs (core.ErrInvalidRow).
+// arguments: the hot path builds nothing per frame. Where the dialect
+// absorbs history before the upsert (UpsertForm.Absorb), a row under an
+// execution id is written in a transaction after the absorbing statement
+// (docs/CONTRACT.md §8.5). A row that breaks docs/CONTRACT.md §2 is
+// refused before any SQL runs (core.ErrInvalidRow).
 func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	if err := s.checkHandle(ctx); err != nil {
 		return &core.OpError{Op: "upsert", Key: row.Key(), Err: err}
@@ -344,47 +381,77 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	ctx, cancel := s.writeDeadline(ctx)
 	defer cancel()
 	var err error
-	if pool, ok := s.db.Statement.ConnPool.(*sql.DB); ok {
+	pool, isPool := s.db.Statement.ConnPool.(*sql.DB)
+	switch {
+	case s.form.Absorb != nil && row.AgentExecutionID != core.UnknownExecution:
+		_, err = s.writeRows(ctx, []core.Subagent{row}, []int{0})
+	case isPool:
 		var stmt *sql.Stmt
 		if stmt, err = s.upsertStmt(ctx, pool); err == nil {
 			_, err = stmt.ExecContext(ctx, args(&row)...)
 		}
-	} else {
+	default:
 		// Not a plain pool (a host's transaction, or GORM's own
 		// prepared-statement pool): the same statement through GORM, on
 		// that handle.
-		err = s.db.WithContext(ctx).Exec(s.upsertSQL, args(&row)...).Error
+		err = s.db.WithContext(ctx).Exec(s.form.Statement, args(&row)...).Error
 	}
 	if err != nil {
 		err = s.keyError("upsert", row.Key(), err)
-		if s.historysID(ctx, err, &row) {
-			return s.Upsert(ctx, row)
+		if rows := []core.Subagent{row}; s.historysID(ctx, err, rows, []int{0}, 0) {
+			return s.Upsert(ctx, rows[0])
 		}
 		return err
 	}
 	return nil
 }
 
-// historysID reports whether a row the database refused for a constraint
-// carries the id of its own pair's backfilled row — the same invocation's
-// row, imported from a store where it had absorbed that history — and if
-// so gives it a fresh id to be written again with. A dialect that absorbs
-// by a trigger inserts first, and the primary key refuses the insert
-// before the trigger can absorb; written again, the row absorbs history
-// and takes its id (storekit.Absorbed), what a store absorbing in its
-// statement makes of it at once. The read only chooses the id the write
+// historysID reports whether a row the database refused for a
+// constraint, rows[todo[at]], carries the id of its own pair's backfilled
+// row — the same invocation's row, imported from a store where it had
+// absorbed that history — on a table where a trigger absorbs (a sharded
+// one), and if so gives it a fresh id to be written again with. The
+// trigger absorbs after the insert, which the primary key refuses first
+// under that id; written again, the row absorbs history and takes its id
+// (storekit.Absorbed), what a store absorbing before or in its statement
+// makes of it at once. Only if that row is the one to absorb: history
+// still holds the id, and no row before it in the write, under another
+// execution whose key has no row, inserts and absorbs it first (the
+// refused statement's transaction is rolled back, so none of them is
+// written when this is read). The read only chooses the id the write
 // proposes, which a row merging or absorbing never keeps; the write stays
 // one atomic upsert. Not on a host's transaction, which the refused
 // statement has aborted on PostgreSQL.
-func (s *Store) historysID(ctx context.Context, err error, row *core.Subagent) bool {
-	if _, pool := s.db.Statement.ConnPool.(*sql.DB); !pool || !errors.Is(err, core.ErrConstraint) ||
+func (s *Store) historysID(ctx context.Context, err error, rows []core.Subagent, todo []int, at int) bool {
+	row := &rows[todo[at]]
+	if sharded, _ := s.shardedWrites(ctx); !sharded || !errors.Is(err, core.ErrConstraint) ||
 		row.AgentExecutionID == core.UnknownExecution {
 		return false
 	}
+	if _, pool := s.db.Statement.ConnPool.(*sql.DB); !pool {
+		return false
+	}
+	db := s.db.WithContext(ctx)
 	var n int64
 	q := `SELECT count(*) FROM ` + Table + ` WHERE ` + historyOf(func(string) string { return "?" }) + ` AND id = ?`
-	if s.db.WithContext(ctx).Raw(q, row.TaskSessionID, row.ToolCallID, row.ID).Scan(&n).Error != nil || n == 0 {
+	if db.Raw(q, row.TaskSessionID, row.ToolCallID, row.ID).Scan(&n).Error != nil || n == 0 {
 		return false
+	}
+	named := map[string]bool{row.AgentExecutionID: true}
+	var earlier []string
+	for _, i := range todo[:at] {
+		r := &rows[i]
+		if r.TaskSessionID == row.TaskSessionID && r.ToolCallID == row.ToolCallID &&
+			r.AgentExecutionID != core.UnknownExecution && !named[r.AgentExecutionID] {
+			named[r.AgentExecutionID] = true
+			earlier = append(earlier, r.AgentExecutionID)
+		}
+	}
+	if len(earlier) > 0 {
+		q := `SELECT count(*) FROM ` + Table + ` WHERE task_session_id = ? AND tool_call_id = ? AND agent_execution_id IN ?`
+		if db.Raw(q, row.TaskSessionID, row.ToolCallID, earlier).Scan(&n).Error != nil || n < int64(len(earlier)) {
+			return false
+		}
 	}
 	row.ID = uuid.NewString()
 	return true
@@ -392,12 +459,14 @@ func (s *Store) historysID(ctx context.Context, err error, row *core.Subagent) b
 
 // UpsertBatch implements storekit.BatchStore: the rows in order, each its own
 // upsert statement (AC-14), in one transaction, so that a recorder commits
-// many frames at once; on a sharded table, in waves of multi-row upserts
-// that leave every row as those statements would (waves.go). A row the
-// database refuses is taken out and the others are written again in a new
-// transaction (PostgreSQL aborts a transaction at its first failed
-// statement), so it costs the others nothing. When the database is unavailable, no row is written and err
-// matches core.ErrUnavailable.
+// many frames at once — after the statement that absorbs their pairs'
+// history, where the dialect absorbs before the upserts (absorb.go); on a
+// sharded table, in waves of multi-row upserts that leave every row as
+// those statements would (waves.go). A row the database refuses is taken
+// out and the others are written again in a new transaction (PostgreSQL
+// aborts a transaction at its first failed statement), so it costs the
+// others nothing. When the database is unavailable, no row is written and
+// err matches core.ErrUnavailable.
 func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error, error) {
 	if err := s.checkHandle(ctx); err != nil {
 		if errors.Is(err, core.ErrUnavailable) {
@@ -414,15 +483,8 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 			todo = append(todo, i)
 		}
 	}
-	pool, ok := s.db.Statement.ConnPool.(*sql.DB)
 	for len(todo) > 0 {
-		var at int
-		var err error
-		if ok {
-			at, err = s.transaction(ctx, pool, rows, todo)
-		} else {
-			at, err = s.onHandle(ctx, rows, todo)
-		}
+		at, err := s.writeRows(ctx, rows, todo)
 		switch {
 		case err == nil:
 			return rowErrs, nil
@@ -433,7 +495,7 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 		if rowErrs[todo[at]] = s.keyError("upsert", row.Key(), err); errors.Is(rowErrs[todo[at]], core.ErrUnavailable) {
 			return nil, rowErrs[todo[at]]
 		}
-		if s.historysID(ctx, rowErrs[todo[at]], row) {
+		if s.historysID(ctx, rowErrs[todo[at]], rows, todo, at) {
 			rowErrs[todo[at]] = nil
 			continue // written again with the others
 		}
@@ -442,29 +504,31 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 	return rowErrs, nil
 }
 
-// transaction writes rows[todo…] in one transaction on the pool. On a
-// failed statement it rolls back and reports which one (at); at is -1 when
-// beginning or committing failed, or when ctx ended (no row's fault).
-func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subagent, todo []int) (at int, err error) {
+// writeRows writes rows[todo…] in one transaction: the pool's, or on a
+// handle that is not a pool, the handle's own (onHandle). On a failed
+// statement it reports the position in todo of the row at fault, or -1
+// when the fault is no row's.
+func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int) (at int, err error) {
 	sharded, err := s.shardedWrites(ctx)
 	if err != nil {
 		return -1, err
+	}
+	pool, ok := s.db.Statement.ConnPool.(*sql.DB)
+	if !ok {
+		return s.onHandle(ctx, rows, todo, sharded)
 	}
 	if sharded {
 		if done, err := s.writeWaves(ctx, pool, rows, todo); done || err != nil {
 			return -1, err
 		}
 	}
+	stmts, of := s.writeStatements(rows, todo, s.form.Absorb != nil && !sharded)
 	if p, ok := s.d.(Pipeliner); ok {
-		all := make([][]any, len(todo))
-		for n, i := range todo {
-			all[n] = args(&rows[i])
-		}
-		if at, ok, err := p.Pipeline(ctx, pool, s.upsertSQL, all); ok {
+		if at, ok, err := p.Pipeline(ctx, pool, stmts); ok {
 			if err != nil && ctx.Err() != nil {
 				return -1, errors.Join(ctx.Err(), err)
 			}
-			return at, err
+			return s.fault(stmts, of, at, err)
 		}
 	}
 	// A dialect whose engine bounds each statement runs them without
@@ -483,13 +547,20 @@ func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subag
 	if err != nil {
 		return -1, err
 	}
-	stmt := tx.StmtContext(stmtCtx, prepared)
-	for n, i := range todo {
-		if _, err := stmt.ExecContext(stmtCtx, args(&rows[i])...); err != nil {
+	upsert := tx.StmtContext(stmtCtx, prepared)
+	for k, st := range stmts {
+		var err error
+		if of[k] >= 0 {
+			_, err = upsert.ExecContext(stmtCtx, st.Args...)
+		} else {
+			_, err = tx.ExecContext(stmtCtx, st.SQL, st.Args...)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return -1, errors.Join(ctx.Err(), err, tx.Rollback())
 			}
-			return n, errors.Join(err, tx.Rollback())
+			at, err := s.fault(stmts, of, k, err)
+			return at, errors.Join(err, tx.Rollback())
 		}
 	}
 	if err := ctx.Err(); err != nil { // past the write's deadline: not committed late
@@ -498,16 +569,32 @@ func (s *Store) transaction(ctx context.Context, pool *sql.DB, rows []core.Subag
 	return -1, tx.Commit()
 }
 
-// onHandle writes rows[todo…] one statement each on a handle that is not a
-// pool (a host's transaction): the handle's own transaction, if any, holds
-// them.
-func (s *Store) onHandle(ctx context.Context, rows []core.Subagent, todo []int) (int, error) {
-	for n, i := range todo {
-		if err := s.db.WithContext(ctx).Exec(s.upsertSQL, args(&rows[i])...).Error; err != nil {
-			return n, err
+// onHandle writes rows[todo…] on a handle that is not a pool: a host's
+// transaction, which holds the statements, or a handle of single
+// connections (GORM's prepared statements, a *sql.Conn), on which the
+// rows are written one statement each — in a transaction of their own
+// when history is absorbed before them, which the planner's settings and
+// the absorbing hold for.
+func (s *Store) onHandle(ctx context.Context, rows []core.Subagent, todo []int, sharded bool) (at int, err error) {
+	stmts, of := s.writeStatements(rows, todo, s.form.Absorb != nil && !sharded)
+	run := func(db *gorm.DB) (int, error) {
+		for k, st := range stmts {
+			if err := db.Exec(st.SQL, st.Args...).Error; err != nil {
+				return s.fault(stmts, of, k, err)
+			}
 		}
+		return -1, nil
 	}
-	return -1, nil
+	db := s.db.WithContext(ctx)
+	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx || len(stmts) == len(todo) {
+		return run(db)
+	}
+	at = -1
+	err = db.Transaction(func(tx *gorm.DB) error {
+		at, err = run(tx)
+		return err
+	})
+	return at, err
 }
 
 // Writers implements storekit.WriterHint with the dialect's number.
@@ -537,7 +624,7 @@ func (s *Store) upsertStmt(ctx context.Context, pool *sql.DB) (*sql.Stmt, error)
 	if stmt := s.upsert.Load(); stmt != nil {
 		return stmt, nil
 	}
-	stmt, err := pool.PrepareContext(ctx, s.upsertSQL)
+	stmt, err := pool.PrepareContext(ctx, s.form.Statement)
 	if err != nil {
 		return nil, err
 	}
@@ -637,6 +724,8 @@ func (s *Store) opError(op string, err error) error { return s.keyError(op, core
 func (s *Store) keyError(op string, key core.RowKey, err error) error {
 	kind := s.d.Classify(err)
 	switch {
+	case errors.Is(err, errAbsorbing) && !errors.Is(err, context.Canceled):
+		kind = core.ErrUnavailable // no frame's fault
 	case errors.Is(kind, core.ErrConstraint):
 		// The frame's own cause first, whatever came with it (a rollback's
 		// connection error): a retry would be refused again.

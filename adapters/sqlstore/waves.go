@@ -115,7 +115,7 @@ func (s *Store) waveSQL(n int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("render the upsert of %d rows: %w", n, err)
 	}
-	_, q := s.d.Upsert(upsertParts(insert))
+	q := s.d.Upsert(upsertParts(insert)).Statement
 	s.waveStatements.Store(n, q)
 	return q, nil
 }

@@ -188,14 +188,15 @@ func TestDeployWhileSubagentsRun(t *testing.T) {
 	})
 }
 
-// lastRelease is the release before this build: its databases carry the
-// absorb trigger that ran as its caller.
+// lastRelease is the release before this build: on PostgreSQL its
+// databases carry the trigger that absorbed history, which this build's
+// pass drops on one server.
 const lastRelease = "e87ca7e"
 
 // TestLastReleaseDatabaseAsApplicationRole: a database the last release
 // wrote — migrated and activated by its own command line, a subagent in
 // flight in its history — keeps working with this build: its owner
-// migrates (the trigger's function replaced by this build's), then, on
+// migrates (its trigger dropped on one server, replaced on Citus), then, on
 // PostgreSQL and Citus, an application role holding exactly the live
 // part's grants records the subagent's completion, absorbing its history
 // into one row; on SQLite this build records it directly.

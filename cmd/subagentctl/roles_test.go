@@ -21,7 +21,8 @@ import (
 // TestAC17_RolesAsProductionRunsThem (docs/CONTRACT.md §4.4): on
 // PostgreSQL and Citus the owner migrates; an application role the test
 // creates, holding exactly what `grants --part live` and `--part read`
-// print, records (absorbing history: the trigger deletes as its owner),
+// print, records (absorbing history: by an update on one server, by the
+// trigger on Citus, which deletes as its owner),
 // lists, reads statistics, health and the export, and boots the pass at
 // the live path's start ready without a single DDL statement; without
 // UPDATE it is refused at boot, naming the privilege and the table.

@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storetest"
@@ -13,10 +19,13 @@ import (
 
 // testBatchesEndAsFrames (AC-14, AC-31, AC-32, docs/CONTRACT.md §8.5):
 // the same frames written one Upsert each and in batches (UpsertBatch,
-// which on a sharded table writes multi-row waves) leave the same rows —
-// over backfilled pairs that executions absorb, executions reusing a
-// tool call id, frames without one, and a frame the database refuses —
-// and the refused frame fails alone in its batch.
+// which on a sharded table writes multi-row waves, and on PostgreSQL
+// absorbs history before the batch's upserts) leave the same rows — over
+// backfilled pairs that executions absorb, a pair an earlier build doubled
+// (history and an execution's row), executions reusing a tool call id,
+// frames without one, frames naming their own id (history's, another
+// pair's history's, one another frame takes first), and a frame the
+// database refuses — and a refused frame fails alone in its batch.
 func testBatchesEndAsFrames(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	mustRun(t, e) // activated: the rows below are history
@@ -31,11 +40,15 @@ func testBatchesEndAsFrames(t *testing.T, d *Driver) {
 				h.TaskID, h.TotalTokens = fmt.Sprint("task-", i), ptr(int64(100*p+1))
 				e.insertRaw(t, h)
 			}
+			doubled := row(s, "tc-0", "e1", core.SourceLive, at(1))
+			doubled.TaskID = fmt.Sprint("task-", i)
+			e.insertRaw(t, doubled)
 		}
 	}
 	r := rand.New(rand.NewPCG(14, 32))
 	pick := func(opts ...string) string { return opts[r.IntN(len(opts))] }
 	frames := make([]core.Frame, 600)
+	ids := make([]string, len(frames)) // a frame's own id; "" for the store's
 	for n := range frames {
 		f := core.Frame{
 			TaskSessionID: fmt.Sprint(r.IntN(sessions)),
@@ -53,17 +66,27 @@ func testBatchesEndAsFrames(t *testing.T, d *Driver) {
 		}
 		f.TaskID = "task-" + f.TaskSessionID
 		frames[n] = f
+		switch r.IntN(12) {
+		case 0:
+			ids[n] = "backfill-unknown-" + f.ToolCallID // its pair's history's
+		case 1:
+			ids[n] = fmt.Sprint("backfill-unknown-tc-", r.IntN(pairs)) // maybe another pair's history's
+		case 2:
+			ids[n] = fmt.Sprint("own-", r.IntN(3))
+		}
 	}
-	in := func(g string, f core.Frame) core.Subagent {
+	in := func(g string, n int) core.Subagent {
+		f := frames[n]
 		if f.TaskSessionID != "missing" {
 			f.TaskSessionID = g + "-" + f.TaskSessionID
 		}
 		row, _ := core.Normalize(f)
+		row.ID = ids[n]
 		return row
 	}
 	var refused [2]int
-	for _, f := range frames {
-		if err := e.Store.Upsert(ctx, in("one", f)); err != nil {
+	for n := range frames {
+		if err := e.Store.Upsert(ctx, in("one", n)); err != nil {
 			if !errors.Is(err, core.ErrConstraint) {
 				t.Fatal(err)
 			}
@@ -73,8 +96,8 @@ func testBatchesEndAsFrames(t *testing.T, d *Driver) {
 	for start := 0; start < len(frames); {
 		end := min(len(frames), start+1+r.IntN(250))
 		batch := make([]core.Subagent, 0, end-start)
-		for _, f := range frames[start:end] {
-			batch = append(batch, in("batch", f))
+		for n := start; n < end; n++ {
+			batch = append(batch, in("batch", n))
 		}
 		rowErrs, err := e.Store.UpsertBatch(ctx, batch)
 		if err != nil {
@@ -90,8 +113,9 @@ func testBatchesEndAsFrames(t *testing.T, d *Driver) {
 		}
 		start = end
 	}
-	if refused != [2]int{1, 1} {
-		t.Errorf("refused one by one %d, in batches %d; want 1 each", refused[0], refused[1])
+	if refused[0] != refused[1] || refused[0] < 2 {
+		t.Errorf("refused one by one %d, in batches %d; want the same, the missing session's and a taken id's",
+			refused[0], refused[1])
 	}
 	for i := range sessions {
 		one, batch := rows(t, e, fmt.Sprint("one-", i)), rows(t, e, fmt.Sprint("batch-", i))
@@ -108,6 +132,93 @@ func testBatchesEndAsFrames(t *testing.T, d *Driver) {
 			if diff := storetest.Diff(want, got); len(diff) > 0 {
 				t.Errorf("session %d, %s: batches differ from frame by frame: %v", i, k, diff)
 			}
+			if _, generated := uuid.Parse(want.ID); generated != nil && got.ID != want.ID {
+				t.Errorf("session %d, %s: id %s in batches, %s frame by frame", i, k, got.ID, want.ID)
+			}
 		}
+	}
+}
+
+// testAbsorbsOnAHostHandle (AC-32, docs/CONTRACT.md §8.5): a host may hand
+// the store a *gorm.DB that is its own transaction, or one that prepares
+// its statements (each a transaction of its own); live frames absorb their
+// pairs' history there as on a pool — one row each, under the first
+// execution, history's id and values kept — and in the host's transaction
+// the planner's settings are, after the store's writes, what the host had
+// set (PostgreSQL absorbs under settings of its own).
+func testAbsorbsOnAHostHandle(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	ctx := context.Background()
+	settings := func(db *gorm.DB) string {
+		if !strings.HasPrefix(d.Name, "postgres") && d.Name != "citus" {
+			return ""
+		}
+		var got string
+		if err := db.Raw(`SELECT concat_ws(',', current_setting('enable_seqscan'), current_setting('enable_hashjoin'),
+			current_setting('plan_cache_mode'))`).Scan(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, handle := range []string{"transaction", "prepared"} {
+		t.Run(handle, func(t *testing.T) {
+			s := "host-" + handle
+			e.Session(t, s)
+			for _, tool := range []string{"a", "b"} {
+				h := row(s, tool, core.UnknownExecution, core.SourceBackfill, at(1))
+				h.Model = ptr("history-model")
+				e.insertRaw(t, h)
+			}
+			db := e.DB.Session(&gorm.Session{PrepareStmt: true})
+			if handle == "transaction" {
+				db = e.DB.Begin()
+				defer db.Rollback()
+				if settings(db) != "" {
+					for _, q := range []string{`SET LOCAL enable_hashjoin = off`, `SET LOCAL plan_cache_mode = force_generic_plan`} {
+						if err := db.Exec(q).Error; err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			before := settings(db)
+			store, err := d.New(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			frame := func(tool, exec string) core.Subagent {
+				r, _ := core.Normalize(core.Frame{TaskSessionID: s, TaskID: "task-" + s, ExecutionID: exec, ToolCallID: tool,
+					ToolStatus: "completed", ObservedAt: at(60)})
+				return r
+			}
+			rowErrs, err := store.UpsertBatch(ctx, []core.Subagent{frame("a", "e1"), frame("a", "e2")})
+			if err = errors.Join(append(rowErrs, err)...); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.Upsert(ctx, frame("b", "e1")); err != nil {
+				t.Fatal(err)
+			}
+			if after := settings(db); after != before {
+				t.Errorf("the host's planner settings after the store's writes: %s, want %s", after, before)
+			}
+			got, err := store.ListBySession(ctx, s, core.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byKey := map[string]core.Subagent{}
+			for _, r := range got {
+				byKey[r.ToolCallID+"/"+r.AgentExecutionID] = r
+			}
+			for _, k := range []string{"a/e1", "b/e1"} {
+				r, ok := byKey[k]
+				if !ok || r.ID != "backfill-unknown-"+r.ToolCallID || show(r.Model) != "history-model" ||
+					show(r.ToolStatus) != "completed" || r.Source != core.SourceBackfill {
+					t.Errorf("%s: %+v, want history absorbed (its id, model and source; the frame's status)", k, r)
+				}
+			}
+			if r, ok := byKey["a/e2"]; len(got) != 3 || !ok || r.Source != core.SourceLive || r.Model != nil {
+				t.Errorf("rows %v: want a/e1 and b/e1 (history absorbed) and a/e2 apart", slices.Collect(maps.Keys(byKey)))
+			}
+		})
 	}
 }

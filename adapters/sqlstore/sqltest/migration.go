@@ -42,6 +42,7 @@ var migrationTests = []test{
 	{"ConcurrentPassesSerialise", testConcurrentPasses},
 	{"AC32_OneAbsorberPerPair", testOneAbsorberPerPair},
 	{"AC14_BatchesEndAsFrameByFrame", testBatchesEndAsFrames},
+	{"AC32_AbsorbsOnAHostHandle", testAbsorbsOnAHostHandle},
 }
 
 func testFreshPassAndReplay(t *testing.T, d *Driver) {

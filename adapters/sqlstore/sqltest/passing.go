@@ -50,7 +50,7 @@ func (e *Env) Kept(t *testing.T, store *sqlstore.Store, hold func() (clear func(
 		t.Fatalf("after clearing it: %v\n%s", err, logs.String())
 	}
 	if v := rec.Counters().Values(); v.Persisted != n || v.Failed != 0 {
-		t.Errorf("after clearing it: %+v", v)
+		t.Errorf("after clearing it: %+v\n%s", v, logs.String())
 	}
 	var stored int64
 	e.DB.Raw(`SELECT count(*) FROM task_session_subagents WHERE task_session_id = ?`, sess).Scan(&stored)

@@ -30,8 +30,9 @@ SELECT to_regclass('"task_session_subagents"') IS NOT NULL AS exists,
 		JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
 		WHERE k.conrelid = to_regclass('"task_session_subagents"') AND k.contype = 'f' AND k.conparentid = 0) AS foreign_keys;
 
-SELECT (SELECT to_regprocedure('subagentctx_metadata_v1(text)') IS NOT NULL), (SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('task_session_subagents')
-	AND tgname = 'subagentctx_absorb' AND tgfoid = to_regprocedure('subagentctx_absorb_dbde5c46()')));
+SELECT (SELECT to_regprocedure('subagentctx_metadata_v1(text)') IS NOT NULL), (SELECT NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('task_session_subagents')
+	AND tgname = 'subagentctx_absorb') AND NOT EXISTS (SELECT p.oid::regprocedure FROM pg_proc p WHERE p.proname LIKE 'subagentctx\_absorb\_%'
+	AND p.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass('task_session_subagents'))));
 
 SELECT g.n FROM (VALUES (0, 'SELECT', '"task_session_subagents"'), (1, 'INSERT', '"task_session_subagents"'), (2, 'UPDATE', '"task_session_subagents"'), (3, 'SELECT', '"kandev_meta"')) AS g(n, privilege, name) WHERE NOT has_table_privilege(g.name, g.privilege) ORDER BY g.n LIMIT 1;
 
