@@ -73,6 +73,12 @@ func (Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 	return messageView(t, where, "subagentctx_message", sqlstore.MessageColumns())
 }
 
+// NewestSubagentMessages implements sqlstore.MessageView: the whole view
+// ranked (its reader returns every column at once).
+func (d Dialect) NewestSubagentMessages(t sqlstore.Tables, window string) string {
+	return sqlstore.Newest(d.SubagentMessages(t, ""), window)
+}
+
 // SubagentKeys implements sqlstore.MessageView: the same view through
 // subagentctx_message_key, the same history.Recover returning only
 // sqlstore.MessageKeyColumns — health reads every candidate message, and

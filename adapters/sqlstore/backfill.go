@@ -15,8 +15,9 @@ import (
 	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
-// stageTable holds, on a dialect that stages (SQLite), the recoverable
-// messages ranked per (session, tool call id), for one backfill.
+// stageTable holds, on a dialect that stages (SQLite), the newest
+// recoverable message of each (session, tool call id) pair, for one
+// backfill.
 const stageTable = "subagentctx_backfill_stage"
 
 // backfillStatements are the backfill's statements (docs/CONTRACT.md
@@ -30,18 +31,15 @@ type backfillStatements struct {
 	Through, Merge, Insert string
 }
 
-// ranked selects the recoverable messages, ranked newest first per
-// (session, tool call id): created_at at the host's precision, then the
-// greatest message id byte by byte (AC-21b). The tool call id leads the
-// partition so that no index on the messages' session id can presort it:
-// reading a whole history through an index costs more than sorting the
-// few subagent messages.
-func (s *Store) ranked() string {
-	d := s.d
-	return `SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
-		ORDER BY v.created DESC, ` + d.Bytewise("v.message_id") + ` DESC) AS rn
-	FROM (` + d.SubagentMessages(s.tables, "") + `) v
-	WHERE v.recoverable = 1`
+// newest selects the newest recoverable message of each (session, tool
+// call id) pair: created_at at the host's precision, then the greatest
+// message id byte by byte (AC-21b). The tool call id leads the partition
+// so that no index on the messages' session id can presort it: reading a
+// whole history through an index costs more than sorting the few subagent
+// messages.
+func (s *Store) newest() string {
+	return s.d.NewestSubagentMessages(s.tables, `ROW_NUMBER() OVER (PARTITION BY tool_call_id, task_session_id
+		ORDER BY created DESC, `+s.d.Bytewise("message_id")+` DESC)`)
 }
 
 // historyValue is the value the backfill gives a column of a pair's row
@@ -62,8 +60,8 @@ func historyValue(column string) string {
 	return "r." + column
 }
 
-// backfillInsert inserts the newest message of each pair from source (a
-// relation with the ranked columns) whose session exists (AC-21a), unless
+// backfillInsert inserts the newest message of each pair, source (newest),
+// whose session exists (AC-21a), unless
 // the pair already has a row under any execution id (docs/CONTRACT.md
 // §8.5: backfillMerge merges into it), and never over a stored row
 // (AC-22). The session is checked here, on the newest message of each
@@ -76,32 +74,33 @@ func (s *Store) backfillInsert(source string) string {
 	return `INSERT INTO ` + Table + ` (` + columnList("") + `)
 	SELECT ` + strings.Join(values, ", ") + `
 	FROM ` + source + ` r
-	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM ` + quote(s.tables.Sessions) + ` x WHERE x.id = r.task_session_id)
+	WHERE EXISTS (SELECT 1 FROM ` + quote(s.tables.Sessions) + ` x WHERE x.id = r.task_session_id)
 		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE ` + samePair("t", "r") + `)
 	ON CONFLICT DO NOTHING`
 }
 
-// backfillMerge merges the newest message of each pair from source into
+// backfillMerge merges the newest message of each pair, source (newest), into
 // the pair's first row, where live frames wrote one before the pass
 // (history under live, storekit.MergeHistory, docs/CONTRACT.md §8.5).
 func (s *Store) backfillMerge(source string) string {
 	set := historySet(historyValue, func(c string) string { return "t." + c }, "?", nil)
 	return `UPDATE ` + Table + ` AS t SET ` + set + `
 	FROM ` + source + ` r
-	WHERE r.rn = 1 AND ` + samePair("t", "r") + `
+	WHERE ` + samePair("t", "r") + `
 		AND ` + s.firstOfPair("t", "")
 }
 
 // backfillStatements renders the backfill for the store's dialect and the
 // table's placement: one scan of the messages (AC-23a) on one server;
-// backfill_through from every recoverable message, not from what this
+// backfill_through from every recoverable message — the newest of each
+// pair: their greatest created_at is every one's — not from what this
 // attempt writes, and never after the insert (AC-24).
 func (s *Store) backfillStatements(distributed bool) backfillStatements {
 	form := s.d.BackfillForm(distributed)
 	switch {
 	case form.Staged:
 		return backfillStatements{
-			Stage:   `CREATE TEMP TABLE ` + stageTable + ` AS ` + s.ranked(),
+			Stage:   `CREATE TEMP TABLE ` + stageTable + ` AS ` + s.newest(),
 			Drop:    `DROP TABLE IF EXISTS ` + stageTable,
 			Through: `SELECT MAX(created) FROM ` + stageTable,
 			Merge:   s.backfillMerge(stageTable),
@@ -113,11 +112,11 @@ func (s *Store) backfillStatements(distributed bool) backfillStatements {
 		// gathered on the coordinator. Each scans the messages once.
 		return backfillStatements{
 			Through: `SELECT MAX(v.created) FROM (` + s.d.SubagentKeys(s.tables, "") + `) v WHERE v.recoverable = 1`,
-			Merge:   s.backfillMerge("(" + s.ranked() + ")"),
-			Insert:  s.backfillInsert("(" + s.ranked() + ")"),
+			Merge:   s.backfillMerge("(" + s.newest() + ")"),
+			Insert:  s.backfillInsert("(" + s.newest() + ")"),
 		}
 	}
-	return backfillStatements{Single: `WITH staged AS MATERIALIZED (` + s.ranked() + `),
+	return backfillStatements{Single: `WITH staged AS MATERIALIZED (` + s.newest() + `),
 	merged AS (` + s.backfillMerge("staged") + `
 	RETURNING 1),
 	inserted AS (` + s.backfillInsert("staged") + `

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"github.com/subagentctx/subagentctx/core/storekit"
@@ -167,6 +168,13 @@ type MessageView interface {
 	// restricts the messages read before any is parsed: a window, or a set
 	// of sessions.
 	SubagentMessages(t Tables, where string) string
+	// NewestSubagentMessages is the backfill's source: of SubagentMessages'
+	// recoverable rows, the first of each (task_session_id, tool_call_id)
+	// pair by window (a ROW_NUMBER() over the view's columns, unqualified),
+	// with the columns MessageColumns names. A dialect may read the
+	// metadata's other columns after ranking, of those rows alone (Newest
+	// over the whole view, where it does not).
+	NewestSubagentMessages(t Tables, window string) string
 	// SubagentKeys is SubagentMessages with only the columns
 	// MessageKeyColumns names (or more): what health reads of each
 	// message, which a dialect may read more cheaply than the whole row.
@@ -201,7 +209,7 @@ type MessageView interface {
 
 // BackfillForm is how a dialect runs the backfill (docs/CONTRACT.md §4.1).
 type BackfillForm struct {
-	// Staged: the ranked messages are staged in a temporary table by one
+	// Staged: the newest messages are staged in a temporary table by one
 	// scan before the backfill's transaction begins, and the transaction
 	// reads them there (SQLite: the scan holds no write lock, so the
 	// host's own writes never wait for it). Otherwise the backfill is one
@@ -360,6 +368,14 @@ func (t TableInfo) Column(name string) *ColumnInfo {
 		}
 	}
 	return nil
+}
+
+// Newest is MessageView.NewestSubagentMessages over a dialect's whole view:
+// the view's recoverable rows ranked by window, the first of each pair.
+func Newest(view, window string) string {
+	return `SELECT ` + strings.Join(MessageColumns(), ", ") + `
+	FROM (SELECT v.*, ` + window + ` AS rn FROM (` + view + `) v WHERE v.recoverable = 1) v
+	WHERE v.rn = 1`
 }
 
 // MessageKeyColumns are the first columns of MessageColumns, which

@@ -1,13 +1,5 @@
-SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
-		CASE WHEN e.task_session_id <> '' AND e.task_id <> '' AND e.message_id <> ''
-			AND e.tool_call_id IS NOT NULL AND e.created IS NOT NULL
-			AND COALESCE(octet_length(e.message_id), 0) <= 512
-			AND COALESCE(octet_length(e.task_session_id), 0) <= 512
-			AND COALESCE(octet_length(e.task_id), 0) <= 512
-			AND COALESCE(octet_length(e.turn_id), 0) <= 512
-			AND COALESCE(octet_length(e.tool_call_id), 0) <= 512
-			AND COALESCE(octet_length(e.parent_tool_call_id), 0) <= 512 THEN 1 ELSE 0 END AS recoverable,
-		e.created, e.turn_id,
+SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id, e.recoverable, e.created,
+		e.turn_id,
 		e.parent_tool_call_id,
 		e.subagent_type,
 		e.description,
@@ -20,27 +12,34 @@ SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id,
 		e.total_tokens,
 		e.tool_use_count,
 		e.duration_ms,
-		TIMESTAMPTZ 'epoch' + (e.created / 1000000) * INTERVAL '1 second' + (e.created % 1000000) * INTERVAL '1 microsecond' AS observed_at,
-		CASE WHEN e.tool_status IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled') THEN TIMESTAMPTZ 'epoch' + (e.updated / 1000000) * INTERVAL '1 second' + (e.updated % 1000000) * INTERVAL '1 microsecond' END AS settled_at
-	FROM (SELECT d.message_id, d.task_session_id, d.task_id, d.turn_id, d.created, d.updated,
-			CASE WHEN jsonb_typeof(d.doc #> '{tool_call_id}') = 'string' THEN NULLIF((d.doc #>> '{tool_call_id}'), '') END AS tool_call_id,
-			CASE WHEN jsonb_typeof(d.doc #> '{parent_tool_call_id}') = 'string' THEN NULLIF((d.doc #>> '{parent_tool_call_id}'), '') END AS parent_tool_call_id,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,subagent_type}') = 'string' THEN NULLIF((d.doc #>> '{normalized,subagent_task,subagent_type}'), '') END AS subagent_type,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,description}') = 'string' THEN NULLIF((d.doc #>> '{normalized,subagent_task,description}'), '') END AS description,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,agent_id}') = 'string' THEN NULLIF((d.doc #>> '{normalized,subagent_task,agent_id}'), '') END AS agent_id,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,child_session_id}') = 'string' THEN NULLIF((d.doc #>> '{normalized,subagent_task,child_session_id}'), '') END AS child_session_id,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,model}') = 'string' THEN NULLIF((d.doc #>> '{normalized,subagent_task,model}'), '') END AS model,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,status}') = 'string' THEN NULLIF((d.doc #>> '{normalized,subagent_task,status}'), '') END AS agent_status,
-			CASE WHEN jsonb_typeof(d.doc #> '{status}') = 'string' THEN NULLIF((d.doc #>> '{status}'), '') END AS tool_status,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') = 'boolean' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}') = 'true' THEN 1 ELSE 0 END WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,is_async}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,is_async}')::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END AS is_async,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,total_tokens}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric) AND (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,total_tokens}')::numeric::bigint END END AS total_tokens,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,tool_use_count}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric) AND (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric BETWEEN 0 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,tool_use_count}')::numeric::bigint END END AS tool_use_count,
-			CASE WHEN jsonb_typeof(d.doc #> '{normalized,subagent_task,duration_ms}') = 'number' THEN CASE WHEN (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric = trunc((d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric) AND (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (d.doc #>> '{normalized,subagent_task,duration_ms}')::numeric::bigint END END AS duration_ms
-		FROM (SELECT m.id::text AS message_id, m.task_session_id::text AS task_session_id, m.task_id::text AS task_id,
-				NULLIF(m.turn_id::text, '') AS turn_id,
-				CASE WHEN isfinite(m.created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.created_at) * 1000000)::bigint END END AS created,
-				CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
-				f.doc
-			FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-			WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)) d
-		WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') e;
+		(TIMESTAMP 'epoch' + (e.created / 1000000) * INTERVAL '1 second' + (e.created % 1000000) * INTERVAL '1 microsecond') AT TIME ZONE 'UTC' AS observed_at,
+		CASE WHEN e.tool_status IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled') THEN (TIMESTAMP 'epoch' + (e.updated / 1000000) * INTERVAL '1 second' + (e.updated % 1000000) * INTERVAL '1 microsecond') AT TIME ZONE 'UTC' END AS settled_at
+	FROM (SELECT k.*, CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,subagent_type}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,subagent_type}'), '') END AS subagent_type,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,description}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,description}'), '') END AS description,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,agent_id}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,agent_id}'), '') END AS agent_id,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,child_session_id}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,child_session_id}'), '') END AS child_session_id,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,model}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,model}'), '') END AS model,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,status}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,status}'), '') END AS agent_status,
+		CASE WHEN jsonb_typeof(doc #> '{status}') = 'string' THEN NULLIF((doc #>> '{status}'), '') END AS tool_status,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,is_async}') = 'boolean' THEN CASE WHEN (doc #>> '{normalized,subagent_task,is_async}') = 'true' THEN 1 ELSE 0 END WHEN jsonb_typeof(doc #> '{normalized,subagent_task,is_async}') = 'number' THEN CASE WHEN (doc #>> '{normalized,subagent_task,is_async}')::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END AS is_async,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,total_tokens}') = 'number' THEN CASE WHEN (doc #>> '{normalized,subagent_task,total_tokens}')::numeric = trunc((doc #>> '{normalized,subagent_task,total_tokens}')::numeric) AND (doc #>> '{normalized,subagent_task,total_tokens}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (doc #>> '{normalized,subagent_task,total_tokens}')::numeric::bigint END END AS total_tokens,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,tool_use_count}') = 'number' THEN CASE WHEN (doc #>> '{normalized,subagent_task,tool_use_count}')::numeric = trunc((doc #>> '{normalized,subagent_task,tool_use_count}')::numeric) AND (doc #>> '{normalized,subagent_task,tool_use_count}')::numeric BETWEEN 0 AND 9223372036854775807 THEN (doc #>> '{normalized,subagent_task,tool_use_count}')::numeric::bigint END END AS tool_use_count,
+		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,duration_ms}') = 'number' THEN CASE WHEN (doc #>> '{normalized,subagent_task,duration_ms}')::numeric = trunc((doc #>> '{normalized,subagent_task,duration_ms}')::numeric) AND (doc #>> '{normalized,subagent_task,duration_ms}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (doc #>> '{normalized,subagent_task,duration_ms}')::numeric::bigint END END AS duration_ms
+		FROM (SELECT k.*, CASE WHEN k.task_session_id <> '' AND k.task_id <> '' AND k.message_id <> ''
+			AND k.tool_call_id IS NOT NULL AND k.created IS NOT NULL
+			AND COALESCE(octet_length(k.message_id), 0) <= 512
+			AND COALESCE(octet_length(k.task_session_id), 0) <= 512
+			AND COALESCE(octet_length(k.task_id), 0) <= 512
+			AND COALESCE(octet_length(k.turn_id), 0) <= 512
+			AND COALESCE(octet_length(k.tool_call_id), 0) <= 512
+			AND COALESCE(octet_length(k.parent_tool_call_id), 0) <= 512 THEN 1 ELSE 0 END AS recoverable
+		FROM (SELECT d.*, CASE WHEN jsonb_typeof(doc #> '{tool_call_id}') = 'string' THEN NULLIF((doc #>> '{tool_call_id}'), '') END AS tool_call_id,
+			CASE WHEN jsonb_typeof(doc #> '{parent_tool_call_id}') = 'string' THEN NULLIF((doc #>> '{parent_tool_call_id}'), '') END AS parent_tool_call_id
+			FROM (SELECT m.id::text AS message_id, m.task_session_id::text AS task_session_id,
+					m.task_id::text AS task_id, NULLIF(m.turn_id::text, '') AS turn_id,
+					CASE WHEN isfinite(m.created_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.created_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.created_at) * 1000000)::bigint END END AS created,
+					CASE WHEN isfinite(m.updated_at) THEN CASE WHEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000) BETWEEN -62135596799999999 AND 253402300799999999 THEN (EXTRACT(EPOCH FROM m.updated_at) * 1000000)::bigint END END AS updated,
+					f.doc
+				FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
+				WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)) d
+			WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') k) k) e;

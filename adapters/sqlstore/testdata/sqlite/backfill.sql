@@ -1,9 +1,9 @@
 -- the merge and the insert take updated_at
 DROP TABLE IF EXISTS subagentctx_backfill_stage;
 
-CREATE TEMP TABLE subagentctx_backfill_stage AS SELECT v.*, ROW_NUMBER() OVER (PARTITION BY v.tool_call_id, v.task_session_id
-		ORDER BY v.created DESC, v.message_id DESC) AS rn
-	FROM (SELECT CAST(v.id AS TEXT) AS message_id,
+CREATE TEMP TABLE subagentctx_backfill_stage AS SELECT message_id, task_session_id, task_id, tool_call_id, recoverable, created, turn_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at
+	FROM (SELECT v.*, ROW_NUMBER() OVER (PARTITION BY tool_call_id, task_session_id
+		ORDER BY created DESC, message_id DESC) AS rn FROM (SELECT CAST(v.id AS TEXT) AS message_id,
 		CAST(v.task_session_id AS TEXT) AS task_session_id,
 		CAST(v.task_id AS TEXT) AS task_id,
 		json_extract(v.x, '$.tool_call_id') AS tool_call_id,
@@ -30,8 +30,8 @@ CREATE TEMP TABLE subagentctx_backfill_stage AS SELECT v.*, ROW_NUMBER() OVER (P
 		FROM "task_session_messages" m
 		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0)
 		LIMIT -1 OFFSET 0) v
-	WHERE v.x IS NOT NULL) v
-	WHERE v.recoverable = 1;
+	WHERE v.x IS NOT NULL) v WHERE v.recoverable = 1) v
+	WHERE v.rn = 1;
 
 BEGIN IMMEDIATE;
 
@@ -56,14 +56,14 @@ UPDATE task_session_subagents AS t SET task_id = r.task_id,
 		settled_at = COALESCE(r.settled_at, t.settled_at),
 		updated_at = ?
 	FROM subagentctx_backfill_stage r
-	WHERE r.rn = 1 AND t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id
+	WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id
 		AND NOT EXISTS (SELECT 1 FROM task_session_subagents o WHERE o.task_session_id = t.task_session_id AND o.tool_call_id = t.tool_call_id
 			AND ((unixepoch(substr(o.observed_at, 1, 19) || CASE WHEN substr(o.observed_at, 20, 1) = '.' THEN ltrim(substr(o.observed_at, 21), '0123456789') ELSE substr(o.observed_at, 20) END) * 1000000 + CASE WHEN substr(o.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(o.observed_at, 21), 1, length(substr(o.observed_at, 21)) - length(ltrim(substr(o.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) < (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) OR ((unixepoch(substr(o.observed_at, 1, 19) || CASE WHEN substr(o.observed_at, 20, 1) = '.' THEN ltrim(substr(o.observed_at, 21), '0123456789') ELSE substr(o.observed_at, 20) END) * 1000000 + CASE WHEN substr(o.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(o.observed_at, 21), 1, length(substr(o.observed_at, 21)) - length(ltrim(substr(o.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) = (unixepoch(substr(t.observed_at, 1, 19) || CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN ltrim(substr(t.observed_at, 21), '0123456789') ELSE substr(t.observed_at, 20) END) * 1000000 + CASE WHEN substr(t.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(t.observed_at, 21), 1, length(substr(t.observed_at, 21)) - length(ltrim(substr(t.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) AND o.agent_execution_id < t.agent_execution_id)));
 
 INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
 	SELECT r.message_id, r.task_session_id, r.task_id, r.turn_id, 'unknown', r.tool_call_id, r.parent_tool_call_id, r.subagent_type, r.description, r.agent_id, r.child_session_id, r.model, r.agent_status, r.tool_status, r.is_async, r.total_tokens, r.tool_use_count, r.duration_ms, 'backfill', r.observed_at, r.settled_at, ?
 	FROM subagentctx_backfill_stage r
-	WHERE r.rn = 1 AND EXISTS (SELECT 1 FROM "task_sessions" x WHERE x.id = r.task_session_id)
+	WHERE EXISTS (SELECT 1 FROM "task_sessions" x WHERE x.id = r.task_session_id)
 		AND NOT EXISTS (SELECT 1 FROM task_session_subagents t WHERE t.task_session_id = r.task_session_id AND t.tool_call_id = r.tool_call_id)
 	ON CONFLICT DO NOTHING;
 
