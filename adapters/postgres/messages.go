@@ -86,10 +86,14 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 	return nil, fmt.Errorf("host instant %v is a %T, want an integer", v, v)
 }
 
-// SubagentKeys implements sqlstore.MessageView: the whole view, of which
-// the planner computes only the columns a statement reads.
+// SubagentKeys implements sqlstore.MessageView: the view's first layer,
+// the columns that decide whether a message is recoverable, without the
+// rest of the metadata's readings, which the planner would otherwise
+// simplify on every plan only to drop them (a quarter of the health
+// check's planning: 2.6 → 1.9 ms).
 func (d Dialect) SubagentKeys(t sqlstore.Tables, where string) string {
-	return d.SubagentMessages(t, where)
+	return `SELECT k.` + strings.Join(sqlstore.MessageKeyColumns(), ", k.") + `
+	FROM (` + d.keyed(t, where) + `) k`
 }
 
 // SubagentMessages implements sqlstore.MessageView with jsonb, whose rules
@@ -113,33 +117,57 @@ func (d Dialect) NewestSubagentMessages(t sqlstore.Tables, window string) string
 	return d.messages(t, "", window)
 }
 
-// messages is the message view over the messages where selects (all
-// when ""): the metadata parsed (d), the columns that decide whether a
-// message is recoverable (k), then, when window ranks them, only the
-// recoverable first of each pair by it (r), then the other columns the
-// metadata gives (e), then those computed from them.
-func (d Dialect) messages(t sqlstore.Tables, where, window string) string {
+// keyRead are the metadata's columns read before ranking: with the
+// message's own, they decide whether a message is recoverable.
+var keyRead = map[string]bool{"tool_call_id": true, "parent_tool_call_id": true}
+
+// keyed is the view's first layer over the messages where selects (all
+// when ""): the metadata parsed (d), then the columns that decide whether
+// a message is recoverable and which of a pair's is newest (k).
+func (d Dialect) keyed(t sqlstore.Tables, where string) string {
 	if where != "" {
 		where = " AND (" + where + ")"
 	}
-	key := map[string]bool{"tool_call_id": true, "parent_tool_call_id": true} // read before ranking
-	var keys, fromDoc, out, checked []string
+	var keys, checked []string
 	for _, c := range storekit.Columns {
-		switch {
-		case c.Metadata != nil && key[c.Name]:
+		if c.Metadata != nil && keyRead[c.Name] {
 			keys = append(keys, jsonValue(c)+" AS "+c.Name)
-		case c.Metadata != nil:
-			fromDoc = append(fromDoc, jsonValue(c)+" AS "+c.Name)
 		}
 		if c.Identifier && c.Name != "agent_execution_id" { // from the message: stored exactly as given or not at all
 			name := c.Name
 			if name == "id" {
 				name = "message_id"
 			}
-			if c.Metadata != nil && !key[c.Name] {
+			if c.Metadata != nil && !keyRead[c.Name] {
 				panic("postgres: identifier " + c.Name + " from the metadata decides recoverable: read it before ranking")
 			}
 			checked = append(checked, fmt.Sprintf("COALESCE(octet_length(k.%s), 0) <= %d", name, storekit.MaxIDBytes))
+		}
+	}
+	return `SELECT k.*, CASE WHEN k.task_session_id <> '' AND k.task_id <> '' AND k.message_id <> ''
+			AND k.tool_call_id IS NOT NULL AND k.created IS NOT NULL
+			AND ` + strings.Join(checked, "\n\t\t\tAND ") + ` THEN 1 ELSE 0 END AS recoverable
+		FROM (SELECT d.*, ` + strings.Join(keys, ",\n\t\t\t") + `
+			FROM (SELECT m.id::text AS message_id, m.task_session_id::text AS task_session_id,
+					m.task_id::text AS task_id, NULLIF(m.turn_id::text, '') AS turn_id,
+					` + d.HostInstant("m.created_at") + ` AS created,
+					` + d.HostInstant("m.updated_at") + ` AS updated,
+					f.doc
+				FROM "` + t.Messages + `" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
+				WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)` +
+		where + `) d
+			WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') k`
+}
+
+// messages is the message view over the messages where selects: its
+// first layer (k), then, when window ranks them, only the recoverable
+// first of each pair by it, then the other columns the metadata gives
+// (e), then those computed from them.
+func (d Dialect) messages(t sqlstore.Tables, where, window string) string {
+	var fromDoc, out []string
+	for _, c := range storekit.Columns {
+		if c.Metadata != nil && !keyRead[c.Name] {
+			fromDoc = append(fromDoc, jsonValue(c)+" AS "+c.Name)
 		}
 	}
 	terminal := storekit.TerminalToolStatuses()
@@ -160,19 +188,7 @@ func (d Dialect) messages(t sqlstore.Tables, where, window string) string {
 			panic("postgres: the message view has no reading for column " + c.Name + ": declare its metadata path")
 		}
 	}
-	k := `SELECT k.*, CASE WHEN k.task_session_id <> '' AND k.task_id <> '' AND k.message_id <> ''
-			AND k.tool_call_id IS NOT NULL AND k.created IS NOT NULL
-			AND ` + strings.Join(checked, "\n\t\t\tAND ") + ` THEN 1 ELSE 0 END AS recoverable
-		FROM (SELECT d.*, ` + strings.Join(keys, ",\n\t\t\t") + `
-			FROM (SELECT m.id::text AS message_id, m.task_session_id::text AS task_session_id,
-					m.task_id::text AS task_id, NULLIF(m.turn_id::text, '') AS turn_id,
-					` + d.HostInstant("m.created_at") + ` AS created,
-					` + d.HostInstant("m.updated_at") + ` AS updated,
-					f.doc
-				FROM "` + t.Messages + `" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
-				WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0)` +
-		where + `) d
-			WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') k`
+	k := d.keyed(t, where)
 	if window != "" {
 		k = `SELECT * FROM (SELECT k.*, ` + window + ` AS rn FROM (` + k + `) k WHERE k.recoverable = 1) k
 		WHERE k.rn = 1`

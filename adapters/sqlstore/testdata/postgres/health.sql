@@ -14,34 +14,8 @@ p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, 
 			0 AS stored, CAST(NULL AS TEXT) AS execution,
 			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN v.created END AS due_at,
 			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
-		FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id, e.recoverable, e.created,
-		e.turn_id,
-		e.parent_tool_call_id,
-		e.subagent_type,
-		e.description,
-		e.agent_id,
-		e.child_session_id,
-		e.model,
-		e.agent_status,
-		e.tool_status,
-		e.is_async,
-		e.total_tokens,
-		e.tool_use_count,
-		e.duration_ms,
-		(TIMESTAMP 'epoch' + (e.created / 1000000) * INTERVAL '1 second' + (e.created % 1000000) * INTERVAL '1 microsecond') AT TIME ZONE 'UTC' AS observed_at,
-		CASE WHEN e.tool_status IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled') THEN (TIMESTAMP 'epoch' + (e.updated / 1000000) * INTERVAL '1 second' + (e.updated % 1000000) * INTERVAL '1 microsecond') AT TIME ZONE 'UTC' END AS settled_at
-	FROM (SELECT k.*, CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,subagent_type}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,subagent_type}'), '') END AS subagent_type,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,description}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,description}'), '') END AS description,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,agent_id}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,agent_id}'), '') END AS agent_id,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,child_session_id}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,child_session_id}'), '') END AS child_session_id,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,model}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,model}'), '') END AS model,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,status}') = 'string' THEN NULLIF((doc #>> '{normalized,subagent_task,status}'), '') END AS agent_status,
-		CASE WHEN jsonb_typeof(doc #> '{status}') = 'string' THEN NULLIF((doc #>> '{status}'), '') END AS tool_status,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,is_async}') = 'boolean' THEN CASE WHEN (doc #>> '{normalized,subagent_task,is_async}') = 'true' THEN 1 ELSE 0 END WHEN jsonb_typeof(doc #> '{normalized,subagent_task,is_async}') = 'number' THEN CASE WHEN (doc #>> '{normalized,subagent_task,is_async}')::numeric = 1 THEN 1 ELSE 0 END ELSE 0 END AS is_async,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,total_tokens}') = 'number' THEN CASE WHEN (doc #>> '{normalized,subagent_task,total_tokens}')::numeric = trunc((doc #>> '{normalized,subagent_task,total_tokens}')::numeric) AND (doc #>> '{normalized,subagent_task,total_tokens}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (doc #>> '{normalized,subagent_task,total_tokens}')::numeric::bigint END END AS total_tokens,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,tool_use_count}') = 'number' THEN CASE WHEN (doc #>> '{normalized,subagent_task,tool_use_count}')::numeric = trunc((doc #>> '{normalized,subagent_task,tool_use_count}')::numeric) AND (doc #>> '{normalized,subagent_task,tool_use_count}')::numeric BETWEEN 0 AND 9223372036854775807 THEN (doc #>> '{normalized,subagent_task,tool_use_count}')::numeric::bigint END END AS tool_use_count,
-		CASE WHEN jsonb_typeof(doc #> '{normalized,subagent_task,duration_ms}') = 'number' THEN CASE WHEN (doc #>> '{normalized,subagent_task,duration_ms}')::numeric = trunc((doc #>> '{normalized,subagent_task,duration_ms}')::numeric) AND (doc #>> '{normalized,subagent_task,duration_ms}')::numeric BETWEEN 1 AND 9223372036854775807 THEN (doc #>> '{normalized,subagent_task,duration_ms}')::numeric::bigint END END AS duration_ms
-		FROM (SELECT k.*, CASE WHEN k.task_session_id <> '' AND k.task_id <> '' AND k.message_id <> ''
+		FROM (SELECT k.message_id, k.task_session_id, k.task_id, k.tool_call_id, k.recoverable, k.created
+	FROM (SELECT k.*, CASE WHEN k.task_session_id <> '' AND k.task_id <> '' AND k.message_id <> ''
 			AND k.tool_call_id IS NOT NULL AND k.created IS NOT NULL
 			AND COALESCE(octet_length(k.message_id), 0) <= 512
 			AND COALESCE(octet_length(k.task_session_id), 0) <= 512
@@ -58,7 +32,7 @@ p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, 
 					f.doc
 				FROM "task_session_messages" m CROSS JOIN LATERAL subagentctx_metadata_v1(m.metadata::text) AS f(doc)
 				WHERE (strpos(m.metadata::text, 'subagent_task') > 0 OR strpos(m.metadata::text, E'\\u') > 0) AND (m.task_session_id = ANY(ARRAY(SELECT a.task_session_id FROM a)))) d
-			WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') k) k) e) v
+			WHERE d.doc #>> '{normalized,kind}' = 'subagent_task') k) k) v
 		UNION ALL
 		SELECT t.task_session_id, t.tool_call_id, 0, 0, 1,
 			CASE WHEN t.agent_execution_id <> 'unknown' THEN t.agent_execution_id END,
