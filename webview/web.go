@@ -25,11 +25,14 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
@@ -115,6 +118,28 @@ func WithPrefix(p string) Option {
 	}
 }
 
+// WithReadTimeout bounds each read a page makes (default 10 s; a
+// non-positive d keeps it): a read still running then is cancelled — on
+// PostgreSQL the server cancels its statement, it is not left running —
+// and the page answers 503 saying the range took too long, with links to
+// shorter ones. Waiting for a turn to read (WithMaxReads) is bounded by
+// the same duration.
+func WithReadTimeout(d time.Duration) Option {
+	return func(s *server) {
+		if d > 0 {
+			s.readTimeout = d
+		}
+	}
+}
+
+// WithMaxReads bounds how many of the view's reads run at once, over all
+// its pages and visitors (default 2, at least 1): the view never holds
+// more of the host's connections than that, and on database/sql's default
+// pool (two idle connections) a page opens and closes none. The other
+// reads wait their turn in the order they asked; one that cannot start
+// within the read timeout is answered 503 with Retry-After.
+func WithMaxReads(n int) Option { return func(s *server) { s.maxReads = max(n, 1) } }
+
 // WithFrameAncestors lets the listed sources frame the pages (CSP
 // frame-ancestors, "'self'" or an origin), for a host that shows the view
 // inside its own admin console. Default: no framing at all.
@@ -132,7 +157,16 @@ type server struct {
 	pages          *template.Template
 	now            func() time.Time
 	refresh        int // seconds (WithRefresh)
+	readTimeout    time.Duration
+	maxReads       int
+	turnstile      *semaphore.Weighted // maxReads turns, given in the order asked
 }
+
+// The view's defaults for WithReadTimeout and WithMaxReads.
+const (
+	DefaultReadTimeout = 10 * time.Second
+	DefaultMaxReads    = 2
+)
 
 // New returns the view over src. It only reads: GET (and HEAD) of the
 // overview (prefix/), a session (prefix/session?id=…, so that any id,
@@ -140,10 +174,11 @@ type server struct {
 // any other method is refused (405) and any other path is 404.
 func New(src Source, opts ...Option) http.Handler {
 	s := &server{src: src, sessions: 50, turns: 25, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
-		refresh: 5}
+		refresh: 5, readTimeout: DefaultReadTimeout, maxReads: DefaultMaxReads}
 	for _, o := range opts {
 		o(s)
 	}
+	s.turnstile = semaphore.NewWeighted(int64(s.maxReads))
 	s.pages = template.Must(pages.Clone()).Funcs(template.FuncMap{
 		"url":        func(path string) string { return s.prefix + path },
 		"sessionURL": func(id string) string { return s.prefix + "/session?id=" + url.QueryEscape(id) },
@@ -257,34 +292,46 @@ var ranges = []struct {
 	d    time.Duration
 }{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}, {"all", 0}}
 
-// parseInstant reads the parameter name as an RFC 3339 instant (zero when
-// it is absent), naming what is wrong.
-func parseInstant(v url.Values, name string) (time.Time, error) {
+// parseInstant reads the parameter name as an RFC 3339 instant, naming
+// what is wrong; ok is false when it is absent. Year 1's first instant is
+// an instant like any other (it is also Go's zero time, so presence is
+// told by ok, never by IsZero).
+func parseInstant(v url.Values, name string) (t time.Time, ok bool, err error) {
 	if v.Get(name) == "" {
-		return time.Time{}, nil
+		return time.Time{}, false, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v.Get(name))
+	t, err = time.Parse(time.RFC3339Nano, v.Get(name))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%s=%q is not an RFC 3339 instant", name, v.Get(name))
+		return time.Time{}, false, fmt.Errorf("%s=%q is not an RFC 3339 instant", name, v.Get(name))
 	}
 	if y := t.UTC().Year(); y < 1 || y > 9999 {
-		return time.Time{}, fmt.Errorf("%s=%q is outside years 1-9999", name, v.Get(name))
+		return time.Time{}, false, fmt.Errorf("%s=%q is outside years 1-9999", name, v.Get(name))
 	}
-	return t.UTC(), nil
+	return t.UTC(), true, nil
 }
 
-// parseWindow reads the overview's query string, naming what is wrong.
+// parseWindow reads the overview's query string, naming what is wrong. A
+// store reads a zero Since as "from the start", which is what since at
+// year 1's first instant says too; a zero Until would read as "to now",
+// so until at that instant, before which nothing can be observed, is
+// refused by name.
 func parseWindow(v url.Values, now time.Time) (window, error) {
 	w := window{Range: v.Get("range"), Prefix: v.Get("q")}
-	instant := func(name string) (time.Time, error) { return parseInstant(v, name) }
-	var err error
-	if w.Since, err = instant("since"); err != nil {
+	since, hasSince, err := parseInstant(v, "since")
+	if err != nil {
 		return w, err
 	}
-	if w.Until, err = instant("until"); err != nil {
+	until, hasUntil, err := parseInstant(v, "until")
+	if err != nil {
 		return w, err
 	}
-	if w.Since.IsZero() && w.Until.IsZero() {
+	w.Since, w.Until = since, until
+	switch {
+	case hasUntil && until.IsZero():
+		return w, fmt.Errorf("until=%q: nothing can be observed before year 1's first instant", v.Get("until"))
+	case hasSince || hasUntil:
+		w.Range = ""
+	default:
 		if w.Range == "" {
 			w.Range = "24h"
 		}
@@ -300,21 +347,19 @@ func parseWindow(v url.Values, now time.Time) (window, error) {
 		if !known {
 			return w, fmt.Errorf("range=%q: want 1h, 24h, 7d, 30d or all", w.Range)
 		}
-	} else {
-		w.Range = ""
 	}
-	if !w.Since.IsZero() && !w.Until.IsZero() && !w.Since.Before(w.Until) {
+	if hasSince && hasUntil && !w.Since.Before(w.Until) {
 		return w, fmt.Errorf("since %s is not before until %s", v.Get("since"), v.Get("until"))
 	}
 	if v.Has("after") {
-		t, err := instant("after")
+		t, _, err := parseInstant(v, "after")
 		if err != nil {
 			return w, err
 		}
 		w.After = &report.SessionKey{LastObservedAt: t, TaskSessionID: v.Get("after_id")}
 	}
 	if v.Has("failed_after") {
-		t, err := instant("failed_after")
+		t, _, err := parseInstant(v, "failed_after")
 		if err != nil {
 			return w, err
 		}
@@ -355,7 +400,10 @@ func (w window) query(after *report.SessionKey) url.Values {
 	if w.Range != "" {
 		v.Set("range", w.Range)
 	} else {
-		if !w.Since.IsZero() {
+		// An explicit window with neither bound set was given as since at
+		// year 1's first instant: it is said again, or the next page would
+		// fall back to the default range.
+		if !w.Since.IsZero() || w.Until.IsZero() {
 			v.Set("since", w.Since.Format(time.RFC3339Nano))
 		}
 		if !w.Until.IsZero() {
@@ -370,6 +418,23 @@ func (w window) query(after *report.SessionKey) url.Values {
 		v.Set("after_id", after.TaskSessionID)
 	}
 	return v
+}
+
+// shorter is the ready-made ranges shorter than the window, the same
+// prefix, longest first: what to try when the window took too long.
+func (w window) shorter(now time.Time) []window {
+	until := w.Until
+	if until.IsZero() {
+		until = now
+	}
+	var out []window
+	for i := len(ranges) - 1; i >= 0; i-- {
+		r := ranges[i]
+		if r.d > 0 && (w.Since.IsZero() || r.d < until.Sub(w.Since)) {
+			out = append(out, w.WithRange(r.name))
+		}
+	}
+	return out
 }
 
 // WithRange returns the window over another ready-made range (the same
@@ -392,19 +457,19 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	for _, r := range ranges {
 		p.Ranges = append(p.Ranges, r.name)
 	}
-	// The page's four reads are independent: they run at once, each on a
-	// connection of its own, so the page takes its slowest read, not their
-	// sum. Health covers the last hour, whatever the window: whether
-	// capture works now, at a cost that does not grow with the window
-	// (subagentctl health --since answers for any other).
-	var wg sync.WaitGroup
-	errs := make([]error, 7)
-	for i, read := range []func() error{
-		func() (err error) {
+	// The page's reads are independent: they run at once, as many as the
+	// view's turns allow (WithMaxReads), so the page takes its slowest read
+	// rather than their sum where turns are free. Health covers the last
+	// hour, whatever the window: whether capture works now, at a cost that
+	// does not grow with the window (subagentctl health --since answers for
+	// any other).
+	tq := report.TimelineQuery{Since: win.Since, Until: win.Until, Bucket: bucketFor(win, now)}
+	reads := []func(context.Context) error{
+		func(ctx context.Context) (err error) {
 			p.Failed, err = s.src.Overview(ctx, report.OverviewQuery{Since: win.Since, Until: win.Until, Failed: true})
 			return
 		},
-		func() (err error) {
+		func(ctx context.Context) (err error) {
 			p.Failures, err = s.src.Failures(ctx, report.FailureQuery{Since: win.Since, Until: win.Until,
 				Limit: failuresPage + 1, After: win.FailedAfter})
 			if len(p.Failures) > failuresPage {
@@ -414,29 +479,34 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		},
-		func() error {
-			t, err := s.src.Timeline(ctx, report.TimelineQuery{Since: win.Since, Until: win.Until,
-				Bucket: bucketFor(win, now)})
-			p.Charts = charts(t, now)
+		func(ctx context.Context) error {
+			t, err := s.src.Timeline(ctx, tq)
+			if err == nil {
+				t.Query = tq // drawn over the window asked for, whatever the store echoed
+				p.Charts = charts(t, now)
+			}
 			return err
 		},
-		func() (err error) {
+		func(ctx context.Context) (err error) {
 			p.Health, err = s.src.Health(ctx, report.HealthQuery{Since: now.Add(-healthWindow)})
 			return
 		},
-		func() (err error) { p.Activation, err = s.src.Activation(ctx); return },
-		func() (err error) {
+		func(ctx context.Context) (err error) { p.Activation, err = s.src.Activation(ctx); return },
+		func(ctx context.Context) (err error) {
 			p.Overview, err = s.src.Overview(ctx, report.OverviewQuery{Since: win.Since, Until: win.Until})
 			return
 		},
-		func() (err error) {
+		func(ctx context.Context) (err error) {
 			p.Sessions, err = s.src.Sessions(ctx, report.SessionQuery{Since: win.Since, Until: win.Until,
 				Prefix: win.Prefix, After: win.After, Limit: s.sessions + 1})
 			return
 		},
-	} {
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(reads))
+	for i, read := range reads {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = read() }()
+		go func() { defer wg.Done(); errs[i] = s.read(ctx, read) }()
 	}
 	wg.Wait()
 	err = errors.Join(errs...)
@@ -477,11 +547,11 @@ func turnCursor(v url.Values, name string) (*core.Cursor, error) {
 	if !v.Has(name) {
 		return nil, nil
 	}
-	t, err := parseInstant(v, name)
+	t, ok, err := parseInstant(v, name)
 	if err != nil {
 		return nil, err
 	}
-	if t.IsZero() {
+	if !ok {
 		return nil, fmt.Errorf("%s is empty: want an RFC 3339 instant", name)
 	}
 	return &core.Cursor{ObservedAt: t, ToolCallID: v.Get(name + "_tool"), AgentExecutionID: v.Get(name + "_exec")}, nil
@@ -513,7 +583,8 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	p := sessionPage{ID: id, Generated: time.Now().UTC()}
 	// A page reads the turns it draws: its time and memory follow the
 	// page, not the session (docs/CONTRACT.md §5.7).
-	page, err := s.src.SessionTurns(ctx, q)
+	var page report.TurnPage
+	err = s.read(ctx, func(ctx context.Context) (err error) { page, err = s.src.SessionTurns(ctx, q); return })
 	if err == nil && len(page.Rows) == 0 && q.After == nil && q.Before == nil {
 		http.Error(w, "no subagent on record for this session", http.StatusNotFound)
 		return
@@ -557,8 +628,10 @@ func (s *server) totals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := totalsPage{ID: v.Get("id"), Generated: time.Now().UTC()}
-	var err error
-	p.Stats, err = s.src.Stats(r.Context(), report.StatsQuery{TaskSessionID: p.ID})
+	err := s.read(r.Context(), func(ctx context.Context) (err error) {
+		p.Stats, err = s.src.Stats(ctx, report.StatsQuery{TaskSessionID: p.ID})
+		return
+	})
 	if err == nil && p.Stats.Subagents == 0 {
 		http.Error(w, "no subagent on record for this session", http.StatusNotFound)
 		return
@@ -575,8 +648,53 @@ func (s *server) totals(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "totals.html", p, err)
 }
 
+// errBusy is a read that could not start within the read timeout: every
+// turn was taken all the while (WithMaxReads).
+var errBusy = errors.New("every read turn stayed taken")
+
+// errTooLong is a read the view cancelled at its deadline.
+var errTooLong = errors.New("the read ran out of time")
+
+// read runs one of a page's reads in its turn and under its deadline. A
+// panic in it is the page's error, never the host's: the read runs in a
+// goroutine the view started, where nothing of the host could recover it.
+func (s *server) read(ctx context.Context, fn func(context.Context) error) (err error) {
+	wait, cancel := context.WithTimeout(ctx, s.readTimeout)
+	defer cancel()
+	if s.turnstile.Acquire(wait, 1) != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errBusy
+	}
+	defer s.turnstile.Release(1)
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("a read panicked: %v\n%s", v, debug.Stack())
+		}
+	}()
+	rctx, cancel := context.WithTimeout(ctx, s.readTimeout)
+	defer cancel()
+	if err = fn(rctx); err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", errTooLong, err)
+	}
+	return err
+}
+
+// unavailablePage says why a page could not be read in time, and what to
+// try instead.
+type unavailablePage struct {
+	Busy     bool     // every read turn stayed taken; else the reads ran out of time
+	Timeout  string   // the read timeout, as text
+	Shorter  []window // the overview's shorter ranges (none on other pages)
+	MaxReads int
+}
+
 // render writes a page, or a plain error without the store's details
-// (which may name the database): those go to the log.
+// (which may name the database): those go to the log. A page whose reads
+// ran out of time, found every turn taken, or met the database's passing
+// state (a statement timeout, a lost connection) is a 503 that says so;
+// any other failure is a 500.
 func (s *server) render(w http.ResponseWriter, r *http.Request, name string, data any, err error) {
 	if err == nil {
 		var b bytes.Buffer
@@ -586,14 +704,31 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, dat
 			return
 		}
 	}
-	if errors.Is(err, context.Canceled) {
-		return
+	if r.Context().Err() != nil {
+		return // the visitor left: nobody reads the answer
 	}
 	s.log.LogAttrs(
 		r.Context(), slog.LevelWarn, "subagentctx: webview: page failed", slog.String("path", r.URL.Path),
 		slog.Any("error", err),
 	)
-	http.Error(w, "the store could not be read; see the server's log", http.StatusInternalServerError)
+	busy := errors.Is(err, errBusy)
+	if !busy && !errors.Is(err, errTooLong) && !errors.Is(err, core.ErrUnavailable) {
+		http.Error(w, "the store could not be read; see the server's log", http.StatusInternalServerError)
+		return
+	}
+	p := unavailablePage{Busy: busy, Timeout: s.readTimeout.String(), MaxReads: s.maxReads}
+	if o, ok := data.(overviewPage); ok && !busy {
+		p.Shorter = o.Window.shorter(o.Generated)
+	}
+	var b bytes.Buffer
+	if err := s.pages.ExecuteTemplate(&b, "unavailable.html", p); err != nil {
+		http.Error(w, "the store could not be read in time; see the server's log", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Retry-After", strconv.Itoa(max(int(s.readTimeout.Round(time.Second)/time.Second), 1)))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write(b.Bytes())
 }
 
 // when is an instant as the pages show it.

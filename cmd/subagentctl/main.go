@@ -19,9 +19,11 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/webview"
 )
 
 const usage = `usage: subagentctl [--db DSN] [--sessions-table NAME] [--messages-table NAME] [--meta-table NAME]` +
@@ -66,10 +68,13 @@ commands:
   prune --before DURATION|TIME [--json]  delete the rows last written before the time (90d: use 2160h), in short
                                          batches, after moving the retention boundary there; health and coverage
                                          then start at it
-  serve [--addr HOST:PORT] [--base-path /PATH]
+  serve [--addr HOST:PORT] [--base-path /PATH] [--read-timeout DURATION] [--max-reads N]
                                          a read-only web view (default 127.0.0.1:7410; port 0 picks a free one),
                                          under /PATH behind a reverse proxy; prints "listening on
-                                         http://HOST:PORT/PATH/", stops on SIGINT or SIGTERM
+                                         http://HOST:PORT/PATH/", stops on SIGINT or SIGTERM; each read the
+                                         view makes is cancelled after --read-timeout (default 10s: the page
+                                         says so) and at most --max-reads run at once (default 2: the others
+                                         wait, or get 503); --db may name a read replica
   grants --role NAME [--part migrate|live|read|prune]
                                          the PostgreSQL GRANT statements that give the role what the part needs
                                          (default every part but migrate; migrate runs as the table's owner)
@@ -141,7 +146,8 @@ type opts struct {
 	format, afterSession     string
 	afterID, basePath        string
 	role, part               string
-	limit, pairs             int
+	limit, pairs, maxReads   int
+	readTimeout              time.Duration
 	pos                      []string
 }
 
@@ -213,6 +219,8 @@ func init() {
 		"serve": {flags: func(fs *flag.FlagSet, o *opts) {
 			fs.StringVar(&o.addr, "addr", defaultAddr, "")
 			fs.StringVar(&o.basePath, "base-path", "", "")
+			fs.DurationVar(&o.readTimeout, "read-timeout", webview.DefaultReadTimeout, "")
+			fs.IntVar(&o.maxReads, "max-reads", webview.DefaultMaxReads, "")
 		}, args: none("serve"), run: cmdServe},
 		"grants": {flags: func(fs *flag.FlagSet, o *opts) {
 			fs.StringVar(&o.role, "role", "", "")

@@ -30,6 +30,36 @@ func StartServer(t testing.TB) *Server {
 	if bin == "" {
 		t.Fatal("SUBAGENTCTX_TEST_PG_BIN is not set: scripts/test exports it with the server's binaries")
 	}
+	s := newServer(t, bin)
+	if out, err := s.run("initdb", "-D", s.data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// StartStandby starts a hot standby of s — a streaming replica, which
+// answers reads and refuses writes, a little behind s — stopped at
+// cleanup.
+func (s *Server) StartStandby(t testing.TB) *Server {
+	t.Helper()
+	r := newServer(t, s.bin)
+	if out, err := r.run("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-U", "postgres",
+		"-D", r.data, "-R", "-X", "stream", "--no-sync"); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// newServer is a server's directory (owned by postgres when run as root)
+// and a free port; it is stopped and removed at cleanup.
+func newServer(t testing.TB, bin string) *Server {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "subagentctx-pgserver-")
 	if err != nil {
 		t.Fatal(err)
@@ -50,18 +80,12 @@ func StartServer(t testing.TB) *Server {
 			t.Fatal(err)
 		}
 	}
-	if out, err := s.run("initdb", "-D", s.data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 
