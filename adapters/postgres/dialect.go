@@ -180,41 +180,6 @@ END $do$`,
 // settings while it absorbs history.
 const saved = "subagentctx.planner"
 
-// passLock names the migration pass's advisory lock: one per schema's
-// table.
-const passLock = `1937010529, hashtext(current_schema() || '.` + sqlstore.Table + `')`
-
-// LockPass implements sqlstore.PassLocker with a session-level advisory
-// lock on a connection of its own, held until the release: it needs no
-// privilege, and the server drops it with the connection if the process
-// dies.
-func (Dialect) LockPass(ctx context.Context, db *gorm.DB, shared bool) (func(), error) {
-	pool, ok := db.Statement.ConnPool.(*sql.DB)
-	if !ok {
-		return func() {}, nil // a host's transaction: its own statements are serialised by it
-	}
-	conn, err := pool.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fn := "pg_advisory_lock"
-	if shared {
-		fn += "_shared"
-	}
-	if _, err := conn.ExecContext(ctx, `SELECT `+fn+`(`+passLock+`)`); err != nil {
-		return nil, errors.Join(err, conn.Close())
-	}
-	return func() {
-		// Unlocked on the server first; a connection that cannot say so
-		// is dropped, which unlocks too.
-		if _, err := conn.ExecContext(context.Background(), `SELECT `+
-			strings.Replace(fn, "lock", "unlock", 1)+`(`+passLock+`)`); err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		_ = conn.Close()
-	}, nil
-}
-
 // NearestRanks implements sqlstore.Fragments with percentile_disc, one
 // sort of each group's durations where window functions took two sorts
 // and four window aggregates over all of them (a third of the 7-day

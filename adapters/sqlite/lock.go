@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -14,8 +16,8 @@ import (
 // file, and every store in this one, waits on it, and the operating system
 // drops it with a process that dies. An in-memory database has no file
 // and no other process: each step's own transaction is its guard there.
-// A directory where the lock file cannot be made holds no pass but a
-// reader's: a shared lock is then not taken (no pass can be running).
+// The file is opened read-only, which is all flock(2) needs, so that one
+// made by any user serves every user who may read the database.
 func (Dialect) LockPass(ctx context.Context, db *gorm.DB, shared bool) (func(), error) {
 	var rows []struct {
 		Name, File string
@@ -33,12 +35,9 @@ func (Dialect) LockPass(ctx context.Context, db *gorm.DB, shared bool) (func(), 
 		return func() {}, nil
 	}
 	name := path + "-subagentctx-pass"
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		if shared {
-			return func() {}, nil
-		}
-		return nil, fmt.Errorf("open the migration pass's lock file: %w", err)
+	f, err := openLockFile(name, path, shared)
+	if err != nil || f == nil {
+		return func() {}, err
 	}
 	// Polled, so that ctx ends the wait.
 	for {
@@ -57,4 +56,37 @@ func (Dialect) LockPass(ctx context.Context, db *gorm.DB, shared bool) (func(), 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// openLockFile opens the pass's lock file name beside the database file
+// db, read-only. A pass makes it when it is missing: readable by every
+// user, and owned like the database when made by root (as SQLite does its
+// own -wal and -shm files), so that "sudo subagentctl migrate" leaves
+// nothing the application's user cannot open. A reader (shared) never
+// makes it: with no file, no pass can be running (nil, nil). A file that
+// cannot be opened is an error naming it — for a reader too, which then
+// cannot vouch that no pass is running.
+func openLockFile(name, db string, shared bool) (*os.File, error) {
+	f, err := os.Open(name)
+	switch {
+	case err == nil:
+		return f, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open the migration pass's lock file: %w", err)
+	case shared:
+		return nil, nil
+	}
+	f, err = os.OpenFile(name, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		f, err = os.Open(name) // made meanwhile by another pass
+	} else if err == nil {
+		err = errors.Join(f.Chmod(0o644), ownLike(f, db)) // whatever the umask
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, fmt.Errorf("make the migration pass's lock file: %w", err)
+	}
+	return f, nil
 }

@@ -9,3 +9,6 @@ import "os"
 func tryLock(*os.File, bool) (bool, error) { return true, nil }
 
 func unlock(*os.File) {}
+
+// ownLike leaves a new lock file's owner as it is here.
+func ownLike(*os.File, string) error { return nil }

@@ -245,7 +245,7 @@ func (s *Store) create(db *gorm.DB, stmts []string) error {
 		return nil
 	}
 	var err error
-	if _, pool := db.Statement.ConnPool.(*sql.DB); pool {
+	if _, pool := PoolOf(db); pool {
 		err = db.Connection(create)
 	} else {
 		err = create(db)
@@ -381,7 +381,7 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	ctx, cancel := s.writeDeadline(ctx)
 	defer cancel()
 	var err error
-	pool, isPool := s.db.Statement.ConnPool.(*sql.DB)
+	pool, isPool := PoolOf(s.db)
 	switch {
 	case s.form.Absorb != nil && row.AgentExecutionID != core.UnknownExecution:
 		_, err = s.writeRows(ctx, []core.Subagent{row}, []int{0})
@@ -428,7 +428,7 @@ func (s *Store) historysID(ctx context.Context, err error, rows []core.Subagent,
 		row.AgentExecutionID == core.UnknownExecution {
 		return false
 	}
-	if _, pool := s.db.Statement.ConnPool.(*sql.DB); !pool {
+	if _, pool := PoolOf(s.db); !pool {
 		return false
 	}
 	db := s.db.WithContext(ctx)
@@ -513,7 +513,7 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int)
 	if err != nil {
 		return -1, err
 	}
-	pool, ok := s.db.Statement.ConnPool.(*sql.DB)
+	pool, ok := PoolOf(s.db)
 	if !ok {
 		return s.onHandle(ctx, rows, todo, sharded)
 	}
@@ -713,6 +713,20 @@ func columnList(prefix string) string {
 		names[i] = prefix + c.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// PoolOf is db's connection pool, seen through GORM's prepared-statement
+// cache (gorm.Config.PrepareStmt); false for a host's transaction, whose
+// statements all run on its one connection.
+func PoolOf(db *gorm.DB) (*sql.DB, bool) {
+	switch p := db.Statement.ConnPool.(type) {
+	case *sql.DB:
+		return p, true
+	case *gorm.PreparedStmtDB:
+		pool, ok := p.ConnPool.(*sql.DB)
+		return pool, ok
+	}
+	return nil, false
 }
 
 // opError is a failed operation's error, classified by the dialect.

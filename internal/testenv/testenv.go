@@ -371,3 +371,21 @@ func PostgresStore(t testing.TB, dsn string) *sqlstore.Store {
 	}
 	return s
 }
+
+// Reopen is a second handle of its own to e's database (a pool apart from
+// e.DB's, as another process would have), closed at the test's cleanup.
+func Reopen(t testing.TB, e *sqltest.Env) *gorm.DB {
+	t.Helper()
+	var db *gorm.DB
+	var err error
+	if path, ok := strings.CutPrefix(e.DSN, "sqlite:"); ok {
+		db, err = sqlite.OpenDB(path)
+	} else {
+		db, err = postgres.OpenDB(e.DSN)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAtCleanup(t, db)
+	return db
+}
