@@ -40,6 +40,7 @@ type Recorder struct {
 	retryMin, retryMax   time.Duration
 	drain, writeTimeout  time.Duration
 	ready                <-chan struct{}
+	manualStart          bool // WithManualStart: the writers wait for Start
 	written              func(Subagent)
 	observer             Observer
 	shards               []*shard
@@ -57,6 +58,7 @@ type Recorder struct {
 	mu        sync.RWMutex
 	closed    bool
 	closeOnce sync.Once
+	started   bool          // the writers were started (under mu)
 	stopped   chan struct{} // closed by Close: the writers stop
 	running   sync.WaitGroup
 }
@@ -164,6 +166,14 @@ func WithObserver(o Observer) RecorderOption { return func(r *Recorder) { r.obse
 // write finds the table in its declared shape.
 func WithReady(ready <-chan struct{}) RecorderOption { return func(r *Recorder) { r.ready = ready } }
 
+// WithManualStart leaves the writers unstarted until Start, for a host
+// that builds the recorder in a constructor and starts what runs in a
+// start hook (fx's OnStart): if the application never starts — another
+// constructor failed — nothing of the recorder is left running. Frames
+// recorded before Start wait in the queue; Close without Start gives them
+// up, counted failed.
+func WithManualStart() RecorderOption { return func(r *Recorder) { r.manualStart = true } }
+
 // Defaults.
 const (
 	// DefaultQueueSize bounds the frames waiting to be written: 32,768
@@ -237,10 +247,29 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	r.shards = make([]*shard, r.writers)
 	for i := range r.shards {
 		r.shards[i] = &shard{queue: make(chan Subagent, r.queueSize/r.writers), progress: make(chan struct{})}
-		r.running.Add(1)
-		go r.write(r.shards[i])
+	}
+	if !r.manualStart {
+		r.Start()
 	}
 	return r, nil
+}
+
+// Start starts the writers: NewRecorder does, unless WithManualStart was
+// given. It is idempotent, and does nothing after Close.
+func (r *Recorder) Start() {
+	if r == nil || r.sync {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started || r.closed {
+		return
+	}
+	r.started = true
+	for _, s := range r.shards {
+		r.running.Add(1)
+		go r.write(s)
+	}
 }
 
 // Counters returns the recorder's counters (nil on a nil Recorder).
@@ -719,11 +748,23 @@ func (r *Recorder) Close(ctx context.Context) error {
 func (r *Recorder) close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
+	started := r.started
 	r.mu.Unlock()
 	if r.sync {
 		return nil
 	}
 	defer r.cancel()
+	if !started {
+		close(r.stopped)
+		unwritten := r.counters.Values().Pending
+		for _, s := range r.shards {
+			r.giveUpQueued(s)
+		}
+		if unwritten == 0 {
+			return nil
+		}
+		return liberr.Errorf("close: %d frames given up: the recorder was never started", unwritten)
+	}
 	budget, cancel := ctx, context.CancelFunc(func() {})
 	if r.drain > 0 {
 		budget, cancel = context.WithTimeout(ctx, r.drain)

@@ -672,3 +672,53 @@ func TestObserverSeesEveryAttempt(t *testing.T) {
 		t.Errorf("a panicking observer cost a frame: %+v", v)
 	}
 }
+
+// TestManualStart: with WithManualStart the writers wait for Start —
+// frames queue meanwhile and are written once it is called — and a
+// recorder closed without Start gives its queued frames up, counted
+// failed, saying so; Start after Close starts nothing.
+func TestManualStart(t *testing.T) {
+	ctx := context.Background()
+	var written atomic.Int64
+	store := storeFunc(func(context.Context, core.Subagent) error { written.Add(1); return nil })
+	rec, err := core.NewRecorder(store, core.WithManualStart(), core.WithLogger(testlog.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Record(ctx, frame("toolu_1"))
+	time.Sleep(20 * time.Millisecond) // a writer, had one started, would have written by now
+	if n := written.Load(); n != 0 {
+		t.Fatalf("%d rows written before Start", n)
+	}
+	rec.Start()
+	rec.Start() // idempotent
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := rec.Counters().Values(); v.Persisted != 1 || v.Pending != 0 || written.Load() != 1 {
+		t.Fatalf("after Start: %+v, %d written", v, written.Load())
+	}
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	never, err := core.NewRecorder(store, core.WithManualStart(), core.WithLogger(testlog.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"toolu_1", "toolu_2", "toolu_3"} {
+		never.Record(ctx, frame(tool))
+	}
+	err = never.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "3 frames given up: the recorder was never started") {
+		t.Errorf("Close without Start: %v", err)
+	}
+	if v := never.Counters().Values(); v.Failed != 3 || v.Pending != 0 || v.Persisted != 0 {
+		t.Errorf("counters after Close without Start: %+v", v)
+	}
+	never.Start()
+	never.Record(ctx, frame("toolu_4"))
+	if v := never.Counters().Values(); v.Failed != 4 || v.Persisted != 0 || written.Load() != 1 {
+		t.Errorf("a frame after Close, Start: %+v, %d written", v, written.Load())
+	}
+}

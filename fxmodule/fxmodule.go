@@ -141,7 +141,7 @@ func newRunner(p params, s *sqlstore.Store) (*backfill.Runner, error) {
 }
 
 func recorderOptions(p params, c *core.Counters) []core.RecorderOption {
-	opts := []core.RecorderOption{core.WithCounters(c), core.WithLogger(p.logger())}
+	opts := []core.RecorderOption{core.WithCounters(c), core.WithLogger(p.logger()), core.WithManualStart()}
 	if p.Config.QueueSize > 0 {
 		opts = append(opts, core.WithQueue(p.Config.QueueSize))
 	}
@@ -160,7 +160,10 @@ func newSQLRecorder(p params, s *sqlstore.Store, runner *backfill.Runner, c *cor
 		return nil, err
 	}
 	p.LC.Append(fx.Hook{
+		// Nothing runs before the application starts: if it never does
+		// (another constructor failed), nothing is left behind.
 		OnStart: func(ctx context.Context) error {
+			rec.Start()
 			runner.Start(ctx) // returns at once: the pass runs in the background
 			return nil
 		},
@@ -191,7 +194,8 @@ func newMemoryRecorder(p params, s *memory.Store, c *core.Counters) (*core.Recor
 	if err != nil {
 		return nil, err
 	}
-	// As on SQL: after Stop, a frame is counted failed, not written.
-	p.LC.Append(fx.StopHook(func(ctx context.Context) { _ = rec.Close(ctx) }))
+	// As on SQL: the writers start with the application, and after Stop a
+	// frame is counted failed, not written.
+	p.LC.Append(fx.StartStopHook(rec.Start, func(ctx context.Context) { _ = rec.Close(ctx) }))
 	return rec, nil
 }

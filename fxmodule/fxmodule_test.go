@@ -3,9 +3,11 @@ package fxmodule_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"expvar"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -368,4 +370,34 @@ func TestReadyAsTheApplicationRole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFailedNewLeavesNothingRunning: when a constructor after the
+// recorder fails, fx.New fails and never starts or stops the application;
+// the module started nothing, so no writer of the recorder is left
+// running (the memory store writes in Record: it has none). Goroutines are
+// read from the runtime's own profile, by the writer's function.
+func TestFailedNewLeavesNothingRunning(t *testing.T) {
+	for _, d := range testenv.Drivers() {
+		e := d.Env(t)
+		t.Run(d.Name, func(t *testing.T) {
+			module := fx.Options(supply(e.Store), fxmodule.SQL)
+			boom := errors.New("the host's next constructor failed")
+			before := writers()
+			app := fx.New(module, fx.NopLogger, fx.Invoke(func(*core.Recorder) error { return boom }))
+			if !errors.Is(app.Err(), boom) {
+				t.Fatalf("fx.New: %v, want the host's error", app.Err())
+			}
+			if n := writers() - before; n != 0 {
+				t.Errorf("%d writers of the recorder left running after fx.New failed", n)
+			}
+		})
+	}
+}
+
+// writers counts the recorder's writer goroutines in this process.
+func writers() int {
+	var b strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&b, 1)
+	return strings.Count(b.String(), "core.(*Recorder).write(")
 }
