@@ -52,6 +52,10 @@ type Recorder struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	lastErr atomic.Pointer[error] // why the database last refused a batch
+	// unreachable: the last attempt met the database's passing state;
+	// lastWrite: when a frame was last written (Unix nanoseconds, 0: never).
+	unreachable atomic.Bool
+	lastWrite   atomic.Int64
 
 	// mu orders Record's queueing against Close: once closed is set under
 	// the write lock, no frame enters a queue.
@@ -405,6 +409,7 @@ func (r *Recorder) shardOf(k RowKey) int {
 func (r *Recorder) resolve(ctx context.Context, row Subagent, err error) {
 	if err == nil {
 		r.counters.persisted.Add(1)
+		r.lastWrite.Store(r.now().UnixNano())
 		if r.written != nil {
 			r.notify(ctx, row)
 		}
@@ -575,6 +580,7 @@ func (r *Recorder) write(s *shard) {
 			}
 			s.advance(len(rowErrs))
 			batch = batch[len(rowErrs):]
+			r.unreachable.Store(err != nil && passing(err))
 			switch {
 			case err == nil:
 			case !passing(err):
@@ -613,6 +619,32 @@ func (r *Recorder) observe(frames int, took time.Duration, err error) {
 		}
 	}()
 	r.observer.Batch(frames, took, outcome)
+}
+
+// RecorderState is what an alert reads of a recorder beside its
+// counters: whether it can write now, and when it last did.
+type RecorderState struct {
+	// Ready: the table is ready for writes — the migration pass given
+	// with WithReady has made it so, or none was given.
+	Ready bool
+	// Reachable: the database answered the writers' last attempt (true
+	// before the first); false while it is in its passing state and the
+	// frames are kept and retried.
+	Reachable bool
+	// LastWrite is when a frame was last written; zero before the first.
+	LastWrite time.Time
+}
+
+// State reads the recorder's state (the zero state on a nil Recorder).
+func (r *Recorder) State() RecorderState {
+	if r == nil {
+		return RecorderState{}
+	}
+	st := RecorderState{Ready: r.ready == nil || closedChan(r.ready), Reachable: !r.unreachable.Load()}
+	if ns := r.lastWrite.Load(); ns != 0 {
+		st.LastWrite = time.Unix(0, ns).UTC()
+	}
+	return st
 }
 
 // QueueDepth is how many frames wait in the recorder's queues, not yet

@@ -722,3 +722,41 @@ func TestManualStart(t *testing.T) {
 		t.Errorf("a frame after Close, Start: %+v, %d written", v, written.Load())
 	}
 }
+
+// TestStateForAlerts: a recorder's state says what an alert needs beside
+// the counters — not ready while the table is not (WithReady), not
+// reachable while the database is in its passing state, and when a frame
+// was last written.
+func TestStateForAlerts(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	store := storeFunc(func(context.Context, core.Subagent) error {
+		if down.Load() {
+			return &core.OpError{Op: "upsert", Kind: core.ErrUnavailable, Err: errors.New("connection refused")}
+		}
+		return nil
+	})
+	ready := make(chan struct{})
+	rec, _ := core.NewRecorder(store, core.WithReady(ready), core.WithRetry(time.Millisecond, 5*time.Millisecond),
+		quiet())
+	defer rec.Close(context.Background())
+	if st := rec.State(); st.Ready || !st.Reachable || !st.LastWrite.IsZero() {
+		t.Errorf("before the table is ready: %+v", st)
+	}
+	close(ready)
+	rec.Record(context.Background(), frame("t1"))
+	for deadline := time.Now().Add(await.Limit); rec.State().Reachable; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("still reachable while every write meets an unavailable database")
+		}
+	}
+	if st := rec.State(); !st.Ready || !st.LastWrite.IsZero() {
+		t.Errorf("during the outage: %+v", st)
+	}
+	start := time.Now()
+	down.Store(false)
+	flush(t, rec)
+	if st := rec.State(); !st.Ready || !st.Reachable || st.LastWrite.Before(start) || st.LastWrite.After(time.Now()) {
+		t.Errorf("after the outage: %+v", st)
+	}
+}

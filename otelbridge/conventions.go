@@ -15,13 +15,15 @@ const (
 	// The recorder's metrics (Metrics), in the semantic conventions'
 	// style: a dotted namespace, UCUM units, outcomes as attributes.
 	metricFrames        = "subagentctx.recorder.frames"
-	metricFramesDropped = "subagentctx.recorder.frames.dropped"
 	metricFramesPending = "subagentctx.recorder.frames.pending"
 	metricQueueDepth    = "subagentctx.recorder.queue.depth"
+	metricReady         = "subagentctx.recorder.ready"
+	metricLastWrite     = "subagentctx.recorder.last_write"
 	metricBatchDuration = "subagentctx.recorder.batch.duration"
 	metricBatchRetries  = "subagentctx.recorder.batch.retries"
-	attrFrameOutcome    = "subagentctx.frame.outcome"
-	attrBatchOutcome    = "subagentctx.batch.outcome"
+	// One plain name for both outcomes, as PromQL reads labels
+	// (sum by (outcome) (…)); each instrument has its own values.
+	attrOutcome = "outcome"
 
 	operationName = "gen_ai.operation.name"
 	opExecuteTool = "execute_tool"

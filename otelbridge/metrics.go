@@ -12,8 +12,9 @@ import (
 
 // Metrics publishes a recorder on the host's MeterProvider, through
 // OpenTelemetry's metrics API (docs/CONTRACT.md §9, Metrics): what its
-// on-call alerts on — frames by outcome, frames dropped, frames pending,
-// the queue's depth, each batch's write latency and the batches retried.
+// on-call alerts on — frames by outcome, frames pending, the queue's
+// depth, whether it can write now and when it last did, each batch's
+// write latency and the batches retried.
 // Give it to the recorder (core.WithObserver(m)), then Observe the
 // recorder. The instruments' names are in conventions.go.
 type Metrics struct {
@@ -44,23 +45,21 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 // Batch implements core.Observer.
 func (m *Metrics) Batch(_ int, took time.Duration, outcome core.BatchOutcome) {
 	ctx := context.Background()
-	m.duration.Record(ctx, took.Seconds(), metric.WithAttributes(attribute.String(attrBatchOutcome, string(outcome))))
+	m.duration.Record(ctx, took.Seconds(), metric.WithAttributes(attribute.String(attrOutcome, string(outcome))))
 	if outcome == core.BatchRetried {
 		m.retries.Add(ctx, 1)
 	}
 }
 
-// Observe publishes rec's counters — frames by outcome, dropped, pending —
-// and its queue's depth, read at each collection; the returned function
-// stops it.
+// Observe publishes rec's counters — frames by outcome, pending — its
+// queue's depth, its readiness and its last write's time, read at each
+// collection; the returned function stops it. The outcomes partition the
+// frames recorded: persisted, failed, dropped (the queue was full: the
+// counters' failed less these) and skipped (no identity).
 func (m *Metrics) Observe(rec *core.Recorder) (stop func() error, err error) {
 	frames, err := m.meter.Int64ObservableCounter(metricFrames, metric.WithUnit("{frame}"),
-		metric.WithDescription("Frames recorded, by outcome: persisted, failed or skipped (no identity)."))
-	if err != nil {
-		return nil, err
-	}
-	dropped, err := m.meter.Int64ObservableCounter(metricFramesDropped, metric.WithUnit("{frame}"),
-		metric.WithDescription("Frames dropped because the queue was full (counted failed too)."))
+		metric.WithDescription("Frames recorded, by outcome: persisted, failed, dropped (the queue was full) or "+
+			"skipped (no identity)."))
 	if err != nil {
 		return nil, err
 	}
@@ -74,18 +73,38 @@ func (m *Metrics) Observe(rec *core.Recorder) (stop func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// No unit: Prometheus would read "1" as a ratio's.
+	ready, err := m.meter.Int64ObservableGauge(metricReady, metric.WithDescription("1 while the recorder can write: the migration pass has made the table ready and "+
+			"the database answered the last write; else 0."))
+	if err != nil {
+		return nil, err
+	}
+	lastWrite, err := m.meter.Float64ObservableGauge(metricLastWrite, metric.WithUnit("s"),
+		metric.WithDescription("When a frame was last written, in seconds since the Unix epoch (absent before the "+
+			"first)."))
+	if err != nil {
+		return nil, err
+	}
 	reg, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		v := rec.Counters().Values()
+		v, st := rec.Counters().Values(), rec.State()
 		for outcome, n := range map[string]int64{
-			"persisted": v.Persisted, "failed": v.Failed, "skipped": v.SkippedNoIdentity,
+			"persisted": v.Persisted, "failed": v.Failed - v.Dropped, "dropped": v.Dropped,
+			"skipped": v.SkippedNoIdentity,
 		} {
-			o.ObserveInt64(frames, n, metric.WithAttributes(attribute.String(attrFrameOutcome, outcome)))
+			o.ObserveInt64(frames, n, metric.WithAttributes(attribute.String(attrOutcome, outcome)))
 		}
-		o.ObserveInt64(dropped, v.Dropped)
 		o.ObserveInt64(pending, v.Pending)
 		o.ObserveInt64(depth, int64(rec.QueueDepth()))
+		up := int64(0)
+		if st.Ready && st.Reachable {
+			up = 1
+		}
+		o.ObserveInt64(ready, up)
+		if !st.LastWrite.IsZero() {
+			o.ObserveFloat64(lastWrite, float64(st.LastWrite.UnixMicro())/1e6)
+		}
 		return nil
-	}, frames, dropped, pending, depth)
+	}, frames, pending, depth, ready, lastWrite)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
@@ -406,9 +407,10 @@ func TestLiveSpansAreTheRecord(t *testing.T) {
 // export's protobuf and keeps the last value of each instrument's points.
 type metricsReceiver struct {
 	mu     sync.Mutex
-	points map[string]int64  // sums and gauges, by name and outcome
-	counts map[string]uint64 // histograms' counts, by name and outcome
-	units  map[string]string // each instrument's unit
+	points map[string]int64   // integer sums and gauges, by name and outcome
+	floats map[string]float64 // floating-point gauges, by name
+	counts map[string]uint64  // histograms' counts, by name and outcome
+	units  map[string]string  // each instrument's unit
 }
 
 func (r *metricsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -428,14 +430,18 @@ func (r *metricsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 				r.units[m.Name] = m.Unit
 				key := func(kvs []*commonpb.KeyValue) string {
 					for _, kv := range kvs {
-						if strings.HasSuffix(kv.Key, ".outcome") {
+						if kv.Key == "outcome" {
 							return m.Name + "{" + kv.Value.GetStringValue() + "}"
 						}
 					}
 					return m.Name
 				}
-				for _, p := range m.GetSum().GetDataPoints() {
-					r.points[key(p.Attributes)] = p.GetAsInt()
+				for _, p := range append(m.GetSum().GetDataPoints(), m.GetGauge().GetDataPoints()...) {
+					if _, ok := p.Value.(*metricspb.NumberDataPoint_AsDouble); ok {
+						r.floats[key(p.Attributes)] = p.GetAsDouble()
+					} else {
+						r.points[key(p.Attributes)] = p.GetAsInt()
+					}
 				}
 				for _, p := range m.GetHistogram().GetDataPoints() {
 					r.counts[key(p.Attributes)] = p.Count
@@ -451,11 +457,14 @@ func (r *metricsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // TestMetricsThroughOTLP (docs/CONTRACT.md §9, Metrics): an fx host on
 // SQLite with RecorderMetrics exports, through the SDK's OTLP/HTTP metric
-// exporter, the recorder's instruments — frames by outcome, dropped,
-// pending, the queue's depth, every batch's write duration — with their
-// values after the recorder drained at stop.
+// exporter, the recorder's instruments — frames by outcome (the outcomes
+// apart: dropped is not failed), pending, the queue's depth, readiness,
+// the last write's time, every batch's write duration — with their values
+// after the recorder drained at stop.
 func TestMetricsThroughOTLP(t *testing.T) {
-	rcv := &metricsReceiver{points: map[string]int64{}, counts: map[string]uint64{}, units: map[string]string{}}
+	rcv := &metricsReceiver{points: map[string]int64{}, floats: map[string]float64{}, counts: map[string]uint64{},
+		units: map[string]string{}}
+	start := time.Now()
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	meteredHost(t, fx.Provide(func(lc fx.Lifecycle) (metric.MeterProvider, error) {
@@ -466,12 +475,17 @@ func TestMetricsThroughOTLP(t *testing.T) {
 	defer rcv.mu.Unlock()
 	for name, want := range map[string]int64{
 		"subagentctx.recorder.frames{persisted}": 40, "subagentctx.recorder.frames{failed}": 0,
-		"subagentctx.recorder.frames{skipped}": 1, "subagentctx.recorder.frames.dropped": 0,
+		"subagentctx.recorder.frames{skipped}": 1, "subagentctx.recorder.frames{dropped}": 0,
 		"subagentctx.recorder.frames.pending": 0, "subagentctx.recorder.queue.depth": 0,
+		"subagentctx.recorder.ready": 1,
 	} {
 		if got, ok := rcv.points[name]; !ok || got != want {
 			t.Errorf("%s = %d (exported %v), want %d", name, got, ok, want)
 		}
+	}
+	last := rcv.floats["subagentctx.recorder.last_write"]
+	if at := time.UnixMicro(int64(last * 1e6)); at.Before(start.Add(-time.Second)) || at.After(time.Now()) {
+		t.Errorf("subagentctx.recorder.last_write = %v (%v), want during the test", last, at)
 	}
 	if c := rcv.counts["subagentctx.recorder.batch.duration{written}"]; c == 0 {
 		t.Errorf("no batch write duration exported: %v", rcv.counts)
@@ -540,8 +554,9 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	})
 	for _, want := range []string{
 		`subagentctx_recorder_frames_total{otel_scope_name="github.com/subagentctx/subagentctx/otelbridge"`,
-		`subagentctx_frame_outcome="persisted"} 40`, `subagentctx_frame_outcome="skipped"} 1`,
+		`outcome="persisted"} 40`, `outcome="skipped"} 1`, `outcome="dropped"} 0`,
 		"subagentctx_recorder_frames_pending", "subagentctx_recorder_queue_depth",
+		"subagentctx_recorder_ready{", "subagentctx_recorder_last_write_seconds{",
 		"subagentctx_recorder_batch_duration_seconds_bucket",
 	} {
 		if !strings.Contains(scrape, want) {
