@@ -26,10 +26,13 @@ const (
 	PartRead Part = "read"
 	// PartPrune is prune.
 	PartPrune Part = "prune"
+	// PartImport is import: it writes rows by the merge rules, as the live
+	// path does, and the activation keys and retention boundary.
+	PartImport Part = "import"
 )
 
 // Parts are every part, in the contract's order.
-var Parts = []Part{PartMigrate, PartLive, PartRead, PartPrune}
+var Parts = []Part{PartMigrate, PartLive, PartRead, PartPrune, PartImport}
 
 // Grant is privileges on one table.
 type Grant struct {
@@ -57,6 +60,9 @@ func Grants(t Tables, part Part) ([]Grant, error) {
 		}, nil
 	case PartPrune:
 		return []Grant{{[]string{"SELECT", "DELETE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta}}, nil
+	case PartImport:
+		return []Grant{{[]string{"SELECT", "INSERT", "UPDATE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta}},
+			nil
 	}
 	return nil, liberr.Errorf("no part %q: want one of %s", part, joinParts())
 }

@@ -507,7 +507,7 @@ func cmdPrune(ctx context.Context, e *env, o *opts) error {
 	if err != nil {
 		return err
 	}
-	s, err := e.open(ctx, writing)
+	s, err := e.open(ctx, pruning)
 	if err != nil {
 		return err
 	}
@@ -575,10 +575,12 @@ func cmdGrants(_ context.Context, e *env, o *opts) error {
 	if o.role == "" {
 		return usagef("grants: give --role NAME")
 	}
-	parts := []sqlstore.Part{sqlstore.PartLive, sqlstore.PartRead, sqlstore.PartPrune}
+	// By default what an application needs; an operator's parts are asked
+	// for by name.
+	parts := []sqlstore.Part{sqlstore.PartLive, sqlstore.PartRead}
 	if o.part != "" {
 		if !slices.Contains(sqlstore.Parts, sqlstore.Part(o.part)) {
-			return usagef("grants --part %q: want migrate, live, read or prune", o.part)
+			return usagef("grants --part %q: want migrate, live, read, prune or import", o.part)
 		}
 		parts = []sqlstore.Part{sqlstore.Part(o.part)}
 	}
@@ -601,6 +603,7 @@ var partDoc = map[sqlstore.Part]string{
 	sqlstore.PartLive:    "live: the recorder, record, record --acp, and the pass at boot once the owner has migrated",
 	sqlstore.PartRead:    "read: list, stats, activation, health, export, serve",
 	sqlstore.PartPrune:   "prune",
+	sqlstore.PartImport:  "import",
 }
 
 // keysLine is the line export --keys writes first: the record's keys
@@ -616,7 +619,7 @@ func cmdImport(ctx context.Context, e *env, o *opts) error {
 		return err
 	}
 	defer done()
-	s, err := e.open(ctx, writing)
+	s, err := e.open(ctx, importing)
 	if err != nil {
 		return err
 	}

@@ -55,8 +55,14 @@ const (
 	// is missing of the library's own tables.
 	migrating
 	// writing: the database must exist with the host's tables; the
-	// library's table is created if absent.
+	// library's table is created if absent; the role must hold the live
+	// part's privileges.
 	writing
+	// importing: writing, with the import part's privileges instead.
+	importing
+	// pruning: the table must exist; Prune checks the prune part's
+	// privileges.
+	pruning
 )
 
 // open opens the store as the mode says, through the adapters' Open. It
@@ -67,14 +73,23 @@ func (e *env) open(ctx context.Context, m mode) (*sqlstore.Store, error) {
 	switch m {
 	case readOnly:
 		opts = append(opts, sqlstore.ReadOnly())
-	case migrating:
+	case migrating, importing, pruning:
 		opts = append(opts, sqlstore.NoSchema())
 	}
+	var s *sqlstore.Store
+	var err error
 	if e.dsn.postgres {
-		return postgres.Open(ctx, e.dsn.value, opts...)
-	}
-	if _, err := os.Stat(e.dsn.value); err != nil {
+		s, err = postgres.Open(ctx, e.dsn.value, opts...)
+	} else if _, err = os.Stat(e.dsn.value); err != nil {
 		return nil, fmt.Errorf("no SQLite database at %s", e.dsn.value)
+	} else {
+		s, err = sqlite.Open(ctx, e.dsn.value, opts...)
 	}
-	return sqlite.Open(ctx, e.dsn.value, opts...)
+	if err != nil || m != importing {
+		return s, err
+	}
+	if err := errors.Join(s.EnsureSchema(ctx), s.CheckPrivileges(ctx, sqlstore.PartImport)); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
 }

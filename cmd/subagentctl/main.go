@@ -75,9 +75,10 @@ commands:
                                          view makes is cancelled after --read-timeout (default 10s: the page
                                          says so) and at most --max-reads run at once (default 2: the others
                                          wait, or get 503); --db may name a read replica
-  grants --role NAME [--part migrate|live|read|prune]
+  grants --role NAME [--part migrate|live|read|prune|import]
                                          the PostgreSQL GRANT statements that give the role what the part needs
-                                         (default every part but migrate; migrate runs as the table's owner)
+                                         (default live and read: what an application needs; migrate runs as the
+                                         table's owner; prune and import are an operator's)
   demo                                   a self-contained demo in a temporary directory (no flags, no network)
   version                                the version (also --version)
   help [COMMAND]                         this text

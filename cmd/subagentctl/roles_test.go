@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,4 +141,70 @@ func ddl(statements []string) []string {
 		}
 	}
 	return out
+}
+
+// TestEveryCommandWithItsPartOnly (docs/CONTRACT.md §4.4): on PostgreSQL
+// each command runs as a role holding exactly what `grants --part P`
+// prints for its part, and nothing else: record (live); list, stats,
+// activation, health, export and serve (read); prune (prune); import
+// (import, into a table its owner migrated). A role of another part is
+// refused by name.
+func TestEveryCommandWithItsPartOnly(t *testing.T) {
+	d := testenv.Postgres()
+	src, dst := d.Env(t), d.Env(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	for _, e := range []*sqltest.Env{src, dst} {
+		kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1")
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
+	}
+	as := func(e *sqltest.Env, part string) string {
+		_, dsn := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
+			return printed(cli(t, "", "grants", "--role", role, "--part", part).want(t, 0).stdout)
+		})
+		return dsn
+	}
+	live, read, prune, imp := as(src, "live"), as(src, "read"), as(src, "prune"), as(dst, "import")
+
+	frames := jsonFrame("s1", "toolu_1", "exec-1", "completed", now.Add(-time.Hour), `{"total_tokens":5}`) + "\n" +
+		jsonFrame("s1", "toolu_2", "exec-1", "in_progress", now.Add(-time.Minute), `{}`) + "\n"
+	if r := cli(t, frames, "--db", live, "record").want(t, 0); !strings.Contains(r.stdout, "persisted 2 ") {
+		t.Errorf("record as live: %s", r.stdout)
+	}
+	if r := cli(t, frames, "--db", read, "record").want(t, 2); !strings.Contains(r.stderr, "lacks a privilege") {
+		t.Errorf("record as read: %s", r.stderr)
+	}
+	for _, args := range [][]string{{"list", "--session", "s1"}, {"stats"}, {"activation"}, {"health"}} {
+		cli(t, "", append([]string{"--db", read}, args...)...).want(t, 0)
+	}
+	exported := cli(t, "", "--db", read, "export", "--keys").want(t, 0).stdout
+	if strings.Count(exported, "\n") != 3 {
+		t.Errorf("export --keys as read: %q", exported)
+	}
+	base, stop := serve(t, "", "--db", read)
+	res, err := http.Get(base + "?range=all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	stop(syscall.SIGTERM)
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("serve as read: %d", res.StatusCode)
+	}
+
+	if r := cli(t, exported, "--db", imp, "import", "--json").want(t, 0); !strings.Contains(r.stdout, `"rows": 2`) {
+		t.Errorf("import as import: %s", r.stdout)
+	}
+	if r := cli(t, "", "--db", dst.DSN, "list", "--session", "s1").want(t, 0); strings.Count(r.stdout, "toolu_") != 2 {
+		t.Errorf("the imported rows: %s", r.stdout)
+	}
+
+	r := cli(t, "", "--db", prune, "prune", "--before", time.Now().UTC().Format(time.RFC3339Nano), "--json")
+	if r.want(t, 0); !strings.Contains(r.stdout, `"deleted": 2`) {
+		t.Errorf("prune as prune: %s", r.stdout)
+	}
+	if r := cli(t, "", "--db", read, "prune", "--before", "1h").want(t, 2); !strings.Contains(r.stderr,
+		"lacks a privilege") {
+		t.Errorf("prune as read: %s", r.stderr)
+	}
 }
