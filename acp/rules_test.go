@@ -463,15 +463,19 @@ func TestProviderDetails(t *testing.T) {
 // TestTapWritesFollowsRequests: the host's stream to the agent passes
 // through TapWrites unchanged, in any chunking; a session/load request
 // on it starts its session's replay (the agent's replayed history then
-// records nothing), and a line too long to follow is passed on unread
-// without confusing the lines after it.
+// records nothing), a line too long to follow is passed on unread
+// without confusing the lines after it, and the host's answer to the
+// agent's own request of the same id does not end the replay.
 func TestTapWritesFollowsRequests(t *testing.T) {
 	tr := acp.NewTracker()
 	var out strings.Builder
 	w := acp.TapWrites(&out, tr)
 	long := `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"prompt":"` + strings.Repeat("x", 2<<20) + `"}}`
 	load := `{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"acp-9","cwd":"/"}}`
-	in := long + "\n" + load + "\n"
+	// The host answers the agent's own request 2 (ids are per direction)
+	// during the replay: not the session/load's answer.
+	answer := `{"jsonrpc":"2.0","id":2,"result":{"content":"file text"}}`
+	in := long + "\n" + load + "\n" + answer + "\n"
 	for i := 0; i < len(in); i += 4093 { // chunks that split lines anywhere
 		if _, err := w.Write([]byte(in[i:min(i+4093, len(in))])); err != nil {
 			t.Fatal(err)

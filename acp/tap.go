@@ -96,13 +96,25 @@ func (p *tapWrites) Write(b []byte) (int, error) {
 			}
 			break
 		}
-		if line := append(p.partial, rest[:i+1]...); !p.skipping {
+		if line := append(p.partial, rest[:i+1]...); !p.skipping && isRequest(line) {
 			// A request names no subagent: the tracker only follows it.
 			_, _ = p.t.Line(Identity{}, line)
 		}
 		p.partial, p.skipping, rest = p.partial[:0], false, rest[i+1:]
 	}
 	return p.w.Write(b)
+}
+
+// isRequest reports whether a line the host writes is a request (or a
+// notification): it has a method. The host's responses to the agent's own
+// requests are not followed: their ids are the agent's, and one equal to
+// the id of the host's pending session/load would read as its answer and
+// end the replay early.
+func isRequest(line []byte) bool {
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(line, &m) == nil && m.Method != ""
 }
 
 // maxRequestLine bounds the line TapWrites holds until its newline: a
