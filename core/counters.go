@@ -20,6 +20,7 @@ const (
 	CounterUnknownExecution  = "unknown_execution"
 	CounterPending           = "pending"
 	CounterDropped           = "dropped"
+	CounterTruncated         = "truncated"
 )
 
 // Counters are the recorder's counters. At every instant, in any snapshot
@@ -28,10 +29,11 @@ const (
 //	attempted = skipped_no_identity + persisted + failed + pending
 //
 // and once the recorder is drained pending is 0. anomalous_value,
-// unknown_execution and dropped qualify frames already counted there
-// (dropped: given up because the queue was full, part of failed).
+// unknown_execution, dropped and truncated qualify frames already counted
+// there (dropped: given up because the queue was full, part of failed;
+// truncated: a descriptive text stored cut, §3.1).
 type Counters struct {
-	attempted, persisted, skipped, anomalous, failed, unknown, dropped atomic.Int64
+	attempted, persisted, skipped, anomalous, failed, unknown, dropped, truncated atomic.Int64
 }
 
 // NewCounters returns a fresh, unpublished set: as many as you like, in
@@ -63,6 +65,7 @@ type CounterValues struct {
 	UnknownExecution  int64 `json:"unknown_execution"`
 	Pending           int64 `json:"pending"`
 	Dropped           int64 `json:"dropped"`
+	Truncated         int64 `json:"truncated"`
 }
 
 // Values reads a snapshot. Every frame is counted attempted before it is
@@ -77,6 +80,7 @@ func (c *Counters) Values() CounterValues {
 		AnomalousValue:    c.anomalous.Load(),
 		UnknownExecution:  c.unknown.Load(),
 		Dropped:           c.dropped.Load(),
+		Truncated:         c.truncated.Load(),
 	}
 	v.Attempted = c.attempted.Load()
 	v.Pending = v.Attempted - v.SkippedNoIdentity - v.Persisted - v.Failed
@@ -88,6 +92,6 @@ func (v CounterValues) Map() map[string]int64 {
 	return map[string]int64{
 		CounterAttempted: v.Attempted, CounterPersisted: v.Persisted, CounterSkippedNoIdentity: v.SkippedNoIdentity,
 		CounterAnomalousValue: v.AnomalousValue, CounterFailed: v.Failed, CounterUnknownExecution: v.UnknownExecution,
-		CounterPending: v.Pending, CounterDropped: v.Dropped,
+		CounterPending: v.Pending, CounterDropped: v.Dropped, CounterTruncated: v.Truncated,
 	}
 }

@@ -36,6 +36,7 @@ type Recorder struct {
 	warns    warnLimiter
 
 	queueSize, batchSize int
+	queueBytes           int64
 	writers              int // 0: the store's storekit.WriterHint, else 1
 	retryMin, retryMax   time.Duration
 	drain, writeTimeout  time.Duration
@@ -96,6 +97,13 @@ func WithClock(now func() time.Time) RecorderOption { return func(r *Recorder) {
 // DefaultQueueSize). A frame recorded while the queue is full is dropped:
 // counted failed and dropped, and logged.
 func WithQueue(frames int) RecorderOption { return func(r *Recorder) { r.queueSize = frames } }
+
+// WithQueueBytes bounds the memory the waiting frames hold (default
+// DefaultQueueBytes): their texts and identifiers, and a fixed share for
+// the rest of each row. Whichever of WithQueue and WithQueueBytes is
+// reached first makes the queue full. Each writer's queue holds its share
+// and always takes a frame when empty.
+func WithQueueBytes(n int64) RecorderOption { return func(r *Recorder) { r.queueBytes = n } }
 
 // WithWriters sets the number of writer goroutines, at least 1 (default:
 // the store's storekit.WriterHint, else 1). Frames of one key always go to the same
@@ -182,9 +190,12 @@ func WithManualStart() RecorderOption { return func(r *Recorder) { r.manualStart
 const (
 	// DefaultQueueSize bounds the frames waiting to be written: 32,768
 	// frames, at about 500 bytes each (measured with realistic payloads)
-	// 16 MiB at most; at a busy host's few hundred frames a second, a
-	// minute or more of outage before the first frame is dropped.
+	// 16 MiB; at a busy host's few hundred frames a second, a minute or
+	// more of outage before the first frame is dropped.
 	DefaultQueueSize = 1 << 15
+	// DefaultQueueBytes bounds what they hold whatever their texts (each
+	// at most 64 KiB, docs/CONTRACT.md §3.1): 64 MiB.
+	DefaultQueueBytes = 64 << 20
 	// DefaultBatchSize is the most frames one transaction writes.
 	DefaultBatchSize = 256
 	// DefaultDrain is Close's budget: a third of fx's default stop
@@ -203,7 +214,7 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	if store == nil {
 		return nil, liberr.Errorf("NewRecorder: store is nil")
 	}
-	r := &Recorder{store: store, queueSize: DefaultQueueSize, batchSize: DefaultBatchSize,
+	r := &Recorder{store: store, queueSize: DefaultQueueSize, queueBytes: DefaultQueueBytes, batchSize: DefaultBatchSize,
 		retryMin: 50 * time.Millisecond, retryMax: 2 * time.Second, drain: DefaultDrain,
 		writeTimeout: DefaultWriteTimeout, seed: maphash.MakeSeed()}
 	for _, o := range opts {
@@ -232,6 +243,8 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	case r.queueSize < r.writers:
 		return nil, liberr.Errorf("NewRecorder: a queue of %d frames for %d writers, want at least one frame each",
 			r.queueSize, r.writers)
+	case r.queueBytes < 1:
+		return nil, liberr.Errorf("NewRecorder: WithQueueBytes(%d): want at least 1", r.queueBytes)
 	case r.batchSize < 1:
 		return nil, liberr.Errorf("NewRecorder: batches of %d frames, want at least 1", r.batchSize)
 	case r.retryMin <= 0 || r.retryMax < r.retryMin:
@@ -250,7 +263,8 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	r.stopped = make(chan struct{})
 	r.shards = make([]*shard, r.writers)
 	for i := range r.shards {
-		r.shards[i] = &shard{queue: make(chan Subagent, r.queueSize/r.writers), progress: make(chan struct{})}
+		r.shards[i] = &shard{queue: make(chan Subagent, r.queueSize/r.writers), maxBytes: r.queueBytes / int64(r.writers),
+			progress: make(chan struct{})}
 	}
 	if !r.manualStart {
 		r.Start()
@@ -308,7 +322,8 @@ func (r *Recorder) Record(ctx context.Context, f Frame) {
 		r.writeSync(ctx, row)
 	case !r.shards[r.shardOf(row.Key())].enqueue(row):
 		r.counters.dropped.Add(1)
-		r.resolve(ctx, row, fmt.Errorf("the queue of %d frames is full: frame dropped", r.queueSize))
+		r.resolve(ctx, row, fmt.Errorf("the queue of %d frames or %d bytes is full: frame dropped",
+			r.queueSize, r.queueBytes))
 	}
 }
 
@@ -352,7 +367,8 @@ func (r *Recorder) RecordWaiting(ctx context.Context, f Frame) error {
 		case <-progress:
 		case <-r.stopped:
 		case <-ctx.Done():
-			err := fmt.Errorf("not queued (the queue of %d frames stayed full): %w", r.queueSize, context.Cause(ctx))
+			err := fmt.Errorf("not queued (the queue of %d frames or %d bytes stayed full): %w",
+				r.queueSize, r.queueBytes, context.Cause(ctx))
 			r.resolve(ctx, row, err)
 			return liberr.Errorf("%w", err)
 		}
@@ -378,6 +394,9 @@ func (r *Recorder) admit(f Frame) (Subagent, bool) {
 	}
 	if v.UnknownExecution {
 		r.counters.unknown.Add(1)
+	}
+	if v.Truncated {
+		r.counters.truncated.Add(1)
 	}
 	return row, true
 }
@@ -484,6 +503,10 @@ func passing(err error) bool {
 // shard is one writer's queue: the frames of the keys that hash to it.
 type shard struct {
 	queue chan Subagent
+	// bytes is what the frames in queue hold (rowBytes), at most maxBytes
+	// unless the queue holds one frame alone.
+	bytes    atomic.Int64
+	maxBytes int64
 	// enqMu makes taking a place in the queue and counting it one step,
 	// so that enqueued counts exactly the frames ahead in the queue: Flush
 	// relies on it when other goroutines record at the same time.
@@ -501,17 +524,45 @@ type shard struct {
 	abandoned bool
 }
 
-// enqueue queues row without waiting; false when the queue is full.
+// enqueue queues row without waiting; false when the queue is full, in
+// frames or in bytes.
 func (s *shard) enqueue(row Subagent) bool {
 	s.enqMu.Lock()
 	defer s.enqMu.Unlock()
+	n := rowBytes(&row)
+	if held := s.bytes.Load(); held > 0 && held+n > s.maxBytes {
+		return false
+	}
 	select {
 	case s.queue <- row:
 		s.enqueued.Add(1)
+		s.bytes.Add(n)
 		return true
 	default:
 		return false
 	}
+}
+
+// take is a frame leaving the queue: its bytes are free again.
+func (s *shard) take(row Subagent) Subagent {
+	s.bytes.Add(-rowBytes(&row))
+	return row
+}
+
+// rowOverhead is what a queued row holds besides its strings' bytes: the
+// struct, its pointers' targets and the channel's slot.
+const rowOverhead = 256
+
+// rowBytes is what a queued row holds in memory, as the queue counts it.
+func rowBytes(r *Subagent) int64 {
+	n := rowOverhead + len(r.ID) + len(r.TaskSessionID) + len(r.TaskID) + len(r.AgentExecutionID) + len(r.ToolCallID)
+	for _, p := range []*string{r.TurnID, r.ParentToolCallID, r.SubagentType, r.Description, r.AgentID,
+		r.ChildSessionID, r.Model, r.AgentStatus, r.ToolStatus} {
+		if p != nil {
+			n += len(*p)
+		}
+	}
+	return int64(n)
 }
 
 // progressed is closed the next time a frame of the shard is resolved
@@ -555,7 +606,7 @@ func (r *Recorder) write(s *shard) {
 		}
 		select {
 		case row := <-s.queue:
-			batch = append(batch[:0], row)
+			batch = append(batch[:0], s.take(row))
 		case <-r.stopped:
 			return
 		}
@@ -563,7 +614,7 @@ func (r *Recorder) write(s *shard) {
 		for len(batch) < r.batchSize {
 			select {
 			case row := <-s.queue:
-				batch = append(batch, row)
+				batch = append(batch, s.take(row))
 			default:
 				break drain
 			}
@@ -706,7 +757,7 @@ func (r *Recorder) giveUpQueued(s *shard) {
 	for {
 		select {
 		case row := <-s.queue:
-			rest = append(rest, row)
+			rest = append(rest, s.take(row))
 			continue
 		default:
 		}

@@ -239,7 +239,7 @@ func TestRecordNeverWaits(t *testing.T) {
 	if v.Persisted != 5 || v.Failed != 5 || v.Dropped != 5 || v.Pending != 0 {
 		t.Errorf("counters %+v: want 5 persisted, 5 dropped", v)
 	}
-	if !strings.Contains(logs.String(), "queue of 4 frames is full") {
+	if !strings.Contains(logs.String(), "queue of 4 frames or 67108864 bytes is full") {
 		t.Errorf("drops not logged: %s", logs.String())
 	}
 }
@@ -758,5 +758,44 @@ func TestStateForAlerts(t *testing.T) {
 	flush(t, rec)
 	if st := rec.State(); !st.Ready || !st.Reachable || st.LastWrite.Before(start) || st.LastWrite.After(time.Now()) {
 		t.Errorf("after the outage: %+v", st)
+	}
+}
+
+// TestQueueBoundInBytes: the queue holds at most WithQueueBytes of frames
+// whatever their count — frames carrying 64 KiB descriptions fill a queue
+// of a megabyte after 16 of them, the rest dropped, counted — and a
+// frame is always taken into an empty queue.
+func TestQueueBoundInBytes(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	store := storeFunc(func(context.Context, core.Subagent) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		return wait(release)
+	})
+	rec, err := core.NewRecorder(store, core.WithQueueBytes(1<<20), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := strings.Repeat("d", 64<<10-300) // with the row's own share, just under 64 KiB queued
+	for i := range 40 {
+		f := frame(fmt.Sprint("t", i))
+		f.Payload.Description = desc
+		rec.Record(context.Background(), f)
+		if i == 0 {
+			await.Recv(t, entered, "the first frame in the writer's hands")
+		}
+	}
+	close(release)
+	flush(t, rec)
+	v := rec.Counters().Values()
+	// One in the writer's hands, sixteen queued within the megabyte.
+	if v.Persisted != 17 || v.Dropped != 23 || v.Failed != 23 {
+		t.Errorf("counters %+v: want 17 persisted, 23 dropped", v)
+	}
+	if _, err := core.NewRecorder(store, core.WithQueueBytes(0)); err == nil ||
+		!strings.Contains(err.Error(), "WithQueueBytes(0)") {
+		t.Errorf("WithQueueBytes(0): %v", err)
 	}
 }

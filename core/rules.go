@@ -18,6 +18,9 @@ type Verdict struct {
 	// UnknownExecution: the frame carried no execution id and the row uses
 	// the 'unknown' sentinel (AC-30/31).
 	UnknownExecution bool
+	// Truncated: a descriptive text was longer than canon's MaxTextBytes
+	// and is stored cut, marked (§3.1).
+	Truncated bool
 }
 
 // Normalize turns a frame into the row it asks to write (docs/CONTRACT.md
@@ -42,7 +45,7 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		// '' ⇒ NULL for every nullable text column.
 		TurnID:           a.NonEmpty(f.TurnID),
 		ParentToolCallID: a.NonEmpty(canon.Sanitize(f.ParentToolCallID)), // AC-6: nested rows are written like any other
-		ToolStatus:       a.NonEmpty(canon.Sanitize(f.ToolStatus)),
+		ToolStatus:       a.NonEmpty(text(f.ToolStatus, &v)),
 		Source:           SourceLive, // AC-1: the live path creates live rows
 		ObservedAt:       observed,
 	}
@@ -56,13 +59,13 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		row.SettledAt = a.Time(observed)
 	}
 	if p := f.Payload; p != nil {
-		row.SubagentType = a.NonEmpty(canon.Sanitize(p.SubagentType))
-		row.Description = a.NonEmpty(canon.Sanitize(p.Description))
+		row.SubagentType = a.NonEmpty(text(p.SubagentType, &v))
+		row.Description = a.NonEmpty(text(p.Description, &v))
 		row.AgentID = a.NonEmpty(canon.Sanitize(p.AgentID))
 		row.ChildSessionID = a.NonEmpty(canon.Sanitize(p.ChildSessionID))
-		row.Model = a.NonEmpty(canon.Sanitize(p.Model))
+		row.Model = a.NonEmpty(text(p.Model, &v))
 		// AC-10a: agent_status is stored verbatim and never settles anything.
-		row.AgentStatus = a.NonEmpty(canon.Sanitize(p.Status))
+		row.AgentStatus = a.NonEmpty(text(p.Status, &v))
 		row.IsAsync = p.IsAsync
 		// AC-7/7a: total_tokens and duration_ms cannot say "reported zero":
 		// 0 ⇒ NULL. AC-8: tool_use_count is a pointer; nil ⇒ NULL, 0 ⇒ 0.
@@ -76,6 +79,14 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		v.Anomalous = neg[0] || neg[1] || neg[2]
 	}
 	return row, v
+}
+
+// text is a descriptive text as stored: valid UTF-8 without NUL, within
+// canon.MaxTextBytes (cut and marked past it, noted in v).
+func text(s string, v *Verdict) string {
+	s, cut := canon.Cap(canon.Sanitize(s))
+	v.Truncated = v.Truncated || cut
+	return s
 }
 
 // metric maps a reported metric to its column: at least min kept, below 0

@@ -245,6 +245,30 @@ func skipBOM(r *bufio.Reader) {
 	}
 }
 
+// maxLineBytes bounds a line record and import read: a frame or an
+// exported row with every text at its cap (64 KiB, docs/CONTRACT.md §3.1)
+// fits many times over. A longer line is a bad line, named, and is not
+// held in memory while it is read past.
+const maxLineBytes = 16 << 20
+
+// readLine reads r's next line, at most maxLineBytes of it: a longer one
+// is read to its end without being kept, and reported by tooLong.
+func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		switch {
+		case tooLong:
+		case len(line)+len(chunk) > maxLineBytes:
+			tooLong, line = true, nil
+		default:
+			line = append(line, chunk...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, tooLong, err
+		}
+	}
+}
+
 // signalGrace is how long record still tries to write what is queued
 // after SIGINT or SIGTERM.
 const signalGrace = 2 * time.Second
@@ -263,17 +287,18 @@ func firstOr(xs []string, def string) string {
 func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder, lines *atomic.Int64,
 	decode func([]byte) ([]core.Frame, error)) (bad int, err error) {
 	type read struct {
-		line []byte
-		err  error
+		line    []byte
+		tooLong bool
+		err     error
 	}
 	reads := make(chan read)
 	go func() {
 		r := bufio.NewReader(in)
 		skipBOM(r)
 		for {
-			line, err := r.ReadBytes('\n')
+			line, tooLong, err := readLine(r)
 			select {
-			case reads <- read{line, err}:
+			case reads <- read{line, tooLong, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -289,7 +314,10 @@ func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder,
 		case <-ctx.Done():
 			return bad, ctx.Err()
 		}
-		if len(strings.TrimSpace(string(got.line))) > 0 {
+		if got.tooLong {
+			e.warnf("line %d: longer than %d bytes (skipped)", n, maxLineBytes)
+			bad++
+		} else if len(strings.TrimSpace(string(got.line))) > 0 {
 			frames, err := decode(got.line)
 			if err != nil {
 				e.warnf("line %d: %v (skipped)", n, err)
@@ -630,7 +658,11 @@ func cmdImport(ctx context.Context, e *env, o *opts) error {
 		r := bufio.NewReaderSize(in, 1<<16)
 		skipBOM(r)
 		for {
-			line, err := r.ReadBytes('\n')
+			line, tooLong, err := readLine(r)
+			if tooLong {
+				yield(core.Subagent{}, fmt.Errorf("line %d: longer than %d bytes", n+1, maxLineBytes))
+				return
+			}
 			if len(strings.TrimSpace(string(line))) > 0 {
 				n++
 				// Only the line export --keys wrote first is decoded twice.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
@@ -652,4 +653,44 @@ func TestTextOutputQuotesControls(t *testing.T) {
 			t.Errorf("%s does not show %q quoted:\n%s", name, hostile, c.out)
 		}
 	}
+}
+
+// TestBoundedInBytes (docs/CONTRACT.md §3.1), through the command line on
+// every dialect: a description of a megabyte is stored cut to 64 KiB at a
+// character boundary, marked, and counted truncated — never refused for
+// its length; a line longer than 16 MiB is a bad line, named, and the
+// lines after it are still read; import stops at such a line, naming it.
+func TestBoundedInBytes(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		ctx := context.Background()
+		kandevtest.InsertSession(ctx, e.DB, e.Tables, "s1", "task-1")
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
+		long := strings.Repeat("é", 1<<19) // a megabyte of two-byte characters
+		huge := `{"task_session_id":"s1","description":"` + strings.Repeat("x", 17<<20) + `"}` + "\n"
+		in := huge + jsonFrame("s1", "toolu_1", "exec-1", "completed", time.Now().UTC(),
+			`{"description":"`+long+`","prompt":"","subagent_type":"explorer"}`) + "\n"
+		r := cli(t, in, "--db", e.DSN, "record", "--json").want(t, 1)
+		var counters map[string]int64
+		if err := json.Unmarshal([]byte(r.stdout), &counters); err != nil {
+			t.Fatal(err)
+		}
+		if counters["persisted"] != 1 || counters["truncated"] != 1 || counters["bad_lines"] != 1 ||
+			!strings.Contains(r.stderr, "line 1: longer than 16777216 bytes") {
+			t.Errorf("counters %v\n%s", counters, r.stderr)
+		}
+		var rows []core.Subagent
+		if err := json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "list", "--session", "s1", "--json").want(t, 0).stdout),
+			&rows); err != nil || len(rows) != 1 || rows[0].Description == nil {
+			t.Fatalf("rows %v, %v", rows, err)
+		}
+		d := *rows[0].Description
+		if len(d) > 64<<10 || !utf8.ValidString(d) || !strings.HasSuffix(d, "…[truncated]") ||
+			!strings.HasPrefix(d, "éééé") {
+			t.Errorf("stored description: %d bytes, valid %v, ends %q", len(d), utf8.ValidString(d), d[max(len(d)-20, 0):])
+		}
+		r = cli(t, huge, "--db", e.DSN, "import")
+		if r.code == 0 || !strings.Contains(r.stderr, "line 1: longer than 16777216 bytes") {
+			t.Errorf("import of a line too long: exit %d\n%s", r.code, r.stderr)
+		}
+	})
 }

@@ -54,6 +54,27 @@ func Sanitize(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
+// MaxTextBytes bounds each descriptive text of a frame — its
+// description, subagent type, model and statuses (docs/CONTRACT.md §3.1):
+// a longer one is stored cut at a character boundary and marked with
+// TruncatedMark, within the bound, never refused for its length.
+const MaxTextBytes = 64 << 10
+
+// TruncatedMark ends a text Cap cut.
+const TruncatedMark = "…[truncated]"
+
+// Cap is s within MaxTextBytes, and whether it was cut.
+func Cap(s string) (string, bool) {
+	if len(s) <= MaxTextBytes {
+		return s, false
+	}
+	cut := MaxTextBytes - len(TruncatedMark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + TruncatedMark, true
+}
+
 // MaxIDBytes bounds every identifier (docs/CONTRACT.md §8.3): three of them,
 // the unique key, always fit one PostgreSQL B-tree entry, so a longer one is
 // refused on every adapter alike.
