@@ -226,8 +226,10 @@ func TestBusyIsA503WithRetryAfter(t *testing.T) {
 		t.Errorf("busy page: %d Retry-After %q %q", res.StatusCode, res.Header.Get("Retry-After"), body)
 	}
 	close(release)
-	// The read that held the turn outlasted the timeout too: its page says so.
-	if code := <-first; code != http.StatusServiceUnavailable {
+	// The read that held the turn outlasted the timeout: its page is
+	// answered all the same, with what the store gave (this one ignores its
+	// context) or saying it took too long.
+	if code := <-first; code != http.StatusOK && code != http.StatusServiceUnavailable {
 		t.Errorf("the page that held the turn: %d", code)
 	}
 }

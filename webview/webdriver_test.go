@@ -2,8 +2,10 @@ package webview_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -187,5 +189,51 @@ func TestRunningSessionMoves(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond) // over two refresh periods
 	if strings.Contains(d.text("/source"), "toolu_late") {
 		t.Error("a settled session's page reloaded itself")
+	}
+}
+
+// TestChartsReadableInBrowser: in a real Chromium at a laptop's width, the
+// overview's first chart renders at the plot's full size (at least 700 by
+// 150 px, where it was a 200 px thumbnail), its time axis labelled in the
+// window's unit (hours for a day), and its screenshot shows the bars: the
+// plot holds pixels of the bars' colour.
+func TestChartsReadableInBrowser(t *testing.T) {
+	s := memory.New()
+	testenv.Record(t, s, kandevtest.Stream("demo-", t0))
+	srv := httptest.NewServer(webview.New(s, webview.WithClock(clock)))
+	defer srv.Close()
+	d := startDriver(t)
+	d.call("POST", "/window/rect", map[string]int{"width": 1280, "height": 1100})
+	d.call("POST", "/url", map[string]string{"url": srv.URL + "/?range=24h"})
+	svg := d.find("figure.chart svg")
+	rect, _ := d.call("GET", "/element/"+svg+"/rect", nil).(map[string]any)
+	if w, h := rect["width"].(float64), rect["height"].(float64); w < 700 || h < 150 {
+		t.Errorf("the chart renders %vx%v px, want at least 700x150", w, h)
+	}
+	labels := d.text("/element/" + d.find("figure.chart") + "/text")
+	for _, want := range []string{"Subagents per hour", "08:00", "Nov 30"} {
+		if !strings.Contains(labels, want) {
+			t.Errorf("the chart's text lacks %q: %q", want, labels)
+		}
+	}
+	shot, _ := d.call("GET", "/element/"+svg+"/screenshot", nil).(string)
+	raw, err := base64.StdEncoding.DecodeString(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bars := 0
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			if r, g, b, _ := img.At(x, y).RGBA(); b > r+0x2000 && b > g { // the bars' blue
+				bars++
+			}
+		}
+	}
+	if bars < 100 {
+		t.Errorf("the chart's screenshot (%v) shows %d pixels of bars", img.Bounds().Size(), bars)
 	}
 }
