@@ -37,5 +37,5 @@ func Example() {
 	fmt.Printf("%+v\n", rec.Counters().Values())
 	// Output:
 	// 1 security-reviewer completed 09:01:00 true
-	// {Attempted:2 Persisted:2 SkippedNoIdentity:0 AnomalousValue:0 Failed:0 UnknownExecution:0 Pending:0 Dropped:0}
+	// {Attempted:2 Persisted:2 SkippedNoIdentity:0 AnomalousValue:0 Failed:0 UnknownExecution:0 Pending:0 Dropped:0 Truncated:0}
 }

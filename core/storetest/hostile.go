@@ -10,6 +10,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // testHostileFrames: text that some databases refuse, huge values, extreme
@@ -40,8 +41,12 @@ func testHostileFrames(t *testing.T, s *suite) {
 				return show(r.AgentID) == show(str(`'); DROP TABLE task_session_subagents; --"\`))
 			},
 		},
+		// Stored cut at the text bound, marked, never refused (docs/CONTRACT.md §3.1).
 		{"1 MiB of text", func(f *core.Frame) { f.Payload.Description = big },
-			func(r core.Subagent) bool { return r.Description != nil && *r.Description == big }},
+			func(r core.Subagent) bool {
+				return r.Description != nil && len(*r.Description) <= canon.MaxTextBytes &&
+					*r.Description == big[:len(*r.Description)-len(canon.TruncatedMark)]+canon.TruncatedMark
+			}},
 		{"64-bit limits", func(f *core.Frame) {
 			f.Payload.TotalTokens, f.Payload.DurationMs, f.Payload.ToolUseCount = math.MaxInt64, math.MinInt64, i64(
 				math.MaxInt64,

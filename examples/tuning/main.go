@@ -92,8 +92,10 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	seen := &batches{outcomes: map[core.BatchOutcome]int{}}
 	clock := func() time.Time { return time.Now().UTC() } // the host's own clock, for frames without a time
 	rec, err := core.NewRecorder(store,
+		core.WithManualStart(), // the writers start below, where the host starts what runs
 		core.WithReady(runner.Ready()),
 		core.WithQueue(4*core.DefaultQueueSize), // a fan-out burst never drops a frame
+		core.WithQueueBytes(256<<20),            // nor a burst of long descriptions
 		core.WithBatch(64),                      // one transaction per 64 frames
 		core.WithWriters(1),                     // SQLite serialises writers anyway
 		core.WithRetry(20*time.Millisecond, time.Second),
@@ -104,6 +106,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
+	rec.Start()
 
 	frames := []core.Frame{{TaskSessionID: "sess-1", TaskID: "task-1", ToolCallID: ""}} // no tool call id
 	for i := range 10 {
@@ -123,6 +126,10 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	// ready; this short program waits for it first, or Close would give the
 	// queued frames up.
 	<-runner.Ready()
+	if err := rec.Flush(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "recorder: %s\n", readiness(rec.State()))
 	if err := rec.Close(ctx); err != nil {
 		return err
 	}
@@ -162,4 +169,16 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	}
 	fmt.Fprintf(w, "pruned %d rows (boundary advanced: %v)\n", pruned.Deleted, pruned.Advanced)
 	return nil
+}
+
+// readiness is what a host's readiness probe says of the recorder: whether
+// it can write now, and when it last did.
+func readiness(st core.RecorderState) string {
+	if !st.Ready || !st.Reachable {
+		return "not ready"
+	}
+	if st.LastWrite.IsZero() {
+		return "ready, nothing written yet"
+	}
+	return "ready, last write " + st.LastWrite.Format(time.RFC3339)
 }

@@ -19,6 +19,7 @@ func TestTuning(t *testing.T) {
 	for _, want := range []string{
 		"refused: a frame without a session, task or tool call id\n",
 		"frames written: 10\n",
+		"recorder: ready, last write ",
 		"page 1: 4 rows (4 live), toolu_00 … toolu_03\n",
 		"page 2: 4 rows (4 live), toolu_04 … toolu_07\n",
 		"page 3: 2 rows (2 live), toolu_08 … toolu_09\n",
