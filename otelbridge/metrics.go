@@ -74,8 +74,9 @@ func (m *Metrics) Observe(rec *core.Recorder) (stop func() error, err error) {
 		return nil, err
 	}
 	// No unit: Prometheus would read "1" as a ratio's.
-	ready, err := m.meter.Int64ObservableGauge(metricReady, metric.WithDescription("1 while the recorder can write: the migration pass has made the table ready and "+
-			"the database answered the last write; else 0."))
+	ready, err := m.meter.Int64ObservableGauge(metricReady, metric.WithDescription(
+		"1 while the recorder can write: the migration pass has made the table ready and the database answered "+
+			"the last write; else 0."))
 	if err != nil {
 		return nil, err
 	}

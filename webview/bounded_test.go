@@ -16,6 +16,7 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/webview"
@@ -206,7 +207,7 @@ func TestBusyIsA503WithRetryAfter(t *testing.T) {
 	stuck := wrapped{Source: s, around: func(ctx context.Context, read func(context.Context) error) error {
 		select {
 		case holding <- struct{}{}: // the first read holds its turn until released
-			<-release
+			await.Recv(t, release, "the test's release")
 		default:
 		}
 		return read(ctx)
@@ -215,7 +216,7 @@ func TestBusyIsA503WithRetryAfter(t *testing.T) {
 		webview.WithReadTimeout(200*time.Millisecond))
 	first := make(chan int)
 	go func() { res, _ := get(t, h, "GET", "/session?id=demo-sess"); first <- res.StatusCode }()
-	<-holding
+	await.Recv(t, holding, "the first page's read")
 	start := time.Now()
 	res, body := get(t, h, "GET", "/session?id=demo-sess")
 	if waited := time.Since(start); waited > 5*time.Second {
@@ -229,7 +230,7 @@ func TestBusyIsA503WithRetryAfter(t *testing.T) {
 	// The read that held the turn outlasted the timeout: its page is
 	// answered all the same, with what the store gave (this one ignores its
 	// context) or saying it took too long.
-	if code := <-first; code != http.StatusOK && code != http.StatusServiceUnavailable {
+	if code := await.Recv(t, first, "the first page"); code != http.StatusOK && code != http.StatusServiceUnavailable {
 		t.Errorf("the page that held the turn: %d", code)
 	}
 }
@@ -239,7 +240,7 @@ func TestBusyIsA503WithRetryAfter(t *testing.T) {
 func TestTooLongOffersShorterRanges(t *testing.T) {
 	s := memory.New()
 	slow := wrapped{Source: s, around: func(ctx context.Context, read func(context.Context) error) error {
-		<-ctx.Done()
+		await.Recv(t, ctx.Done(), "the read's deadline")
 		return &core.OpError{Op: "read", Kind: core.ErrUnavailable, Err: ctx.Err()}
 	}}
 	h := webview.New(slow, webview.WithClock(clock), webview.WithMaxReads(7),
@@ -314,7 +315,7 @@ func TestReadsBoundedOnPostgres(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			unlock()
-			<-done
+			await.Recv(t, done, "the five pages")
 			t.Logf("host query: %v idle, at most %v while five pages waited", idle, busiest)
 			if most != 1 {
 				t.Errorf("%d of the view's statements were active at once: want 1", most)

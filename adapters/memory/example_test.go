@@ -34,8 +34,9 @@ func Example() {
 	rows, _ := store.ListBySession(ctx, "sess-1", core.Page{})
 	r := rows[0]
 	fmt.Println(len(rows), *r.SubagentType, *r.ToolStatus, r.SettledAt.Format(time.TimeOnly), r.TotalTokens == nil)
-	fmt.Printf("%+v\n", rec.Counters().Values())
+	v := rec.Counters().Values()
+	fmt.Printf("attempted %d, persisted %d, failed %d, pending %d\n", v.Attempted, v.Persisted, v.Failed, v.Pending)
 	// Output:
 	// 1 security-reviewer completed 09:01:00 true
-	// {Attempted:2 Persisted:2 SkippedNoIdentity:0 AnomalousValue:0 Failed:0 UnknownExecution:0 Pending:0 Dropped:0 Truncated:0}
+	// attempted 2, persisted 2, failed 0, pending 0
 }
