@@ -76,6 +76,9 @@ func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Se
 	if s.readOnly {
 		return res, liberr.Errorf("import: the store is read-only")
 	}
+	if err := CheckKeys(keys); err != nil {
+		return res, err
+	}
 	batch := make([]core.Subagent, 0, importBatch)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -124,6 +127,9 @@ func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Se
 // importKeys writes the activation keys absent here and moves the
 // retention boundary forward.
 func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *ImportResult) error {
+	if err := CheckKeys(keys); err != nil {
+		return err
+	}
 	have, err := s.Keys(ctx)
 	if err != nil {
 		return err
@@ -133,7 +139,7 @@ func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *Imp
 		v, ok := keys[name]
 		switch {
 		case !ok:
-		case have[name] == v:
+		case hasKey(have, name) && have[name] == v: // '' (nothing to recover) too
 		case hasKey(have, name): // written once: the target's stays
 			res.KeysKept = append(res.KeysKept, name)
 		default:
@@ -147,14 +153,32 @@ func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *Imp
 		}
 	}
 	if v, ok := keys[storekit.PrunedBeforeKey]; ok {
-		k := storekit.ParseKey(true, v)
-		if !k.Usable() {
-			return liberr.Errorf("import: %s %q is not an instant", storekit.PrunedBeforeKey, v)
-		}
+		k := storekit.ParseKey(true, v) // an instant: CheckKeys said so
 		if _, moved, err := s.advanceBoundary(ctx, *k.Time); err != nil {
 			return s.opError("import the retention boundary", err)
 		} else if moved {
 			res.KeysWritten = append(res.KeysWritten, storekit.PrunedBeforeKey)
+		}
+	}
+	return nil
+}
+
+// CheckKeys refuses an activation key the record could not read back:
+// each is an RFC 3339 instant, but backfill_through, which may also be ''
+// (nothing to recover, AC-24f). Import checks the keys it is given before
+// it writes anything, and again before it writes them (a caller's rows
+// iterator may fill the map as it goes); a caller reading an export checks
+// its keys line as it reads it, so that a bad one stops the import before
+// any row.
+func CheckKeys(keys map[string]string) error {
+	for _, name := range []string{storekit.BackfillThroughKey, storekit.CaptureSinceKey, storekit.ExecutionSinceKey,
+		storekit.PrunedBeforeKey} {
+		v, ok := keys[name]
+		if !ok || name == storekit.BackfillThroughKey && v == storekit.BackfillNothing {
+			continue
+		}
+		if k := storekit.ParseKey(true, v); !k.Usable() {
+			return liberr.Errorf("import: the key %s is %q: want an RFC 3339 instant", name, v)
 		}
 	}
 	return nil

@@ -669,6 +669,10 @@ func cmdImport(ctx context.Context, e *env, o *opts) error {
 				var k keysLine
 				if bytes.HasPrefix(bytes.TrimSpace(line), []byte(`{"subagentctx_keys"`)) &&
 					json.Unmarshal(line, &k) == nil && k.Keys != nil {
+					if err := sqlstore.CheckKeys(k.Keys); err != nil {
+						yield(core.Subagent{}, fmt.Errorf("line %d: %w", n, err))
+						return
+					}
 					maps.Copy(keys, k.Keys)
 				} else {
 					var row core.Subagent

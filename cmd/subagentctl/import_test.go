@@ -173,3 +173,41 @@ func TestImportRoundTrip(t *testing.T) {
 		t.Errorf("%d keys for %d rows", n, len(rows))
 	}
 }
+
+// TestImportMovesTheKeysByteForByte (docs/CONTRACT.md §3.3, AC-24d/f), on
+// every dialect: a record whose pass found nothing to recover
+// (backfill_through '') moves into a fresh target with that '' — so the
+// target never holds capture_since without backfill_through — and its
+// activation reads the same on both sides; an activation key that is not
+// an instant is refused by name before anything is written.
+func TestImportMovesTheKeysByteForByte(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, src *sqltest.Env) {
+		hostData(t, src, []string{"s1"}, nil)
+		cli(t, "", "--db", src.DSN, "migrate").want(t, 0)
+		cli(t, jsonFrame("s1", "toolu_1", "exec-1", "completed", time.Now().UTC(), `{}`)+"\n", "--db", src.DSN,
+			"record").want(t, 0)
+		exported := cli(t, "", "--db", src.DSN, "export", "--keys").want(t, 0).stdout
+		if !strings.Contains(exported, `"subagent_context_backfill_through":""`) {
+			t.Fatalf("the source's keys: %s", exported)
+		}
+		dst := src.Driver.Env(t)
+		hostData(t, dst, []string{"s1"}, nil)
+		garbage := strings.Replace(exported, `"subagent_context_backfill_through":""`,
+			`"subagent_context_backfill_through":"garbage"`, 1)
+		r := cli(t, garbage, "--db", dst.DSN, "import")
+		if r.code == 0 || !strings.Contains(r.stderr, `subagent_context_backfill_through is "garbage"`) ||
+			strings.Count(r.stderr, "subagentctx:") > 1 {
+			t.Errorf("import of a key that is no instant: exit %d\n%s", r.code, r.stderr)
+		}
+		if n := dst.Count(t); n != 0 {
+			t.Errorf("the refused import wrote %d rows", n)
+		}
+		cli(t, exported, "--db", dst.DSN, "import").want(t, 0)
+		activation := func(dsn string) string {
+			return cli(t, "", "--db", dsn, "activation", "--json").want(t, 0).stdout
+		}
+		if a, b := activation(src.DSN), activation(dst.DSN); a != b {
+			t.Errorf("activation after the move:\nsource %s\ntarget %s", a, b)
+		}
+	})
+}
