@@ -164,7 +164,7 @@ func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *Imp
 }
 
 // CheckKeys refuses an activation key the record could not read back:
-// each is an RFC 3339 instant, but backfill_through, which may also be ''
+// each is an RFC 3339 instant, but backfill_through, which may also be ”
 // (nothing to recover, AC-24f). Import checks the keys it is given before
 // it writes anything, and again before it writes them (a caller's rows
 // iterator may fill the map as it goes); a caller reading an export checks

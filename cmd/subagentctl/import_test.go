@@ -176,7 +176,7 @@ func TestImportRoundTrip(t *testing.T) {
 
 // TestImportMovesTheKeysByteForByte (docs/CONTRACT.md §3.3, AC-24d/f), on
 // every dialect: a record whose pass found nothing to recover
-// (backfill_through '') moves into a fresh target with that '' — so the
+// (backfill_through ”) moves into a fresh target with that ” — so the
 // target never holds capture_since without backfill_through — and its
 // activation reads the same on both sides; an activation key that is not
 // an instant is refused by name before anything is written.
