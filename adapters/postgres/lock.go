@@ -29,16 +29,40 @@ const passClass = 1937010529
 // localPasses serialises, within this process, the passes and the
 // readers waiting for one on the same pool, before any takes a connection:
 // a waiter holding a connection of a small pool could otherwise starve
-// the pass it waits for of the connection its next statement needs.
-var localPasses sync.Map // *sql.DB → chan struct{} (a mutex that ctx can give up on)
+// the pass it waits for of the connection its next statement needs. An
+// entry lives while someone holds or awaits it, so that closed pools are
+// not kept.
+var localPasses = struct {
+	sync.Mutex
+	byPool map[*sql.DB]*localPass
+}{byPool: map[*sql.DB]*localPass{}}
+
+type localPass struct {
+	turn  chan struct{} // a mutex that ctx can give up on
+	users int           // holding or awaiting it
+}
 
 func localLock(ctx context.Context, pool *sql.DB) (release func(), err error) {
-	v, _ := localPasses.LoadOrStore(pool, make(chan struct{}, 1))
-	ch := v.(chan struct{})
+	localPasses.Lock()
+	lp := localPasses.byPool[pool]
+	if lp == nil {
+		lp = &localPass{turn: make(chan struct{}, 1)}
+		localPasses.byPool[pool] = lp
+	}
+	lp.users++
+	localPasses.Unlock()
+	leave := func() {
+		localPasses.Lock()
+		if lp.users--; lp.users == 0 {
+			delete(localPasses.byPool, pool)
+		}
+		localPasses.Unlock()
+	}
 	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
+	case lp.turn <- struct{}{}:
+		return func() { <-lp.turn; leave() }, nil
 	case <-ctx.Done():
+		leave()
 		return nil, context.Cause(ctx)
 	}
 }
