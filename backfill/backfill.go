@@ -14,6 +14,7 @@ package backfill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -176,8 +177,9 @@ func (m *Migrator) step(ctx context.Context, name string, fn func(context.Contex
 // pass is a no-op (AC-18). Without the host's sessions table it fails:
 // the library never creates the host's tables, nor its own beside them.
 func (m *Migrator) createTable(ctx context.Context, res *StepResult) error {
-	if err := m.store.EnsureSchema(ctx); err != nil {
-		return err
+	ran, left := m.store.MakeSchema(ctx)
+	if left != nil && !errors.Is(left, sqlstore.ErrLeftToOwner) {
+		return left
 	}
 	// The pass runs at the live path's boot: a role that could not write
 	// is told here, once, not by every frame.
@@ -185,7 +187,36 @@ func (m *Migrator) createTable(ctx context.Context, res *StepResult) error {
 		return err
 	}
 	res.Detail = "table, indexes and meta table present"
+	if len(ran) > 0 {
+		res.Detail += "; ran " + summarise(ran)
+	}
+	if left != nil {
+		// Not a failure: this build writes unharmed; the owner is told.
+		res.Err, res.Detail = left, res.Detail+"; "+strings.TrimPrefix(left.Error(), liberr.Prefix)
+		m.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: migration step left a cleanup to the table's owner",
+			slog.String("step", StepTable), slog.Any("error", left))
+	}
 	return nil
+}
+
+// summarise names DDL statements by their first telling line each
+// (a DO block's opening says nothing).
+func summarise(stmts []string) string {
+	out := make([]string, len(stmts))
+	for i, q := range stmts {
+		lines := strings.Split(q, "\n")
+		out[i] = strings.TrimSpace(lines[0])
+		for _, l := range lines {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "DO ") && !strings.HasPrefix(l, "IF ") {
+				out[i] = strings.TrimSuffix(l, ";")
+				break
+			}
+		}
+		if len(out[i]) > 100 {
+			out[i] = out[i][:100] + "…"
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // checkShape is step 2: the table reaches its declared shape — the

@@ -33,7 +33,9 @@ type StepResult struct {
 	Status Status `json:"status"`
 	// Detail says what was done, why the step was skipped, or why it failed.
 	Detail string `json:"detail,omitempty"`
-	// Err is the failure, when Status is Failed.
+	// Err is the failure, when Status is Failed or Cancelled; on a step
+	// that ran, what it left to the table's owner (wrapping
+	// sqlstore.ErrLeftToOwner), or nil.
 	Err          error `json:"-"`
 	RowsInserted int64 `json:"rows_inserted,omitempty"`
 	// RowsMerged: in the backfill, live rows merged with their history; in

@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
@@ -248,6 +250,14 @@ func (d Dialect) primaryKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables,
 		}
 	}
 	return run(db, hook, "primary key", alter+`ADD PRIMARY KEY (`+strings.Join(primaryKey, ", ")+`)`)
+}
+
+// Refused implements sqlstore.PrivilegeChecker: 42501, insufficient
+// privilege, which PostgreSQL also returns to a role that is not an
+// object's owner.
+func (Dialect) Refused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
 // Lacking implements sqlstore.PrivilegeChecker for the session's role.

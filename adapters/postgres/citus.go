@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -146,16 +147,48 @@ func deref(s *string) string {
 // (docs/CONTRACT.md §8.5): a row trigger after the upsert that absorbs
 // the pair's backfilled row into an inserted one. It runs only for a row
 // actually inserted under an execution id (a frame whose key has a row
-// updates it, and the trigger does not fire). It fires on a shard, where
-// it must name the shard (a statement on the distributed table from
-// inside a shard is refused), so its statements are built for the shard,
-// planned on each call; fired on the table itself or on a partition of
-// it, they name the table and keep their plans. Creating a trigger on a
+// updates it, and the trigger does not fire). Creating a trigger on a
 // distributed table needs citus.enable_unsafe_triggers, set for the
-// statement only; the name of the function carries a digest of its body,
+// statement only; the name of the function carries a digest of its text,
 // so a new body (a new column) is a new function, and the trigger is
 // moved to it.
 func absorbTrigger(u sqlstore.UpsertParts) sqlstore.SchemaObject {
+	t := sqlstore.Table
+	a := absorbFunction(u)
+	function, fn := a.function, a.name
+	create := `DO $do$ BEGIN
+IF to_regprocedure('` + fn + `()') IS NULL THEN
+CREATE FUNCTION ` + fn + `() ` + function + `;
+EXECUTE format('ALTER FUNCTION ` + fn + `() SET search_path = %I, pg_temp',
+	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '` + t + `'::regclass));
+END IF;
+IF NOT EXISTS (SELECT 1 FROM pg_trigger
+		WHERE tgrelid = '` + t + `'::regclass AND tgname = 'subagentctx_absorb'
+		AND tgfoid = '` + fn + `()'::regprocedure) THEN
+	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+	DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + t + `;
+	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON ` + t + ` FOR EACH ROW
+		WHEN (NEW.agent_execution_id <> '` + core.UnknownExecution + `') EXECUTE FUNCTION ` + fn + `();
+END IF;
+END $do$`
+	// On this function, or on an earlier release's of the same body
+	// (legacyAbsorber), which such a release's replica moves it to when it
+	// restarts: it absorbs the same.
+	present := `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('` + t + `')
+	AND tgname = 'subagentctx_absorb' AND (tgfoid = to_regprocedure('` + fn + `()')
+		OR tgfoid IN (SELECT oid FROM pg_proc WHERE proname IN (` + legacyNames() + `)
+			AND prosecdef AND prosrc = $src$` + a.source + `$src$)))`
+	return sqlstore.SchemaObject{Create: create, Present: present}
+}
+
+// absorbFunction is the trigger function a sharded table absorbs history
+// with, and its name, which carries a digest of its text. The trigger
+// fires on a shard, where it must name the shard (a statement on the
+// distributed table from inside a shard is refused), so its statements
+// are built for the shard, planned on each call; fired on the table
+// itself or on a partition of it, they name the table and keep their
+// plans.
+func absorbFunction(u sqlstore.UpsertParts) absorber {
 	t := sqlstore.Table
 	self := func(c string) string { return "t." + c }
 	params := map[string]string{"task_session_id": "$1", "tool_call_id": "$2"}
@@ -190,27 +223,53 @@ END`
 	// off: the probe is an index probe whatever the statistics say — a
 	// table analysed while empty otherwise gets a cached sequential scan
 	// that costs each frame the whole table until the planner replans.
-	function := `RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
-` + body + `
-$f$`
+	source := "\n" + body + "\n"
+	function := `RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$` + source + `$f$`
 	sum := sha256.Sum256([]byte(function))
-	fn := "subagentctx_absorb_" + hex.EncodeToString(sum[:4])
-	create := `DO $do$ BEGIN
-IF to_regprocedure('` + fn + `()') IS NULL THEN
-CREATE FUNCTION ` + fn + `() ` + function + `;
-EXECUTE format('ALTER FUNCTION ` + fn + `() SET search_path = %I, pg_temp',
-	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '` + t + `'::regclass));
-END IF;
-IF NOT EXISTS (SELECT 1 FROM pg_trigger
-		WHERE tgrelid = '` + t + `'::regclass AND tgname = 'subagentctx_absorb'
-		AND tgfoid = '` + fn + `()'::regprocedure) THEN
-	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-	DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + t + `;
-	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON ` + t + ` FOR EACH ROW
-		WHEN (NEW.agent_execution_id <> '` + core.UnknownExecution + `') EXECUTE FUNCTION ` + fn + `();
-END IF;
-END $do$`
-	present := `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('` + t + `')
-	AND tgname = 'subagentctx_absorb' AND tgfoid = to_regprocedure('` + fn + `()'))`
-	return sqlstore.SchemaObject{Create: create, Present: present}
+	return absorber{name: "subagentctx_absorb_" + hex.EncodeToString(sum[:4]), function: function, source: source}
+}
+
+// absorber is a trigger function: its name, its text after the name
+// (CREATE FUNCTION name() function) and its source as the catalog keeps
+// it (pg_proc.prosrc).
+type absorber struct{ name, function, source string }
+
+// legacyAbsorbers are the trigger functions earlier releases absorbed
+// history with on one server: release e87ca7e's. Such a release's pass
+// creates its function only when absent, then (re)creates the trigger
+// on it — a replica of it restarting during a rolling deploy re-creates
+// the trigger this build's pass dropped. Its function is therefore kept,
+// with this build's body (SECURITY DEFINER, as absorbFunction's): the
+// re-created trigger then absorbs as this build does, and this build's
+// application role, which may not DELETE, writes through it unharmed
+// until the owner's next pass drops the trigger again.
+var legacyAbsorbers = []string{"subagentctx_absorb_c59dc2b5"}
+
+// legacyNames is legacyAbsorbers as an SQL list of literals.
+func legacyNames() string {
+	q := make([]string, len(legacyAbsorbers))
+	for i, n := range legacyAbsorbers {
+		q[i] = "'" + n + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+// legacyAbsorber keeps each of legacyAbsorbers with this build's body,
+// in the table's schema; present when each has it.
+func legacyAbsorber(u sqlstore.UpsertParts) sqlstore.SchemaObject {
+	t := sqlstore.Table
+	a := absorbFunction(u)
+	var create, present []string
+	for _, fn := range legacyAbsorbers {
+		create = append(create, `CREATE OR REPLACE FUNCTION `+fn+`() `+a.function+`;
+EXECUTE format('ALTER FUNCTION `+fn+`() SET search_path = %I, pg_temp',
+	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '`+t+`'::regclass));`)
+		present = append(present, `EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure('`+fn+`()')
+	AND prosecdef AND prosrc = $src$`+a.source+`$src$)`)
+	}
+	return sqlstore.SchemaObject{
+		Create:  "DO $do$ BEGIN\n" + strings.Join(create, "\n") + "\nEND $do$",
+		Present: "SELECT " + strings.Join(present, " AND "),
+		Cleanup: true,
+	}
 }

@@ -149,8 +149,11 @@ WHERE h.task_session_id = a.session AND h.id = a.history`
 		restore = append(restore, fmt.Sprintf("set_config('%s', split_part(current_setting('%s'), ',', %d), true)",
 			kv[0], saved, i+1))
 	}
-	// The trigger and its functions, in this schema; present when none is.
+	// The trigger and its functions, in this schema — but the earlier
+	// releases' (legacyAbsorbers), which stay with this build's body;
+	// present when none is.
 	fns := `SELECT p.oid::regprocedure FROM pg_proc p WHERE p.proname LIKE 'subagentctx\_absorb\_%'
+	AND p.proname NOT IN (` + legacyNames() + `)
 	AND p.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass('` + t + `'))`
 	drop := sqlstore.SchemaObject{
 		Create: `DO $do$ DECLARE f regprocedure; BEGIN
@@ -161,10 +164,12 @@ END LOOP;
 END $do$`,
 		Present: `SELECT NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('` + t + `')
 	AND tgname = 'subagentctx_absorb') AND NOT EXISTS (` + fns + `)`,
+		Cleanup: true,
 	}
+	legacy := legacyAbsorber(u)
 	return sqlstore.UpsertForm{
 		Statement: u.Insert,
-		Schema:    []sqlstore.SchemaObject{drop},
+		Schema:    []sqlstore.SchemaObject{drop, legacy},
 		Absorb: &sqlstore.Absorbing{
 			Statement: absorb,
 			// Saved in the subquery, whose row the settings' projection waits for.
@@ -172,7 +177,7 @@ END $do$`,
 				strings.Join(was, ",\n\t\t") + "), true) OFFSET 0) AS saved",
 			Restore: "SELECT " + strings.Join(restore, ",\n\t"),
 		},
-		Sharded: []sqlstore.SchemaObject{absorbTrigger(u)},
+		Sharded: []sqlstore.SchemaObject{absorbTrigger(u), legacy},
 	}
 }
 

@@ -259,6 +259,13 @@ type SchemaObject struct {
 	// rights never attempts DDL that has nothing to do (docs/CONTRACT.md
 	// §4.4).
 	Present string
+	// Cleanup marks an object that removes or defuses what an earlier
+	// release left — a trigger its replicas re-create when they restart
+	// during a rolling deploy — and that this build's writes do not
+	// need: a role that may not run it (not the table's owner) is not
+	// stopped by it; EnsureSchema leaves it to the owner's next pass and
+	// says so (ErrLeftToOwner).
+	Cleanup bool
 }
 
 // Step is one numbered, non-additive change of the table's shape

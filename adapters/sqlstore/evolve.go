@@ -206,7 +206,11 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 			if len(r.diffs) > 0 {
 				return fmt.Errorf("%w: %s", ErrShape, strings.Join(r.diffs, "; "))
 			}
-			for _, q := range s.schemaStatements(sharded) { // indexes, and what a rebuild dropped
+			stmts := s.schemaStatements(sharded)
+			if sharded { // Citus refuses a function's DDL after this transaction's work on the table: see below
+				stmts = stmts[:len(stmts)-len(s.form.Sharded)]
+			}
+			for _, q := range stmts { // indexes, and what a rebuild dropped
 				if err := tx.Exec(q).Error; err != nil {
 					return fmt.Errorf("complete the schema: %w\n  in: %s", err, q)
 				}
@@ -221,9 +225,12 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	if err != nil {
 		return Evolution{}, s.opError("bring the table to its declared shape", err)
 	}
-	// Placed now (an upgraded table follows its sessions), it needs what
-	// the upsert needs there.
-	if now, err := s.distribute(ctx); err != nil || now == sharded {
+	// Sharded — placed now (an upgraded table follows its sessions), or
+	// before — it needs what the upsert needs there, made after the
+	// commit: Citus refuses a function's DDL in a transaction that has
+	// worked on a distributed table in parallel.
+	now, err := s.distribute(ctx)
+	if err != nil || !now {
 		return ev, err
 	}
 	return ev, s.makeObjects(s.db.WithContext(ctx), s.form.Sharded)

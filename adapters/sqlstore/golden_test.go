@@ -101,7 +101,7 @@ func TestGoldenStatements(t *testing.T) {
 			}
 			if d.Name == "postgres" {
 				files["schema_sharded.sql"] = "-- on a sharded table, what the upsert needs there in place of the one " +
-					"server's\n" + strings.Join(s.ShardedSchemaSQL()[len(s.SchemaSQL())-1:], ";\n\n") + ";\n"
+					"server's\n" + strings.Join(s.ShardedSchemaSQL()[len(s.SchemaSQL())-len(s.Upserting().Schema):], ";\n\n") + ";\n"
 				wave, err := s.WaveSQL(2)
 				if err != nil {
 					t.Fatal(err)

@@ -83,9 +83,12 @@ var ErrPrivilege = errors.New("the database role lacks a privilege")
 // (PostgreSQL): Lacking returns the first privilege, in the grants'
 // order, that the session's role does not hold on its table (ok when it
 // holds them all), asking for all of them in one statement. SQLite has
-// none: the file's permissions decide (the contract's §4.4).
+// none: the file's permissions decide (the contract's §4.4). Refused
+// reports whether err is the database refusing the role a statement for
+// want of a privilege or of ownership.
 type PrivilegeChecker interface {
 	Lacking(ctx context.Context, db *gorm.DB, grants []Grant) (privilege, table string, ok bool, err error)
+	Refused(err error) bool
 }
 
 // CheckPrivileges reports, at boot rather than per frame, the first

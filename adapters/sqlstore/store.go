@@ -170,15 +170,23 @@ func (s *Store) Tables() Tables { return s.tables }
 // a table its owner migrated. DDL runs under the migration pass's lock
 // (LockPass), so that processes booting together never race on a CREATE.
 func (s *Store) EnsureSchema(ctx context.Context) error {
+	_, err := s.MakeSchema(ctx)
+	return err
+}
+
+// MakeSchema is EnsureSchema, returning the DDL statements it ran (none
+// when everything was in place), so that the migration pass reports
+// every change it made.
+func (s *Store) MakeSchema(ctx context.Context) (ran []string, err error) {
 	if err := s.checkHandle(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	ok, err := s.tableExists(ctx, s.db, s.tables.Sessions)
 	if err != nil {
-		return s.opError("check the sessions table", err)
+		return nil, s.opError("check the sessions table", err)
 	}
 	if !ok {
-		return liberr.Errorf(
+		return nil, liberr.Errorf(
 			"%w: %q (task_session_subagents references it; name the host's table with sqlstore.WithTables)",
 			ErrNoSessionsTable,
 			s.tables.Sessions,
@@ -188,47 +196,63 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	// follow them fail here, saying why, rather than in the DDL.
 	sharded, err := s.distribute(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if stmts, _, _, err := s.missingSchema(ctx, s.db.WithContext(ctx), sharded); err != nil || len(stmts) == 0 {
-		return err
+	if stmts, _, _, err := s.missingSchema(ctx, s.db.WithContext(ctx), sharded); err != nil || stmts.none() {
+		return nil, err
 	}
 	ctx, release, err := s.LockPass(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer release()
 	db := s.db.WithContext(ctx)
 	// Read again under the lock: another process may have created it all.
 	stmts, existed, metaExisted, err := s.missingSchema(ctx, db, sharded)
-	if err != nil || len(stmts) == 0 {
-		return err
+	if err != nil || stmts.none() {
+		return nil, err
 	}
 	catalogOf(ctx).forget()
-	if err := s.create(db, stmts); err != nil {
-		return err
+	if err := s.create(db, stmts.required); err != nil {
+		return nil, err
+	}
+	ran = stmts.required
+	left := s.create(db, stmts.cleanup)
+	if left != nil && !errors.Is(left, ErrPrivilege) {
+		return ran, left
+	} else if left != nil {
+		left = liberr.Errorf("%w: %w", ErrLeftToOwner, left)
+	} else {
+		ran = append(ran, stmts.cleanup...)
 	}
 	if !existed {
 		// Created in the declared shape: every numbered step is in it.
 		at := formatKey(s.now())
 		for _, st := range s.steps(new(int64)) {
 			if _, err := s.writeKey(db, VersionKey(st.Version), at); err != nil {
-				return s.opError("record the schema version", err)
+				return ran, s.opError("record the schema version", err)
 			}
 		}
 	}
 	p, shards := s.d.(Placement)
 	if !shards {
-		return nil
+		return ran, left
 	}
 	if sharded, err = p.Distribute(ctx, s.db, s.tables, !metaExisted); err != nil {
-		return s.opError("place the table beside the sessions", err)
+		return ran, s.opError("place the table beside the sessions", err)
 	}
 	if sharded { // placed now: what the upsert needs there
-		return s.makeObjects(db, s.form.Sharded)
+		return ran, errors.Join(s.makeObjects(db, s.form.Sharded), left)
 	}
-	return nil
+	return ran, left
 }
+
+// ErrLeftToOwner is wrapped, with ErrPrivilege, by EnsureSchema's error
+// when the role may not run a cleanup (SchemaObject.Cleanup) the schema
+// is due — such as dropping a trigger an earlier release re-created
+// during a rolling deploy: everything else is in place, and this build's
+// writes go on unharmed until the table's owner runs the migration pass.
+var ErrLeftToOwner = errors.New("a cleanup of what an earlier release left waits for the table's owner")
 
 // create runs DDL statements. On one connection of a pool: SQLite checks
 // a CREATE's name against the connection's cached schema, so an index
@@ -236,6 +260,9 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 // A host's transaction is one connection already, and holds the
 // statements.
 func (s *Store) create(db *gorm.DB, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
 	create := func(conn *gorm.DB) error {
 		for _, stmt := range stmts {
 			if err := conn.Exec(stmt).Error; err != nil {
@@ -250,10 +277,18 @@ func (s *Store) create(db *gorm.DB, stmts []string) error {
 	} else {
 		err = create(db)
 	}
-	if err != nil {
-		return s.opError("create schema", err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// DDL the pass needs and the role may not run — an object only the
+	// table's owner may drop or replace, such as a trigger an earlier
+	// release re-created — is the operator's to run, not a passing state
+	// to retry in silence.
+	if c, ok := s.d.(PrivilegeChecker); ok && c.Refused(err) {
+		return liberr.Errorf("%w: the schema needs DDL only the table's owner may run (run the migration "+
+			"pass as the owner: subagentctl migrate): %w", ErrPrivilege, s.opError("create schema", err))
+	}
+	return s.opError("create schema", err)
 }
 
 // makeObjects creates those of the objects that are not present.
@@ -280,42 +315,52 @@ func (s *Store) makeObjects(db *gorm.DB, objects []SchemaObject) error {
 // in place), with whether the table and the meta table existed. sharded
 // says where the table is placed (Placement).
 func (s *Store) missingSchema(ctx context.Context, db *gorm.DB, sharded bool,
-) (stmts []string, existed, metaExisted bool, err error) {
+) (stmts ddl, existed, metaExisted bool, err error) {
 	if metaExisted, err = s.tableExists(ctx, db, s.tables.Meta); err != nil {
-		return nil, false, false, s.opError("check the meta table", err)
+		return ddl{}, false, false, s.opError("check the meta table", err)
 	}
 	if existed, err = s.tableExists(ctx, db, Table); err != nil {
-		return nil, false, false, s.opError("check the table", err)
+		return ddl{}, false, false, s.opError("check the table", err)
 	}
 	if !existed {
-		return s.schemaStatements(false), false, metaExisted, nil
+		return ddl{required: s.schemaStatements(false)}, false, metaExisted, nil
 	}
 	if !metaExisted {
-		stmts = append(stmts, metaDDL(s.tables))
+		stmts.required = append(stmts.required, metaDDL(s.tables))
 	}
 	objects := s.d.SchemaExtras()
 	info, err := s.describe(ctx, db)
 	if err != nil {
-		return nil, true, metaExisted, s.opError("read the table's shape", err)
+		return ddl{}, true, metaExisted, s.opError("read the table's shape", err)
 	}
 	r := compare(s.d, s.tables, info)
 	if len(r.missing) == 0 && len(r.diffs) == 0 { // the declared columns and keys: what depends on them
 		if r.indexes {
-			stmts = append(stmts, IndexDDL(s.d)...)
+			stmts.required = append(stmts.required, IndexDDL(s.d)...)
 		}
 		objects = append(objects, s.upsertObjects(sharded)...)
 	}
 	present, err := presence(db, objects)
 	if err != nil {
-		return nil, true, metaExisted, s.opError("check the schema's objects", err)
+		return ddl{}, true, metaExisted, s.opError("check the schema's objects", err)
 	}
 	for i, o := range objects {
-		if !present[i] {
-			stmts = append(stmts, o.Create)
+		switch {
+		case present[i]:
+		case o.Cleanup:
+			stmts.cleanup = append(stmts.cleanup, o.Create)
+		default:
+			stmts.required = append(stmts.required, o.Create)
 		}
 	}
 	return stmts, true, metaExisted, nil
 }
+
+// ddl is the DDL EnsureSchema has to run: what the store needs, and the
+// cleanups (SchemaObject.Cleanup) it is due.
+type ddl struct{ required, cleanup []string }
+
+func (d ddl) none() bool { return len(d.required) == 0 && len(d.cleanup) == 0 }
 
 // presence asks whether each object exists, in one statement (a column
 // per object's Present).

@@ -88,7 +88,12 @@ func (e *env) open(ctx context.Context, m mode) (*sqlstore.Store, error) {
 	if err != nil || m != importing {
 		return s, err
 	}
-	if err := errors.Join(s.EnsureSchema(ctx), s.CheckPrivileges(ctx, sqlstore.PartImport)); err != nil {
+	schema := s.EnsureSchema(ctx)
+	if errors.Is(schema, sqlstore.ErrLeftToOwner) {
+		fmt.Fprintln(os.Stderr, "subagentctl: warning:", schema)
+		schema = nil
+	}
+	if err := errors.Join(schema, s.CheckPrivileges(ctx, sqlstore.PartImport)); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	return s, nil

@@ -269,3 +269,105 @@ func TestRollbackToLastRelease(t *testing.T) {
 		}
 	})
 }
+
+// TestRollingDeployFromLastRelease is a rolling deploy from the last
+// release through both command lines, on every dialect (docs/CONTRACT.md
+// §3.2, §4.4): this build's owner migrates; a replica of the last
+// release restarts meanwhile, its pass re-creating the trigger this
+// build dropped; this build's application role (on PostgreSQL and Citus
+// a role with the live part's grants only) still boots and writes — its
+// pass reports the trigger left to the owner, wrapping ErrPrivilege where
+// the role may not drop it — and the old replica's writes absorb history
+// through the re-created trigger; the owner's next pass drops it. Every
+// invocation is one row throughout.
+func TestRollingDeployFromLastRelease(t *testing.T) {
+	old := buildRelease(t, lastRelease)
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		e.Exec(t, `DROP TABLE task_session_subagents`) // the last release creates it itself
+		e.Exec(t, `DELETE FROM kandev_meta`)
+		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
+		second := kandevtest.Subagent("toolu_3", "in_progress", &core.Payload{SubagentType: "reviewer"})
+		if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, []kandevtest.Message{{ID: "m3",
+			TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1", Metadata: ptr(second.JSON()),
+			CreatedAt: created, UpdatedAt: created}}); err != nil {
+			t.Fatal(err)
+		}
+		oldRun := func(stdin string, args ...string) string {
+			t.Helper()
+			cmd := exec.Command(old, append([]string{"--db", e.DSN}, args...)...)
+			cmd.Env, cmd.Stdin = append(os.Environ(), "SUBAGENTCTL_DB="), strings.NewReader(stdin)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("the last release's %v: %v\n%s", args, err, out)
+			}
+			return string(out)
+		}
+		oldRun("", "migrate")                           // the last release, deployed and activated
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0) // this build's owner
+		oldRun("", "migrate")                           // a replica of the last release restarts
+		pg := e.Dialect.Name() == "postgres"
+		writer := e.DSN
+		if pg {
+			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
+				return printed(cli(t, "", "grants", "--role", role, "--part", "live").want(t, 0).stdout)
+			})
+		}
+		// This build's application replica boots and writes beside the
+		// re-created trigger.
+		frame := jsonFrame("s1", "toolu_1", "exec-new", "completed", created.Add(time.Minute),
+			`{"description":"","prompt":"","subagent_type":"","total_tokens":7}`) + "\n" +
+			jsonFrame("s1", "toolu_2", "exec-new", "completed", created.Add(2*time.Minute),
+				`{"description":"new","prompt":"","subagent_type":"tester"}`) + "\n"
+		r := cli(t, frame, "--db", writer, "record").want(t, 0)
+		if !strings.Contains(r.stdout, "persisted 2 ") {
+			t.Errorf("this build's record beside the last release's trigger: %s\n%s", r.stdout, r.stderr)
+		}
+		var migrated struct {
+			Steps []struct{ Step, Status, Detail string }
+		}
+		m := cli(t, "", "--db", writer, "migrate", "--json").want(t, 0)
+		if err := json.Unmarshal([]byte(m.stdout), &migrated); err != nil || len(migrated.Steps) == 0 {
+			t.Fatalf("migrate --json: %v\n%s", err, m.stdout)
+		}
+		left := strings.Contains(migrated.Steps[0].Detail, "waits for the table's owner") &&
+			strings.Contains(migrated.Steps[0].Detail, "lacks a privilege")
+		sharded := e.Name == "citus"
+		if want := pg && !sharded; left != want {
+			t.Errorf("the application role's pass, the trigger left to the owner: %t, want %t: %+v", left, want,
+				migrated.Steps[0])
+		}
+		// The last release's replica writes: the re-created trigger absorbs.
+		oldRun(jsonFrame("s1", "toolu_3", "exec-old", "completed", created.Add(3*time.Minute),
+			`{"description":"","prompt":"","subagent_type":"","total_tokens":9}`)+"\n", "record")
+		// The owner's next pass drops the trigger, and says so.
+		m = cli(t, "", "--db", e.DSN, "migrate", "--json").want(t, 0)
+		if err := json.Unmarshal([]byte(m.stdout), &migrated); err != nil || len(migrated.Steps) == 0 {
+			t.Fatalf("migrate --json: %v\n%s", err, m.stdout)
+		}
+		if dropped := strings.Contains(migrated.Steps[0].Detail, "ran DROP TRIGGER IF EXISTS subagentctx_absorb"); dropped ==
+			sharded {
+			t.Errorf("the owner's pass after the restart, the trigger's drop reported: %t: %+v", dropped, migrated.Steps[0])
+		}
+		if pg {
+			var triggers int64
+			e.DB.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'task_session_subagents'::regclass
+				AND tgname = 'subagentctx_absorb'`).Scan(&triggers)
+			if want := map[bool]int64{true: 1, false: 0}[sharded]; triggers != want {
+				t.Errorf("%d absorbing triggers after the owner's pass, want %d", triggers, want)
+			}
+		}
+		var rows []core.Subagent
+		json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "list", "--session", "s1", "--json").want(t, 0).stdout), &rows)
+		got := map[string]string{}
+		for _, row := range rows {
+			got[row.ToolCallID] += row.AgentExecutionID + "/" + string(row.Source) + " "
+		}
+		want := map[string]string{"toolu_1": "exec-new/backfill ", "toolu_2": "exec-new/live ",
+			"toolu_3": "exec-old/backfill "}
+		if len(got) != len(want) || got["toolu_1"] != want["toolu_1"] || got["toolu_2"] != want["toolu_2"] ||
+			got["toolu_3"] != want["toolu_3"] {
+			t.Errorf("rows after the rolling deploy: %v, want %v", got, want)
+		}
+		cli(t, "", "--db", e.DSN, "health").want(t, 0)
+	})
+}
