@@ -246,3 +246,46 @@ func TestAbsorbingRefusedByAWriterThatDoesNot(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchPastItsDeadlineNamesItsRefusedRows: a batch whose refused row
+// was taken out and whose retry then ran past the caller's deadline fails
+// as a whole as the database's passing state — never as the refused row's
+// constraint, which a host trusting the kind would drop the valid rows
+// for — and its error names the row refused and says that no row was
+// written; the valid row is written when the batch is tried again.
+func TestBatchPastItsDeadlineNamesItsRefusedRows(t *testing.T) {
+	e := testenv.Postgres().Env(t)
+	ctx := context.Background()
+	if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s", "t"); err != nil {
+		t.Fatal(err)
+	}
+	frame := func(session, tool string) core.Subagent {
+		row, _ := core.Normalize(core.Frame{TaskSessionID: session, TaskID: "t", ExecutionID: "e1", ToolCallID: tool,
+			ToolStatus: "in_progress", ObservedAt: time.Now()})
+		return row
+	}
+	if _, err := e.Store.UpsertBatch(ctx, []core.Subagent{frame("s", "held")}); err != nil {
+		t.Fatal(err)
+	}
+	lock := e.DB.Begin()
+	if err := lock.Exec(`SELECT 1 FROM task_session_subagents WHERE tool_call_id = 'held' FOR UPDATE`).Error; err != nil {
+		t.Fatal(err)
+	}
+	batch := []core.Subagent{frame("no-such-session", "refused"), frame("s", "held")}
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	rowErrs, err := e.Store.UpsertBatch(short, batch)
+	lock.Rollback()
+	if rowErrs != nil || !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrConstraint) {
+		t.Fatalf("the batch past its deadline: %v, %v; want the passing state as a whole", rowErrs, err)
+	}
+	for _, want := range []string{"no row written", `"no-such-session", "e1", "refused"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the batch's error %q does not say %q", err, want)
+		}
+	}
+	rowErrs, err = e.Store.UpsertBatch(ctx, batch)
+	if err != nil || rowErrs[1] != nil || !errors.Is(rowErrs[0], core.ErrConstraint) {
+		t.Fatalf("the batch again: %v, %v; want the refused row's constraint alone", rowErrs, err)
+	}
+}

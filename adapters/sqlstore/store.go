@@ -534,7 +534,7 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 		case err == nil:
 			return rowErrs, nil
 		case at < 0: // the transaction itself: not one row's fault
-			return nil, s.opError("upsert batch", err)
+			return nil, s.batchError(ctx, rows, rowErrs, err)
 		}
 		row := &rows[todo[at]]
 		if rowErrs[todo[at]] = s.keyError("upsert", row.Key(), err); errors.Is(rowErrs[todo[at]], core.ErrUnavailable) {
@@ -547,6 +547,34 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 		todo = append(todo[:at], todo[at+1:]...)
 	}
 	return rowErrs, nil
+}
+
+// batchError is UpsertBatch's error when a transaction fails as a whole:
+// no row of the batch is written, and it names the rows refused before
+// (taken out of the attempts, rowErrs), which a caller retrying the batch
+// would otherwise not know of. Past the write's deadline, or cancelled,
+// it is never one row's kind, whatever the failed statement said: the
+// same batch, less its refused rows, may succeed later.
+func (s *Store) batchError(ctx context.Context, rows []core.Subagent, rowErrs []error, err error) error {
+	op := "upsert batch: no row written"
+	var refused []string
+	for i, e := range rowErrs {
+		if e != nil {
+			k := rows[i].Key()
+			refused = append(refused, fmt.Sprintf("(%q, %q, %q)", k.TaskSessionID, k.AgentExecutionID, k.ToolCallID))
+		}
+	}
+	if len(refused) > 0 {
+		op += fmt.Sprintf(" (%d refused first, by key: %s)", len(refused), strings.Join(refused, ", "))
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
+		return &core.OpError{Op: op, Kind: core.ErrUnavailable, Err: errors.Join(cause, err)}
+	case cause != nil: // the caller's choice: no kind
+		return &core.OpError{Op: op, Err: errors.Join(cause, err)}
+	}
+	return s.opError(op, err)
 }
 
 // writeRows writes rows[todo…] in one transaction: the pool's, or on a
@@ -570,7 +598,10 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int)
 	stmts, of := s.writeStatements(rows, todo, s.form.Absorb != nil && !sharded)
 	if p, ok := s.d.(Pipeliner); ok {
 		if at, ok, err := p.Pipeline(ctx, pool, stmts); ok {
-			if err != nil && ctx.Err() != nil {
+			// A row the database refused is the row's, even when the
+			// deadline passed meanwhile; any other failure then is the
+			// deadline's.
+			if err != nil && ctx.Err() != nil && !errors.Is(s.d.Classify(err), core.ErrConstraint) {
 				return -1, errors.Join(ctx.Err(), err)
 			}
 			return s.fault(stmts, of, at, err)
@@ -601,7 +632,7 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int)
 			_, err = tx.ExecContext(stmtCtx, st.SQL, st.Args...)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil && !errors.Is(s.d.Classify(err), core.ErrConstraint) { // as in the pipeline's case
 				return -1, errors.Join(ctx.Err(), err, tx.Rollback())
 			}
 			at, err := s.fault(stmts, of, k, err)

@@ -16,8 +16,10 @@ type Synchronous interface{ Synchronous() }
 // atomic upsert statement (AC-14), all in one transaction. It returns one
 // error per row (nil: committed); a row the database refuses
 // (core.ErrInvalidRow, core.ErrConstraint) does not cost the others. When
-// the transaction as a whole fails, err says why and no row is written:
-// with core.ErrUnavailable the same batch may succeed later.
+// the transaction as a whole fails, err says why, names the rows refused
+// before it, and no row is written: with core.ErrUnavailable (past the
+// write's deadline included, whatever the last statement said) the same
+// batch may succeed later; err never has a row's kind.
 type BatchStore interface {
 	UpsertBatch(ctx context.Context, rows []core.Subagent) (rowErrs []error, err error)
 }
