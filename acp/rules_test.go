@@ -370,6 +370,58 @@ func TestBoundedInBytes(t *testing.T) {
 	}
 }
 
+// TestByteBoundBoundsTheHeap: under hostile payload shapes — long arrays
+// of zeros, of empty strings, of one-key objects, objects of many keys —
+// what a tracker keeps under WithMaxBytes holds at most twice the bound
+// in heap, measured after a collection (counted by JSON length, an 8 MiB
+// bound held 45–171 MiB).
+func TestByteBoundBoundsTheHeap(t *testing.T) {
+	repeat := func(n int, item string) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
+	keys := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"%d":0`, i)
+		}
+		return b.String()
+	}
+	const limit = 8 << 20
+	for name, input := range map[string]string{
+		"zeros":         "[" + repeat(20_000, "0") + "]",
+		"empty strings": "[" + repeat(13_000, `""`) + "]",
+		"small objects": "[" + repeat(5_000, `{"a":0}`) + "]",
+		"many keys":     "{" + keys(4_000) + "}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			tr := acp.NewTracker(acp.WithMaxBytes(limit))
+			for i := range 3 * limit / len(input) {
+				if _, err := tr.UpdateJSON(identity("s"), line("a", "tool_call", fmt.Sprint("task", i),
+					`,"title":"sub-agent-x: y","status":"in_progress","rawInput":{"prompt":`+input+`}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			t.Logf("%s: %d calls kept, %d bytes counted, heap +%.1f MiB under a bound of %d MiB", name, tr.Calls(),
+				tr.Bytes(), float64(held)/(1<<20), limit>>20)
+			if tr.Bytes() > limit || tr.Calls() == 0 {
+				t.Errorf("%d bytes counted in %d calls, want at most %d in at least one", tr.Bytes(), tr.Calls(), limit)
+			}
+			if held > 2*limit {
+				t.Errorf("the tracker holds %.1f MiB of heap under a bound of %d MiB: over twice its bound",
+					float64(held)/(1<<20), limit>>20)
+			}
+			runtime.KeepAlive(tr)
+		})
+	}
+}
+
 // TestCodexCorrelation (docs/CONTRACT.md §7, Codex): activities reach the
 // row of the spawn that named their thread across tool call ids, after the
 // spawn settled and its turn ended; a non-terminal one under another id

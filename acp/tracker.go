@@ -109,7 +109,7 @@ const (
 	// DefaultMaxSessions is how many ACP sessions are kept; past it the
 	// least recently used is forgotten.
 	DefaultMaxSessions = 1024
-	// DefaultMaxBytes bounds the JSON kept of the calls (WithMaxBytes).
+	// DefaultMaxBytes bounds the memory the kept calls hold (WithMaxBytes).
 	DefaultMaxBytes = 64 << 20
 )
 
@@ -169,7 +169,10 @@ func WithMaxCalls(n int) Option { return func(t *Tracker) { t.maxCalls = max(n, 
 // correlations of child threads to rows. Past it, cursor/task metadata
 // that named no session is forgotten first, oldest first, then the
 // oldest calls of the least recently used session, then that session. A
-// call's size, and metadata's, is the length of the JSON it arrived in.
+// call's size, and metadata's, is the heap its decoded JSON holds,
+// estimated from above (at least the JSON's length): a payload of tiny
+// values costs many times its length once decoded, and the bound bounds
+// memory whatever the payload's shape.
 func WithMaxBytes(n int) Option { return func(t *Tracker) { t.maxBytes = max(n, 1) } }
 
 // WithMaxSessions bounds the ACP sessions kept (at least 1).
@@ -242,7 +245,7 @@ type update struct {
 	input      any
 	output     any
 	meta       jsonMap
-	size       int // the length of the JSON it arrived in
+	size       int // the heap its decoded JSON holds (footprint)
 }
 
 // ErrNotParams is returned for raw params that are not a JSON object.
@@ -255,7 +258,7 @@ func (t *Tracker) UpdateJSON(id Identity, params []byte) ([]core.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.updateParams(id, p, len(params)), nil
+	return t.updateParams(id, p, max(len(params), footprint(p))), nil
 }
 
 // updateParams is UpdateJSON on decoded params, which arrived in size
@@ -288,7 +291,7 @@ func (t *Tracker) CursorTask(id Identity, params []byte) ([]core.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.cursorParams(p, len(params)), nil
+	return t.cursorParams(p, max(len(params), footprint(p))), nil
 }
 
 // cursorParams is CursorTask on decoded params, which arrived in size
@@ -835,11 +838,11 @@ func (t *Tracker) Line(id Identity, line []byte) ([]core.Frame, error) {
 	case (method == "session/update" || method == "cursor/task") && params == nil:
 		return nil, ErrNotParams
 	case method == "session/update":
-		return t.updateParams(id, params, len(line)), nil
+		return t.updateParams(id, params, max(len(line), footprint(params))), nil
 	case method == "cursor/task":
-		return t.cursorParams(params, len(line)), nil
+		return t.cursorParams(params, max(len(line), footprint(params))), nil
 	case method != "" || m["update"] == nil:
 		return nil, nil
 	}
-	return t.updateParams(id, m, len(line)), nil
+	return t.updateParams(id, m, max(len(line), footprint(m))), nil
 }
