@@ -39,14 +39,14 @@ var onDelete = map[string]string{"a": "NO ACTION", "r": "RESTRICT", "c": "CASCAD
 func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlstore.TableInfo, error) {
 	var info sqlstore.TableInfo
 	var found struct {
-		Exists                        bool
+		Exists, Partitioned           bool
 		Columns, Indexes, ForeignKeys *string
 	}
 	rel := `"` + name + `"`
-	if err := db.WithContext(ctx).Raw(describeTable, rel, rel, rel, rel).Scan(&found).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(describeTable, rel, rel, rel, rel, rel).Scan(&found).Error; err != nil {
 		return info, err
 	}
-	if info.Exists = found.Exists; !found.Exists {
+	if info.Exists, info.Partitioned = found.Exists, found.Partitioned; !found.Exists {
 		return info, nil
 	}
 	var cols []struct {
@@ -99,8 +99,11 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 
 // describeTable is a table's presence, columns (in order), indexes (by
 // name, each with its columns in key order and the constraint it backs)
-// and single-column foreign keys, the last three as JSON arrays.
+// and single-column foreign keys, the last three as JSON arrays. An index
+// an interrupted CREATE INDEX CONCURRENTLY left invalid is no index: the
+// pass builds it again.
 const describeTable = `SELECT to_regclass(?) IS NOT NULL AS exists,
+	COALESCE((SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass(?)), false) AS partitioned,
 	(SELECT json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, NULL),
 			'not_null', a.attnotnull, 'dflt', pg_get_expr(x.adbin, x.adrelid)) ORDER BY a.attnum)
 		FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
@@ -113,13 +116,24 @@ const describeTable = `SELECT to_regclass(?) IS NOT NULL AS exists,
 		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns
 			FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
 			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) x
-		WHERE i.indrelid = to_regclass(?)) AS indexes,
+		WHERE i.indrelid = to_regclass(?) AND i.indisvalid) AS indexes,
 	(SELECT json_agg(json_build_object('column', a.attname, 'ref_table', r.relname, 'ref_column', ra.attname,
 			'del_type', k.confdeltype))
 		FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
 		JOIN pg_class r ON r.oid = k.confrelid
 		JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
 		WHERE k.conrelid = to_regclass(?) AND k.contype = 'f' AND k.conparentid = 0) AS foreign_keys`
+
+// OnlineIndex implements sqlstore.OnlineIndexer: CONCURRENTLY, after
+// dropping what an interrupted build left (an invalid index of the same
+// name, which IF NOT EXISTS would keep). PostgreSQL refuses CONCURRENTLY
+// on a partitioned table: its indexes are built the plain way.
+func (Dialect) OnlineIndex(info sqlstore.TableInfo, name, on string) []string {
+	if info.Partitioned {
+		return nil
+	}
+	return []string{"DROP INDEX CONCURRENTLY IF EXISTS " + name, "CREATE INDEX CONCURRENTLY " + name + " ON " + on}
+}
 
 // SchemaExtras implements sqlstore.Catalog: the message view's function.
 func (Dialect) SchemaExtras() []sqlstore.SchemaObject {

@@ -268,6 +268,16 @@ type SchemaObject struct {
 	Cleanup bool
 }
 
+// OnlineIndexer is implemented by a dialect that can build an index on
+// a populated table without blocking its writes (PostgreSQL's
+// CONCURRENTLY). OnlineIndex returns the statements that build the index
+// name, defined by on ("table(columns) [WHERE …]"), so — each run outside
+// any transaction, replacing what an interrupted build left — or nil
+// where the table described by info does not allow it.
+type OnlineIndexer interface {
+	OnlineIndex(info TableInfo, name, on string) []string
+}
+
 // Step is one numbered, non-additive change of the table's shape
 // (docs/CONTRACT.md §4 step 2). Its version is recorded in the meta table
 // once it has run, so it never runs again.
@@ -332,7 +342,9 @@ type BoundedStatements interface{ BoundedStatements() }
 
 // TableInfo is a table as a catalog describes it.
 type TableInfo struct {
-	Exists      bool
+	Exists bool
+	// Partitioned: the table is a partitioned table's parent.
+	Partitioned bool
 	Columns     []ColumnInfo
 	Indexes     []IndexInfo
 	ForeignKeys []ForeignKeyInfo

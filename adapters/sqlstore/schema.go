@@ -91,16 +91,55 @@ const sessionOrderIndex = "idx_subagents_session_order"
 // IndexDDL creates the secondary indexes if absent, the history's and the
 // sessions' order (in the dialect's form).
 func IndexDDL(d Fragments) []string {
-	out := make([]string, len(secondaryIndexes))
+	defs := indexDefs(d)
+	out := make([]string, len(defs))
+	for i, x := range defs {
+		out[i] = "CREATE INDEX IF NOT EXISTS " + x.name + " ON " + x.on
+	}
+	return out
+}
+
+// indexDef is a secondary index: its name, and what follows ON.
+type indexDef struct{ name, on string }
+
+// indexDefs are the secondary indexes, the history's and the sessions'
+// order (in the dialect's form).
+func indexDefs(d Fragments) []indexDef {
+	out := make([]indexDef, len(secondaryIndexes))
 	for i, x := range secondaryIndexes {
-		out[i] = fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s(%s)", x.Name, Table, x.Column)
+		out[i] = indexDef{x.Name, Table + "(" + x.Column + ")"}
 	}
 	return append(
 		out,
-		"CREATE INDEX IF NOT EXISTS "+historyIndex+" ON "+Table+"(task_session_id, tool_call_id) WHERE "+backfilled(""),
-		"CREATE INDEX IF NOT EXISTS "+sessionOrderIndex+" ON "+Table+"(task_session_id, "+d.Ordered("observed_at")+", "+
-			d.Bytewise("tool_call_id")+", "+d.Bytewise("agent_execution_id")+")",
+		indexDef{historyIndex, Table + "(task_session_id, tool_call_id) WHERE " + backfilled("")},
+		indexDef{sessionOrderIndex, Table + "(task_session_id, " + d.Ordered("observed_at") + ", " +
+			d.Bytewise("tool_call_id") + ", " + d.Bytewise("agent_execution_id") + ")"},
 	)
+}
+
+// buildIndexes are the statements that build the named indexes on a
+// table described by info, which holds rows: without blocking its writes
+// where the dialect can (OnlineIndexer) and they run outside any
+// transaction (outside), else as IndexDDL does.
+func (s *Store) buildIndexes(info TableInfo, names []string, outside bool) []string {
+	var out []string
+	online, _ := s.d.(OnlineIndexer)
+	if !outside {
+		online = nil
+	}
+	for _, x := range indexDefs(s.d) {
+		if !slices.Contains(names, x.name) {
+			continue
+		}
+		if online != nil {
+			if q := online.OnlineIndex(info, x.name, x.on); q != nil {
+				out = append(out, q...)
+				continue
+			}
+		}
+		out = append(out, "CREATE INDEX IF NOT EXISTS "+x.name+" ON "+x.on)
+	}
+	return out
 }
 
 // metaDDL creates the meta table if absent (docs/CONTRACT.md §2).
@@ -158,23 +197,23 @@ func additive(c storekit.Column) bool { return c.Nullable || c.Default != nil }
 type shapeReport struct {
 	// missing are declared columns the table lacks that the pass can add.
 	missing []storekit.Column
-	// indexes are declared secondary indexes the table lacks.
-	indexes bool
+	// indexes are declared secondary indexes the table lacks, by name.
+	indexes []string
 	// diffs are the other differences, each a sentence: what only a
 	// numbered step can change.
 	diffs []string
 }
 
 // holds reports whether the table has its declared shape.
-func (r shapeReport) holds() bool { return len(r.missing) == 0 && !r.indexes && len(r.diffs) == 0 }
+func (r shapeReport) holds() bool { return len(r.missing) == 0 && len(r.indexes) == 0 && len(r.diffs) == 0 }
 
 func (r shapeReport) String() string {
 	var parts []string
 	for _, c := range r.missing {
 		parts = append(parts, "lacks column "+c.Name)
 	}
-	if r.indexes {
-		parts = append(parts, "lacks a secondary index")
+	for _, x := range r.indexes {
+		parts = append(parts, "lacks index "+x)
 	}
 	return strings.Join(append(parts, r.diffs...), "; ")
 }
@@ -266,10 +305,14 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		r.diffs = append(r.diffs, "has no primary key")
 	}
 	for _, x := range secondaryIndexes {
-		r.indexes = r.indexes || !plain[x.Column]
+		if !plain[x.Column] {
+			r.indexes = append(r.indexes, x.Name)
+		}
 	}
 	for _, name := range []string{historyIndex, sessionOrderIndex} {
-		r.indexes = r.indexes || !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == name })
+		if !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == name }) {
+			r.indexes = append(r.indexes, name)
+		}
 	}
 	if !slices.ContainsFunc(info.ForeignKeys, func(f ForeignKeyInfo) bool {
 		return f.Column == "task_session_id" && f.RefTable == t.Sessions && f.RefColumn == "id" &&

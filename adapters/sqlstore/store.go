@@ -335,9 +335,12 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB, sharded bool,
 	}
 	r := compare(s.d, s.tables, info)
 	if len(r.missing) == 0 && len(r.diffs) == 0 { // the declared columns and keys: what depends on them
-		if r.indexes {
-			stmts.required = append(stmts.required, IndexDDL(s.d)...)
-		}
+		// Built without blocking the writes where the dialect can: the
+		// table may hold millions of rows (an earlier release's lacks
+		// idx_subagents_session_order) — but in a host's transaction,
+		// where CONCURRENTLY cannot run.
+		_, pool := PoolOf(db)
+		stmts.required = append(stmts.required, s.buildIndexes(info, r.indexes, pool)...)
 		objects = append(objects, s.upsertObjects(sharded)...)
 	}
 	present, err := presence(db, objects)

@@ -10,6 +10,7 @@ SELECT to_regclass('"kandev_meta"') IS NOT NULL;
 SELECT to_regclass('"task_session_subagents"') IS NOT NULL;
 
 SELECT to_regclass('"task_session_subagents"') IS NOT NULL AS exists,
+	COALESCE((SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass('"task_session_subagents"')), false) AS partitioned,
 	(SELECT json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, NULL),
 			'not_null', a.attnotnull, 'dflt', pg_get_expr(x.adbin, x.adrelid)) ORDER BY a.attnum)
 		FROM pg_attribute a LEFT JOIN pg_attrdef x ON x.adrelid = a.attrelid AND x.adnum = a.attnum
@@ -22,7 +23,7 @@ SELECT to_regclass('"task_session_subagents"') IS NOT NULL AS exists,
 		CROSS JOIN LATERAL (SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns
 			FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
 			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) x
-		WHERE i.indrelid = to_regclass('"task_session_subagents"')) AS indexes,
+		WHERE i.indrelid = to_regclass('"task_session_subagents"') AND i.indisvalid) AS indexes,
 	(SELECT json_agg(json_build_object('column', a.attname, 'ref_table', r.relname, 'ref_column', ra.attname,
 			'del_type', k.confdeltype))
 		FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
