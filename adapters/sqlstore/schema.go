@@ -205,7 +205,9 @@ type shapeReport struct {
 }
 
 // holds reports whether the table has its declared shape.
-func (r shapeReport) holds() bool { return len(r.missing) == 0 && len(r.indexes) == 0 && len(r.diffs) == 0 }
+func (r shapeReport) holds() bool {
+	return len(r.missing) == 0 && len(r.indexes) == 0 && len(r.diffs) == 0
+}
 
 func (r shapeReport) String() string {
 	var parts []string
