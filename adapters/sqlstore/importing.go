@@ -42,7 +42,8 @@ func (s *Store) Keys(ctx context.Context) (map[string]string, error) {
 // ImportResult is what an import did.
 type ImportResult struct {
 	// Rows is how many rows were written (merged into a row already there
-	// by the merge rules, or inserted).
+	// by the merge rules, or inserted) and committed — a refused row's
+	// batch's others included.
 	Rows int64 `json:"rows"`
 	// KeysWritten are the keys the target did not have; KeysKept, those it
 	// had with another value, which it keeps (a key is written once).
@@ -69,7 +70,7 @@ const (
 // Rows are written before the keys, so that a reader never sees the keys
 // of a record not yet there. A row the store refuses (a session the host
 // does not have: ErrConstraint) stops the import with its error; the rows
-// before it are written.
+// before it, and the others of its batch, are written (and counted).
 func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Seq2[core.Subagent, error],
 ) (ImportResult, error) {
 	var res ImportResult
@@ -99,14 +100,18 @@ func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Se
 		if err != nil {
 			return err
 		}
+		// The batch's other rows are committed whatever one refused row
+		// says: counted, so that Rows is what the target holds of it.
+		var refused error
 		for _, e := range rowErrs {
-			if e != nil {
-				return e
+			if e == nil {
+				res.Rows++
+			} else if refused == nil {
+				refused = e
 			}
 		}
-		res.Rows += int64(len(batch))
 		batch = batch[:0]
-		return nil
+		return refused
 	}
 	for r, err := range rows {
 		if err != nil {

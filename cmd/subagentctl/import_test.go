@@ -211,3 +211,28 @@ func TestImportMovesTheKeysByteForByte(t *testing.T) {
 		}
 	})
 }
+
+// TestImportCountsWhatCommitted (docs/CONTRACT.md §3.3): a row the target
+// refuses (its session is not there) stops the import with its error, and
+// the count printed is what the target holds: the others of its batch are
+// committed, and counted (it said 0).
+func TestImportCountsWhatCommitted(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, src *sqltest.Env) {
+		hostData(t, src, []string{"s1", "s2"}, nil)
+		cli(t, "", "--db", src.DSN, "migrate").want(t, 0)
+		at := time.Date(2026, 11, 3, 9, 0, 0, 0, time.UTC)
+		cli(t, jsonFrame("s1", "toolu_1", "exec-1", "completed", at, `{}`)+"\n"+
+			jsonFrame("s2", "toolu_2", "exec-1", "completed", at, `{}`)+"\n"+
+			jsonFrame("s1", "toolu_3", "exec-1", "completed", at, `{}`)+"\n", "--db", src.DSN, "record").want(t, 0)
+		exported := cli(t, "", "--db", src.DSN, "export", "--keys").want(t, 0).stdout
+		dst := src.Driver.Env(t)
+		hostData(t, dst, []string{"s1"}, nil) // the host moved s1 alone
+		r := cli(t, exported, "--db", dst.DSN, "import")
+		if r.code == 0 || !strings.Contains(r.stderr, "imported 2 rows before the error") {
+			t.Errorf("import with a refused row: exit %d\n%s", r.code, r.stderr)
+		}
+		if n := dst.Count(t); n != 2 {
+			t.Errorf("the target holds %d rows, want s1's 2", n)
+		}
+	})
+}
