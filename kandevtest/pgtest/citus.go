@@ -20,7 +20,7 @@ const EnvCitusRequired = "SUBAGENTCTX_TEST_CITUS_REQUIRED"
 
 // CitusAvailable reports whether a Citus cluster was provided, or must be.
 func CitusAvailable() bool {
-	return os.Getenv(EnvCitusDSN) != "" || os.Getenv(EnvCitusRequired) == "1"
+	return (os.Getenv(EnvCitusDSN) != "" || os.Getenv(EnvCitusRequired) == "1") && !sqliteOnly()
 }
 
 // NewCitusSchema creates an empty schema for this test on the Citus
@@ -31,6 +31,7 @@ func CitusAvailable() bool {
 // anew. Without a cluster the test skips with a message.
 func NewCitusSchema(t testing.TB) string {
 	t.Helper()
+	skipInSQLiteRun(t)
 	admin := os.Getenv(EnvCitusDSN)
 	if admin == "" {
 		if os.Getenv(EnvCitusRequired) == "1" {

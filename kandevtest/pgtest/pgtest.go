@@ -25,9 +25,28 @@ const EnvDSN = "SUBAGENTCTX_TEST_POSTGRES_DSN"
 // connection uses, so that nothing can silently depend on UTC sessions.
 const SessionTimeZone = "Asia/Kolkata"
 
-// AdminDSN returns the server's DSN or skips (fails under CI=true).
+// EnvSQLiteOnly, set to 1, marks a run of the suites for SQLite alone —
+// scripts/test's run without cgo, which tests SQLite on its pure-Go
+// driver, where PostgreSQL is pgx either way and its suites ran already:
+// the PostgreSQL and Citus tests skip, saying so, even under CI=true.
+const EnvSQLiteOnly = "SUBAGENTCTX_TEST_SQLITE_ONLY"
+
+// sqliteOnly reports whether this run is SQLite's alone (EnvSQLiteOnly).
+func sqliteOnly() bool { return os.Getenv(EnvSQLiteOnly) == "1" }
+
+// skipInSQLiteRun skips a PostgreSQL test in a run of SQLite's alone.
+func skipInSQLiteRun(t testing.TB) {
+	t.Helper()
+	if sqliteOnly() {
+		t.Skipf("PostgreSQL tests skipped: %s=1, a run of the SQLite suites alone", EnvSQLiteOnly)
+	}
+}
+
+// AdminDSN returns the server's DSN or skips (fails under CI=true, but in
+// a run of SQLite's alone).
 func AdminDSN(t testing.TB) string {
 	t.Helper()
+	skipInSQLiteRun(t)
 	dsn := os.Getenv(EnvDSN)
 	if dsn == "" {
 		if os.Getenv("CI") == "true" {
@@ -97,9 +116,9 @@ func open(t testing.TB, dsn string) *gorm.DB {
 }
 
 // Available reports whether a PostgreSQL server was provided.
-func Available() bool { return os.Getenv(EnvDSN) != "" }
+func Available() bool { return os.Getenv(EnvDSN) != "" && !sqliteOnly() }
 
 // Required reports whether the PostgreSQL tests must run (CI=true): a test
 // that would leave PostgreSQL out when it is not Available must include it
 // then, so that it fails rather than passes without it.
-func Required() bool { return os.Getenv("CI") == "true" }
+func Required() bool { return os.Getenv("CI") == "true" && !sqliteOnly() }
