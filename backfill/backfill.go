@@ -133,7 +133,9 @@ func (m *Migrator) lock(ctx context.Context) (context.Context, func(), error) {
 
 // step runs one step, timing it. A failure is logged at WARN with the
 // step's name; a step stopped by its context's cancellation is reported
-// as cancelled, at INFO: a host shutting down is not a failure.
+// as cancelled, at INFO: a host shutting down is not a failure. A step
+// that ran out of its context's deadline failed: a host that warns on
+// failures must see a pass that timed out.
 func (m *Migrator) step(ctx context.Context, name string, fn func(context.Context, *StepResult) error) StepResult {
 	res := StepResult{Step: name, Status: Ran}
 	start := time.Now()
@@ -143,18 +145,21 @@ func (m *Migrator) step(ctx context.Context, name string, fn func(context.Contex
 	}
 	res.Duration = time.Since(start)
 	switch {
-	case err != nil && ctx.Err() != nil:
-		res.Err = liberr.Errorf("%s step: %w", name, err)
-		res.Status, res.Detail = Cancelled, "cancelled: "+context.Cause(ctx).Error()
-		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil
-		m.log.LogAttrs(ctx, slog.LevelInfo, "subagentctx: migration step cancelled", slog.String("step", name))
-	case err != nil:
+	case err != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		err = fmt.Errorf("ran out of time: %w", errors.Join(context.Cause(ctx), err))
+		fallthrough
+	case err != nil && ctx.Err() == nil:
 		res.Err = liberr.Errorf("%s step: %w", name, err)
 		res.Status, res.Detail = Failed, strings.TrimPrefix(res.Err.Error(), liberr.Prefix+name+" step: ")
 		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil // nothing that claims success
 		m.log.LogAttrs(
 			ctx, slog.LevelWarn, "subagentctx: migration step failed", slog.String("step", name), slog.Any("error", err),
 		)
+	case err != nil:
+		res.Err = liberr.Errorf("%s step: %w", name, err)
+		res.Status, res.Detail = Cancelled, "cancelled: "+context.Cause(ctx).Error()
+		res.RowsInserted, res.RowsMerged, res.KeysWritten = 0, 0, nil
+		m.log.LogAttrs(ctx, slog.LevelInfo, "subagentctx: migration step cancelled", slog.String("step", name))
 	default:
 		m.log.LogAttrs(
 			ctx,

@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,8 +15,9 @@ const (
 	Ran     Status = "ran"
 	Skipped Status = "skipped"
 	Failed  Status = "failed"
-	// Cancelled: the step's context ended (a host shutting down); nothing
-	// was written that claims success, and it is not a failure.
+	// Cancelled: the step's context was cancelled (a host shutting down);
+	// nothing was written that claims success, and it is not a failure.
+	// A step that ran out of its deadline is Failed.
 	Cancelled Status = "cancelled"
 )
 
@@ -59,6 +61,20 @@ func (r Report) Failed() bool {
 		}
 	}
 	return false
+}
+
+// Err is the pass's failure as one error: every failed or cancelled
+// step's, joined (nil when each step ran or was skipped). A step that ran
+// out of its deadline is failed, and its error wraps
+// context.DeadlineExceeded.
+func (r Report) Err() error {
+	var errs []error
+	for _, s := range r.Steps {
+		if s.Status == Failed || s.Status == Cancelled {
+			errs = append(errs, s.Err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Cancelled reports whether any step was cancelled.

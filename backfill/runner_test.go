@@ -144,3 +144,29 @@ func TestReportAfterAnAmbiguousCommit(t *testing.T) {
 		t.Errorf("%d rows, want 4 (the first attempt's, committed once)", rows)
 	}
 }
+
+// TestATimedOutPassFails: a pass that runs out of its deadline is failed,
+// not cancelled — logged at WARN, its Err wrapping
+// context.DeadlineExceeded — so that a host warning on failures sees it;
+// a pass cancelled is cancelled (INFO), Err saying so; a pass that ran
+// has no Err.
+func TestATimedOutPassFails(t *testing.T) {
+	e := testenv.SQLite().Env(t)
+	var logs testlog.Buffer
+	m := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	r := m.Run(expired)
+	if !r.Failed() || r.Cancelled() || !errors.Is(r.Err(), context.DeadlineExceeded) ||
+		!strings.Contains(logs.String(), "level=WARN msg=\"subagentctx: migration step failed\"") {
+		t.Errorf("a pass past its deadline: %s, Err %v\n%s", r, r.Err(), logs.String())
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if r := m.Run(stopped); r.Failed() || !r.Cancelled() || !errors.Is(r.Err(), context.Canceled) {
+		t.Errorf("a pass cancelled: %s, Err %v", r, r.Err())
+	}
+	if r := m.Run(context.Background()); r.Err() != nil {
+		t.Errorf("a pass that ran: %s, Err %v", r, r.Err())
+	}
+}
