@@ -42,17 +42,27 @@ func NewCounters() *Counters { return new(Counters) }
 
 var processCounters = sync.OnceValue(func() *Counters {
 	c := NewCounters()
-	expvar.Publish(ExpvarName, c.Var())
+	if expvar.Get(ExpvarName) == nil { // a host's own variable of the name keeps it
+		expvar.Publish(ExpvarName, c.Var())
+	}
 	return c
 })
 
-// ProcessCounters returns the process's counters, published on expvar as
-// subagent_context_total the first time it is called and shared after that.
+// ProcessCounters returns the process's counters, shared by every caller,
+// and publishes them on expvar as subagent_context_total (ExpvarName) the
+// first time it is called — unless the process has a variable of that
+// name already (a host that keeps a subagent_context_total map of its own,
+// as the reference host does, where expvar.Publish would panic): then it
+// publishes nothing, and the host publishes Var under a name of its own.
+// The published value is Var's, not an *expvar.Map: read it with Values
+// (or the JSON object /debug/vars shows), not Get(key).(*expvar.Int).
 func ProcessCounters() *Counters { return processCounters() }
 
-// Var is the counters as one expvar value (a JSON object, one consistent
-// snapshot each time it is read), for a host that publishes it under a
-// name of its own.
+// Var is the counters as one expvar value, for a host that publishes it
+// under a name of its own: an expvar.Func whose value is one consistent
+// snapshot each time it is read, a map of the counters' names (the
+// Counter… constants) to int64, which /debug/vars renders as a JSON
+// object. An *expvar.Map of *expvar.Int could not be read as one snapshot.
 func (c *Counters) Var() expvar.Var { return expvar.Func(func() any { return c.Values().Map() }) }
 
 // CounterValues is a snapshot of the counters.

@@ -32,8 +32,11 @@ type Recorder struct {
 	sync     bool       // store is storekit.Synchronous
 	counters *Counters
 	log      *slog.Logger
-	now      func() time.Time
-	warns    warnLimiter
+	// failureMsg and sessionField are the WARN line of a frame given up
+	// (WithFailureLog).
+	failureMsg, sessionField string
+	now                      func() time.Time
+	warns                    warnLimiter
 
 	queueSize, batchSize int
 	queueBytes           int64
@@ -88,6 +91,22 @@ func WithCounters(c *Counters) RecorderOption { return func(r *Recorder) { r.cou
 
 // WithLogger sets the logger for WARN lines (default slog.Default()).
 func WithLogger(l *slog.Logger) RecorderOption { return func(r *Recorder) { r.log = l } }
+
+// WithFailureLog sets the WARN line of a frame given up: its message
+// (default "subagentctx: subagent context write failed") and the name of
+// the field carrying its session id (default "task_session_id"), so that a
+// host's log alerts and tests keyed on its own wording keep working. An
+// empty argument keeps its default.
+func WithFailureLog(message, sessionField string) RecorderOption {
+	return func(r *Recorder) {
+		if message != "" {
+			r.failureMsg = message
+		}
+		if sessionField != "" {
+			r.sessionField = sessionField
+		}
+	}
+}
 
 // WithClock sets the clock that stamps a frame recorded without an
 // observation time (default time.Now). The store stamps updated_at.
@@ -216,7 +235,8 @@ func NewRecorder(store Store, opts ...RecorderOption) (*Recorder, error) {
 	}
 	r := &Recorder{store: store, queueSize: DefaultQueueSize, queueBytes: DefaultQueueBytes, batchSize: DefaultBatchSize,
 		retryMin: 50 * time.Millisecond, retryMax: 2 * time.Second, drain: DefaultDrain,
-		writeTimeout: DefaultWriteTimeout, seed: maphash.MakeSeed()}
+		writeTimeout: DefaultWriteTimeout, seed: maphash.MakeSeed(),
+		failureMsg: "subagentctx: subagent context write failed", sessionField: "task_session_id"}
 	for _, o := range opts {
 		if o != nil {
 			o(r)
@@ -437,7 +457,7 @@ func (r *Recorder) resolve(ctx context.Context, row Subagent, err error) {
 	r.counters.failed.Add(1)
 	if ok, suppressed := r.warns.allow(r.now()); ok {
 		attrs := []slog.Attr{
-			slog.String("task_session_id", row.TaskSessionID),
+			slog.String(r.sessionField, row.TaskSessionID),
 			slog.String("tool_call_id", row.ToolCallID),
 			slog.String("agent_execution_id", row.AgentExecutionID),
 			slog.Any("error", err),
@@ -445,7 +465,7 @@ func (r *Recorder) resolve(ctx context.Context, row Subagent, err error) {
 		if suppressed > 0 {
 			attrs = append(attrs, slog.Int64("similar_warnings_suppressed", suppressed))
 		}
-		r.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: subagent context write failed", attrs...)
+		r.log.LogAttrs(ctx, slog.LevelWarn, r.failureMsg, attrs...)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"expvar"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,6 +199,32 @@ func TestAC27_FailingStoreNeverReachesTheCaller(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFailureLogIsTheHosts: WithFailureLog sets the WARN line of a frame
+// given up — its message and its session id's field — so that a host's
+// alert keyed on its own wording keeps firing.
+func TestFailureLogIsTheHosts(t *testing.T) {
+	var logs testlog.Buffer
+	rec, err := core.NewRecorder(storeFunc(func(context.Context, core.Subagent) error { return errors.New("disk full") }),
+		core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		core.WithFailureLog("failed to persist subagent context", "session_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Record(context.Background(), frame("toolu_9"))
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`level=WARN msg="failed to persist subagent context"`, "session_id=sess",
+		"tool_call_id=toolu_9", "disk full"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log %q lacks %q", logs.String(), want)
+		}
+	}
+	if strings.Contains(logs.String(), "task_session_id") {
+		t.Errorf("log %q keeps the default field", logs.String())
 	}
 }
 
@@ -528,6 +556,27 @@ func TestCountersInvariantAtEveryInstant(t *testing.T) {
 	v := rec.Counters().Values()
 	if v.Attempted != 1280 || v.SkippedNoIdentity != 320 || v.Failed+v.Persisted != 960 || v.Pending != 0 {
 		t.Errorf("counters %+v", v)
+	}
+}
+
+// TestProcessCountersBesideTheHostsOwn: a process that publishes its own
+// subagent_context_total before ProcessCounters (the reference host's
+// map) keeps it, and ProcessCounters neither panics nor replaces it. In a
+// process of its own: expvar's names are the process's.
+func TestProcessCountersBesideTheHostsOwn(t *testing.T) {
+	if os.Getenv("SUBAGENTCTX_TEST_EXPVAR_TAKEN") == "1" {
+		own := expvar.NewMap(core.ExpvarName)
+		own.Add("persisted", 7)
+		c := core.ProcessCounters()
+		if c == nil || expvar.Get(core.ExpvarName) != own || own.Get("persisted").(*expvar.Int).Value() != 7 {
+			t.Fatal("the host's own map was replaced")
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestProcessCountersBesideTheHostsOwn$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SUBAGENTCTX_TEST_EXPVAR_TAKEN=1")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("ProcessCounters beside the host's own %s: %v\n%s", core.ExpvarName, err, out)
 	}
 }
 

@@ -102,6 +102,8 @@ func run(ctx context.Context, w io.Writer, path string) error {
 		core.WithWriteTimeout(2*time.Second),
 		core.WithClock(clock),
 		core.WithObserver(seen),
+		// The host's own wording, which its log alerts key on.
+		core.WithFailureLog("failed to persist subagent context", "session_id"),
 	)
 	if err != nil {
 		return err
