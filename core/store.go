@@ -12,7 +12,10 @@ import (
 
 // Store keeps task_session_subagents. Implementations must be safe for
 // concurrent use; a store author writes one with core/storekit and proves
-// it with the conformance suite, core/storetest.
+// it with the conformance suite, core/storetest. A host's test double that
+// does no I/O declares a method Synchronous() (no import needed): the
+// Recorder then writes to it on the caller's goroutine, so that its rows
+// are there when Record returns, as the memory adapter's are.
 type Store interface {
 	// Upsert writes one normalised row atomically with storekit.Merge's
 	// semantics: one statement, no read-then-write (AC-14). A row with an
@@ -141,3 +144,7 @@ type PruneResult struct {
 	// Deleted rows, last written before the boundary.
 	Deleted int64 `json:"deleted"`
 }
+
+// TerminalToolStatuses returns the tool statuses that settle a row
+// (AC-11), for a host that pins its own against them.
+func TerminalToolStatuses() []string { return canon.TerminalToolStatuses() }

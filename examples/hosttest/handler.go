@@ -7,6 +7,7 @@ package hosttest
 
 import (
 	"context"
+	"slices"
 
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -21,11 +22,16 @@ type ToolCallEvent struct {
 // Handler is host code: it records subagent tool calls and ignores others.
 type Handler struct{ Rec *core.Recorder }
 
-// Handle processes one event.
-func (h *Handler) Handle(ctx context.Context, ev ToolCallEvent) {
+// terminalStatuses are the host's own tool statuses that end a call; its
+// test pins them against the library's (core.TerminalToolStatuses).
+var terminalStatuses = []string{"complete", "completed", "success", "error", "failed", "cancelled"}
+
+// Handle processes one event, and reports whether it ended a subagent call.
+func (h *Handler) Handle(ctx context.Context, ev ToolCallEvent) (ended bool) {
 	if ev.Kind != "subagent_task" {
-		return
+		return false
 	}
 	h.Rec.Record(ctx, core.Frame{TaskSessionID: ev.SessionID, TaskID: ev.TaskID, TurnID: ev.TurnID,
 		ExecutionID: ev.ExecutionID, ToolCallID: ev.ToolCallID, ToolStatus: ev.Status, Payload: ev.Subagent})
+	return slices.Contains(terminalStatuses, ev.Status)
 }

@@ -2,6 +2,7 @@ package hosttest
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
@@ -32,5 +33,16 @@ func TestHandlerRecordsSubagentsOnly(t *testing.T) {
 	}
 	if v := rec.Counters().Values(); v.Persisted != 1 || v.UnknownExecution != 1 {
 		t.Errorf("counters = %+v", v)
+	}
+}
+
+// TestTerminalStatusesAreTheLibrarys: the host's statuses that end a call
+// are the ones that settle a row.
+func TestTerminalStatusesAreTheLibrarys(t *testing.T) {
+	got, want := slices.Clone(terminalStatuses), core.TerminalToolStatuses()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the host's terminal statuses %v, the library's %v", got, want)
 	}
 }
