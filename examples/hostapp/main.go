@@ -28,7 +28,7 @@ import (
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/subagentctx/subagentctx/adapters/postgres"
+	"github.com/subagentctx/subagentctx/adapters/auto"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
@@ -82,7 +82,7 @@ func run(ctx context.Context, stdout, logs io.Writer, dsn string) error {
 		return err
 	}
 	defer hostDB.Close()
-	if err := hostSchema(ctx, hostDB, dsn); err != nil {
+	if err := hostSchema(ctx, hostDB); err != nil {
 		return err
 	}
 	zlog, slogger := newLogger(logs)
@@ -97,11 +97,8 @@ func run(ctx context.Context, stdout, logs io.Writer, dsn string) error {
 		fx.Supply(slogger), // subagentctx logs through the host's zap core
 		fx.Provide(func() (*sqlstore.Store, error) {
 			// The host's own pool, handed over: no connection of the
-			// library's own is opened.
-			if strings.HasPrefix(dsn, "sqlite:") {
-				return sqlite.NewSQL(hostDB.DB)
-			}
-			return postgres.NewSQL(hostDB.DB)
+			// library's own is opened, and its driver picks the adapter.
+			return auto.NewSQL(hostDB.DB)
 		}),
 		fxmodule.SQL,
 		fx.Provide(NewStreamHandler),
@@ -123,7 +120,7 @@ func run(ctx context.Context, stdout, logs io.Writer, dsn string) error {
 	if err := errors.Join(waitErr, stopErr); err != nil {
 		return err
 	}
-	return summary(ctx, stdout, hostDB, dsn)
+	return summary(ctx, stdout, hostDB)
 }
 
 // StreamHandler is the host's tool-call stream handler.
@@ -136,8 +133,8 @@ func NewStreamHandler(rec *core.Recorder) *StreamHandler { return &StreamHandler
 func (h *StreamHandler) OnSubagentFrame(ctx context.Context, f core.Frame) { h.rec.Record(ctx, f) }
 
 // hostSchema makes the host's own tables, as the host's schema init would.
-func hostSchema(ctx context.Context, db *sqlx.DB, dsn string) error {
-	s, err := store(db, dsn)
+func hostSchema(ctx context.Context, db *sqlx.DB) error {
+	s, err := store(db)
 	if err != nil {
 		return err
 	}
@@ -147,16 +144,12 @@ func hostSchema(ctx context.Context, db *sqlx.DB, dsn string) error {
 	return kandevtest.InsertSession(ctx, s.DB(), s.Tables(), "sess-1", "task-1")
 }
 
-func store(db *sqlx.DB, dsn string) (*sqlstore.Store, error) {
-	if strings.HasPrefix(dsn, "sqlite:") {
-		return sqlite.NewSQL(db.DB)
-	}
-	return postgres.NewSQL(db.DB)
-}
+// store is the record's store on the host's handle, whichever its database.
+func store(db *sqlx.DB) (*sqlstore.Store, error) { return auto.NewSQL(db.DB) }
 
 // summary prints what was recorded, read back after the stop.
-func summary(ctx context.Context, w io.Writer, db *sqlx.DB, dsn string) error {
-	s, err := store(db, dsn)
+func summary(ctx context.Context, w io.Writer, db *sqlx.DB) error {
+	s, err := store(db)
 	if err != nil {
 		return err
 	}
