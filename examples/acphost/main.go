@@ -4,7 +4,7 @@
 // Claude Code turn stands in for the agent at the other end of the
 // connection:
 //
-//	go run ./examples/acphost
+//	go -C examples run ./acphost
 package main
 
 import (

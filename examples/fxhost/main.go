@@ -2,8 +2,8 @@
 // subagentctx module on embedded SQLite, /debug/vars served on loopback, and
 // a realistic frame stream recorded through the injected Recorder.
 //
-//	go run ./examples/fxhost            # record, print /debug/vars, exit
-//	go run ./examples/fxhost -serve     # keep serving until interrupted
+//	go -C examples run ./fxhost            # record, print /debug/vars, exit
+//	go -C examples run ./fxhost -serve     # keep serving until interrupted
 package main
 
 import (

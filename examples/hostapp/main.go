@@ -4,8 +4,8 @@
 // realistic frame stream, waits for the migration pass, prints what was
 // recorded and stops; no goroutine of the library outlives the stop.
 //
-//	go run ./examples/hostapp -db sqlite:/tmp/host.db
-//	go run ./examples/hostapp -db postgres://user@localhost/app
+//	go -C examples run ./hostapp -db sqlite:/tmp/host.db
+//	go -C examples run ./hostapp -db postgres://user@localhost/app
 package main
 
 import (

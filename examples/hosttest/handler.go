@@ -2,7 +2,7 @@
 // the host code under test (Handler) gets a *core.Recorder, and the test
 // gives it one over memory.New() and asserts on what was stored.
 //
-//	go test ./examples/hosttest
+//	go -C examples test ./hosttest
 package hosttest
 
 import (

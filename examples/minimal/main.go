@@ -1,7 +1,7 @@
 // Command minimal records a few subagent frames into embedded SQLite,
 // without fx, and prints the rows they became:
 //
-//	go run ./examples/minimal
+//	go -C examples run ./minimal
 package main
 
 import (

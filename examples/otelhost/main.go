@@ -4,7 +4,7 @@
 // replay a store's history). Point it at any OTLP/HTTP endpoint — Jaeger,
 // Langfuse, Phoenix, an OpenTelemetry collector:
 //
-//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces go run ./examples/otelhost
+//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces go -C examples run ./otelhost
 package main
 
 import (

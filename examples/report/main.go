@@ -3,7 +3,7 @@
 // is it complete, what did the subagents cost, what failed and when, which
 // sessions, and one session's fan-out as a tree.
 //
-//	go run ./examples/report
+//	go -C examples run ./report
 package main
 
 import (

@@ -4,7 +4,7 @@
 // every batch, frames without an identity are refused at the edge, a
 // session is read back page by page, and retention prunes what is old.
 //
-//	go run ./examples/tuning
+//	go -C examples run ./tuning
 package main
 
 import (
