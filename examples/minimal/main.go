@@ -15,10 +15,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
-	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 func main() {
@@ -38,16 +36,25 @@ func main() {
 }
 
 func run(ctx context.Context, w io.Writer, path string) error {
-	// A real host already has its sessions table; this example makes one.
+	// A real host already has these tables, its sessions and their
+	// messages (the columns the record reads; the names are the
+	// defaults, sqlstore.WithTables names others); this example makes
+	// them. The library never creates them.
 	db, err := sqlite.OpenDB(path)
 	if err != nil {
 		return err
 	}
-	if err := kandevtest.CreateTables(ctx, db, sqlstore.Tables{}); err != nil {
-		return err
-	}
-	if err := kandevtest.InsertSession(ctx, db, sqlstore.Tables{}, "sess-1", "task-1"); err != nil {
-		return err
+	for _, q := range []string{
+		`CREATE TABLE task_sessions (id TEXT PRIMARY KEY, task_id TEXT NOT NULL)`,
+		`CREATE TABLE task_session_messages (id TEXT PRIMARY KEY,
+			task_session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+			task_id TEXT, turn_id TEXT NOT NULL, metadata TEXT,
+			created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)`,
+		`INSERT INTO task_sessions (id, task_id) VALUES ('sess-1', 'task-1')`,
+	} {
+		if err := db.WithContext(ctx).Exec(q).Error; err != nil {
+			return err
+		}
 	}
 
 	// README: wire
