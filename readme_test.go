@@ -2,6 +2,7 @@ package subagentctx_test
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,18 +10,26 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 )
 
-// TestReadmeSnippetsAreCompiledCode: every Go snippet of the README is
-// preceded by a marker naming the region of an example it shows
-// (<!-- snippet: examples/x/main.go#name -->), and is that region's code,
-// word for word. The examples are compiled and run by their own tests, so
-// a snippet that stops compiling or working fails the suite.
+// TestReadmeSnippetsAreCompiledCode: every Go snippet of the README and
+// of the pages under docs/ is preceded by a marker naming the region of
+// an example it shows (<!-- snippet: examples/x/main.go#name -->), and is
+// that region's code, word for word. The examples are compiled and run by
+// their own tests, so a snippet that stops compiling or working fails the
+// suite.
 func TestReadmeSnippetsAreCompiledCode(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	pages, err := filepath.Glob("docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	snippet := regexp.MustCompile("(?s)(<!-- snippet: ([^#]+)#(\\w+) -->\n)?```go\n(.*?)```")
-	blocks := snippet.FindAllStringSubmatch(string(readme), -1)
+	var blocks [][]string
+	for _, page := range append([]string{"README.md"}, pages...) {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, snippet.FindAllStringSubmatch(string(text), -1)...)
+	}
 	if len(blocks) == 0 {
 		t.Fatal("the README has no Go snippet")
 	}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -204,25 +205,22 @@ func (m *Migrator) createTable(ctx context.Context, res *StepResult) error {
 	return nil
 }
 
-// summarise names DDL statements by their first telling line each
-// (a DO block's opening says nothing).
+// summarise names DDL statements by what each does to which object
+// ("CREATE INDEX CONCURRENTLY idx_…"; a DO block by its first such line).
 func summarise(stmts []string) string {
 	out := make([]string, len(stmts))
 	for i, q := range stmts {
-		lines := strings.Split(q, "\n")
-		out[i] = strings.TrimSpace(lines[0])
-		for _, l := range lines {
-			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "DO ") && !strings.HasPrefix(l, "IF ") {
-				out[i] = strings.TrimSuffix(l, ";")
-				break
-			}
-		}
-		if len(out[i]) > 100 {
-			out[i] = out[i][:100] + "…"
+		out[i] = strings.TrimSpace(strings.SplitN(q, "\n", 2)[0])
+		if m := ddlHead.FindString(q); m != "" {
+			out[i] = strings.TrimSpace(m)
 		}
 	}
 	return strings.Join(out, "; ")
 }
+
+// ddlHead is a DDL statement's verb, object kind, options and name.
+var ddlHead = regexp.MustCompile(`(?m)^\s*(CREATE|DROP|ALTER)( OR REPLACE)?( UNIQUE)? ` +
+	`(TABLE|INDEX|TRIGGER|FUNCTION|VIEW)( CONCURRENTLY)?( IF (NOT )?EXISTS)? [^\s(]+`)
 
 // checkShape is step 2: the table reaches its declared shape — the
 // numbered steps it has not had, then the columns it lacks — in one

@@ -1,7 +1,6 @@
 // Command bench measures subagentctx against what a user would otherwise
 // write by hand, in one run, on SQLite and on PostgreSQL, and prints a
-// table of medians with pass/fail against the targets (README,
-// "Performance"):
+// table of medians with pass/fail against the targets (docs/performance.md):
 //
 //	scripts/bench -size full      # starts a throw-away PostgreSQL, then go run ./bench
 //

@@ -59,7 +59,7 @@ func benchOperate(ctx context.Context, c config, dialect string) ([]result, erro
 		What: "health, last hour", Dialect: dialect, Size: size,
 		Library: ms(hour), Baseline: ms(whole) + " (the whole history)", Ratio: hour.Seconds() / whole.Seconds(),
 		Target: "≤ 100 ms", Pass: hour <= 100*time.Millisecond,
-		Note: "host index on task_session_messages(created_at), as the README says",
+		Note: "host index on task_session_messages(created_at), as docs/operations.md says",
 	}}
 	var exported int
 	var took time.Duration

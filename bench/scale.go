@@ -46,9 +46,9 @@ type figures struct {
 	sizes string
 }
 
-// benchScale (-size large) measures the reads at scale (README, "Running
-// on Citus"): c.scale rows on a Citus cluster of a coordinator and two
-// workers (32 shards, colocated as the README says) beside a single
+// benchScale (-size large) measures the reads at scale (docs/citus.md):
+// c.scale rows on a Citus cluster of a coordinator and two workers (32
+// shards, colocated as that page says) beside a single
 // PostgreSQL server holding one worker's share, each loaded set-based,
 // then each read the web view and the command line make timed on both —
 // the overview pages, health and statistics over the whole record, an
@@ -267,7 +267,7 @@ func openSchema(dsn string) (*gorm.DB, func(), error) {
 // perSession Claude Code subagent calls, four subagent types and three
 // models in turn, one call in fifty failed, each row what the recorder
 // writes for its call (observed when the message was created, settled and
-// last written when it ended), then the host index the README names and
+// last written when it ended), then the host index docs/operations.md names and
 // the activation keys as a pass that ran before the first message leaves
 // them. The messages and rows are made from the sessions, a million at a
 // time, so that on Citus each statement runs on the shards at once.

@@ -21,7 +21,7 @@ import (
 	"github.com/subagentctx/subagentctx/webview"
 )
 
-// The README's screenshots are written with
+// The screenshots the README and docs/webview.md show are written with
 //
 //	go test ./webview -run TestInBrowser -screenshots ../docs
 var screenshots = flag.String("screenshots", "",
@@ -132,7 +132,7 @@ func TestInBrowser(t *testing.T) {
 	}
 }
 
-// shoot writes the README's screenshots of the demo data alone: the
+// shoot writes the screenshots (README, docs/webview.md) of the demo data alone: the
 // overview and the demo session's page.
 func shoot(t *testing.T, bin, dir string) {
 	dir, err := filepath.Abs(dir)

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkRecord is Recorder.Record on the memory adapter over a realistic
-// stream (target: under 2 µs/op; see README, Performance).
+// stream (target: under 2 µs/op; see docs/performance.md).
 func BenchmarkRecord(b *testing.B) {
 	frames := kandevtest.Stream("m-", time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC))
 	rec, _ := core.NewRecorder(memory.New())

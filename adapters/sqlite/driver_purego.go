@@ -15,7 +15,7 @@ import (
 
 // Without cgo the adapter drives modernc.org/sqlite, SQLite's C source
 // translated to Go, through the same gorm.io/driver/sqlite dialector
-// (driver_cgo.go is the build with cgo; README, "SQLite without cgo", says
+// (driver_cgo.go is the build with cgo; docs/sqlite.md says
 // why this driver).
 
 // DriverName is the database/sql driver this build opens SQLite with:

@@ -5,7 +5,7 @@ package sqlite
 import "os"
 
 // tryLock has no cross-process file lock here: the pass's steps are
-// guarded by their own transactions only (the README's Requirements).
+// guarded by their own transactions only (docs/development.md, the requirements).
 func tryLock(*os.File, bool) (bool, error) { return true, nil }
 
 func unlock(*os.File) {}

@@ -17,7 +17,7 @@ import (
 // adapters/postgres implement it. It is an interface for dialect authors,
 // not a stable API for hosts: it changes when a statement needs something
 // new from a dialect. Each concern is a small interface of its own, so a
-// third dialect is a guided job (the README's "A third dialect" says what
+// third dialect is a guided job (docs/design.md, "A third dialect", says what
 // each takes); Placement and Pipeliner are optional.
 //
 // testdata/<dialect>/*.sql holds every statement whole, per dialect.

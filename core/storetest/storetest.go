@@ -34,7 +34,7 @@ type Harness struct {
 }
 
 // Features declares where an adapter legitimately differs from the SQL
-// stores; the suite tests each difference as declared, visibly (the README
+// stores; the suite tests each difference as declared, visibly (docs/design.md
 // lists them).
 type Features struct {
 	// SessionForeignKey: a row whose session the host does not have is
