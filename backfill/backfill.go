@@ -295,10 +295,18 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 		}
 		return nil
 	}
+	m.mu.Lock()
+	before := len(m.sampled)
+	m.mu.Unlock()
 	out, err := m.store.Backfill(ctx, m.clock, m.hook)
 	if err != nil {
 		return err
 	}
+	// Reported as it went: its instants are no ambiguous commit's, and a
+	// later pass of this Migrator that finds them is skipped, not "ran".
+	m.mu.Lock()
+	m.sampled = m.sampled[:before]
+	m.mu.Unlock()
 	if out.Activated {
 		res.Status, res.Detail = Skipped, "already activated (another pass completed first)"
 		return nil
