@@ -376,6 +376,9 @@ func TestBoundedInBytes(t *testing.T) {
 // in heap, measured after a collection (counted by JSON length, an 8 MiB
 // bound held 45–171 MiB).
 func TestByteBoundBoundsTheHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: decodes tens of megabytes")
+	}
 	repeat := func(n int, item string) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
 	keys := func(n int) string {
 		var b strings.Builder
@@ -557,6 +560,9 @@ func TestTapWritesFollowsRequests(t *testing.T) {
 // stream; the newest waiting metadata still reaches its call. Native
 // child sessions count too.
 func TestBoundIsTotal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: fills the bound many times")
+	}
 	const limit = 1 << 20
 	tr := acp.NewTracker(acp.WithMaxBytes(limit))
 	big := strings.Repeat("m", 64<<10)

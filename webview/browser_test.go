@@ -31,6 +31,9 @@ var screenshots = flag.String("screenshots", "",
 // (scripts/test installs Debian's and sets it), else chromium on the PATH.
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the browser tests run a real Chromium")
+	}
 	if p := os.Getenv("SUBAGENTCTX_TEST_CHROMIUM"); p != "" {
 		return p
 	}

@@ -337,6 +337,9 @@ func TestDemo(t *testing.T) {
 // recorder's queue holds (32,768), written through a deliberately slow
 // table, is persisted whole: record waits for room instead of dropping.
 func TestRecordKeepsAFileLongerThanTheQueue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: records more frames than a queue holds")
+	}
 	e := testenv.SQLite().Env(t)
 	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "task-1")
 	const n = core.DefaultQueueSize + 7232
@@ -387,6 +390,9 @@ func TestRecordReadsWhatAnEditorWrites(t *testing.T) {
 // stderr when stderr is a terminal (run under script(1) for a pty), and
 // nothing when it is not.
 func TestProgressOnlyOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the command under a terminal for seconds")
+	}
 	script, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script(1) not installed: no pseudo-terminal to test with")
@@ -529,6 +535,9 @@ func nonSnake(v any, path string) string {
 // package's tests run on that driver when the suite is run without cgo
 // (scripts/test does).
 func TestWithoutCgo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the command line a second time")
+	}
 	bin := filepath.Join(t.TempDir(), "subagentctl-nocgo")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -27,6 +27,9 @@ const previousRelease = "7580611"
 // there).
 func buildRelease(t *testing.T, commit string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: builds an earlier release from the git history")
+	}
 	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil || exec.Command("git", "cat-file", "-e", commit+"^{commit}").Run() != nil {
 		t.Skipf("the git history with %s is not here: the previous release's own binary cannot be built "+
