@@ -13,6 +13,9 @@
 // A replayed history (session/load sends a session's past notifications
 // again) is recorded as nothing while the tracker knows it is one
 // (Tracker.Replay, or Line seeing the session/load request).
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package acp
 
 import (

@@ -10,6 +10,9 @@
 // exactly what it produces (differential fuzz tests check). The SQL
 // itself is the store's (package sqlstore); this package runs the steps in
 // the contract's order, guards them, reports and logs them.
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package backfill
 
 import (

@@ -31,6 +31,9 @@
 // from zero gives each its own:
 //
 //	fx.Decorate(func(*core.Counters) *core.Counters { return core.NewCounters() })
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package fxmodule
 
 import (

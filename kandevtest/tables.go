@@ -4,6 +4,9 @@
 // message metadata, frame streams and message histories of every provider's
 // shape. The library itself never calls it: on a real host these tables
 // belong to the host and are never created or altered by subagentctx.
+//
+// Stability: a test fixture, not covered by the module's semver promise: it
+// may change in any version (README, Stability).
 package kandevtest
 
 import (

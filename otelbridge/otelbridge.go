@@ -14,6 +14,9 @@
 //
 // The conventions are in development: every name the bridge writes is in
 // conventions.go, the one place to change when they are renamed.
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package otelbridge
 
 import (

@@ -10,6 +10,9 @@
 // Opt-in, like package acp: the library's other packages do not link it.
 //
 //	mux.Handle("/admin/subagents/", requireAdmin(webview.New(store, webview.WithPrefix("/admin/subagents"))))
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package webview
 
 import (

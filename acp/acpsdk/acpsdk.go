@@ -10,6 +10,9 @@
 // float64 numbers, so an integer above 2^53 there arrives rounded; a host
 // that needs every digit (token counts of very long runs) taps the
 // agent's stream with acp.Tap instead.
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package acpsdk
 
 import (

@@ -2,6 +2,9 @@
 // driver calls for — SQLite's or PostgreSQL's — so that a host that runs
 // on either writes no switch of its own. It links both adapters; a host
 // on one dialect calls that adapter's New or NewSQL instead.
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package auto
 
 import (

@@ -7,6 +7,7 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 )
 
 // A host's unit test records the frames its stream handler would see and
@@ -39,4 +40,25 @@ func Example() {
 	// Output:
 	// 1 security-reviewer completed 09:01:00 true
 	// attempted 2, persisted 2, failed 0, pending 0
+}
+
+// An export streams every row, by session then id, resumable after the
+// last row printed; what subagentctl export prints and import loads.
+func ExampleStore_Export() {
+	store := memory.New()
+	rec, _ := core.NewRecorder(store)
+	ctx := context.Background()
+	for _, s := range []string{"sess-2", "sess-1"} {
+		rec.Record(ctx, core.Frame{TaskSessionID: s, TaskID: "task-1", ExecutionID: "exec-1", ToolCallID: "toolu_1",
+			ToolStatus: "completed"})
+	}
+	for row, err := range store.Export(ctx, report.ExportQuery{}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(row.TaskSessionID, row.ToolCallID, *row.ToolStatus)
+	}
+	// Output:
+	// sess-1 toolu_1 completed
+	// sess-2 toolu_1 completed
 }

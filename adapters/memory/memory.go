@@ -6,6 +6,9 @@
 // Features (and tested by the conformance suite): it has no host sessions
 // table, so any session id is accepted, and no meta table or messages, so
 // it is never activated.
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package memory
 
 import (

@@ -1,6 +1,9 @@
 // Package postgres keeps task_session_subagents in PostgreSQL through GORM
 // and gorm.io/driver/postgres (pgx, pure Go: no cgo). Its constructors
 // return the shared *sqlstore.Store with PostgreSQL's Dialect.
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package postgres
 
 import (

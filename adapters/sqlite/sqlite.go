@@ -3,6 +3,9 @@
 // a build with cgo and on modernc.org/sqlite (pure Go) without it: one
 // answer on both, and one file format. Its constructors return the shared
 // *sqlstore.Store with SQLite's Dialect.
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package sqlite
 
 import (

@@ -13,6 +13,10 @@
 // The verbs mean the same on every layer: Open connects and creates the
 // schema; New wraps a handle and does no I/O; EnsureSchema creates what is
 // missing. The migration pass (package backfill) runs on a Store.
+//
+// Stability: the interface for writing a SQL dialect is not covered by the
+// module's semver promise and may change in any version; the Store type and
+// its constructors' options, which a host uses, are (README, Stability).
 package sqlstore
 
 import (

@@ -11,4 +11,7 @@
 // "not reported" and "unknown" apart from zero (docs/CONTRACT.md §5).
 // Each store answers from its own statements; core/storekit holds the Go
 // reference each answer must equal.
+//
+// Stability: a host's package — until v1.0.0 a minor version may change its
+// API, and the CHANGELOG lists every change (README, Stability).
 package report

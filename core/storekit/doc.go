@@ -22,4 +22,7 @@
 // The conformance suite beside it, core/storetest, runs the contract
 // against a store given a constructor; a store passes when its answers
 // equal these references (docs/CONTRACT.md).
+//
+// Stability: the store author's kit is not covered by the module's semver
+// promise and may change in any version (README, Stability).
 package storekit

@@ -3,6 +3,9 @@
 // own test file, supplying only a constructor (River's riverdrivertest
 // pattern). Every test reads values back through the Store and asserts what
 // docs/CONTRACT.md §3 says; test names carry the AC they prove.
+//
+// Stability: the conformance suite a third-party store runs is covered by
+// the module's semver promise, as a host's package is (README, Stability).
 package storetest
 
 import (

@@ -3,6 +3,9 @@
 // for the library's tests and a host's alike: real parts, not mocks.
 // Without that server the tests skip with a message, except under CI=true,
 // where a missing PostgreSQL fails the run.
+//
+// Stability: a test fixture, not covered by the module's semver promise: it
+// may change in any version (README, Stability).
 package pgtest
 
 import (

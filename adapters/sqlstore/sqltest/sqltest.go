@@ -6,6 +6,9 @@
 // A dialect's test supplies a Driver; where dialects legitimately differ,
 // the Driver declares it in Features and the suite tests each declared
 // difference, visibly.
+//
+// Stability: the conformance suite a third-party store runs is covered by
+// the module's semver promise, as a host's package is (README, Stability).
 package sqltest
 
 import (
