@@ -34,10 +34,10 @@ type Runner struct {
 // RunnerOption configures a Runner.
 type RunnerOption func(*Runner)
 
-// WithRetry sets the backoff after a failed attempt: from min, doubling up
-// to max (default 1s to 1 minute).
-func WithRetry(min, max time.Duration) RunnerOption {
-	return func(r *Runner) { r.retryMin, r.retryMax = min, max }
+// WithRetry sets the backoff after a failed attempt: from first, doubling
+// up to longest (default 1s to 1 minute).
+func WithRetry(first, longest time.Duration) RunnerOption {
+	return func(r *Runner) { r.retryMin, r.retryMax = first, longest }
 }
 
 // NewRunner returns a Runner for m's passes; Start starts it.

@@ -141,9 +141,9 @@ func WithWriters(n int) RecorderOption {
 func WithBatch(frames int) RecorderOption { return func(r *Recorder) { r.batchSize = frames } }
 
 // WithRetry sets the backoff between attempts while the database is
-// unavailable: from min, doubling up to max (default 50ms to 2s).
-func WithRetry(min, max time.Duration) RecorderOption {
-	return func(r *Recorder) { r.retryMin, r.retryMax = min, max }
+// unavailable: from first, doubling up to longest (default 50ms to 2s).
+func WithRetry(first, longest time.Duration) RecorderOption {
+	return func(r *Recorder) { r.retryMin, r.retryMax = first, longest }
 }
 
 // WithDrain bounds how long Close waits for the queue to drain (default
