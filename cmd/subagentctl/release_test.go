@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,41 +25,73 @@ import (
 // database it wrote must keep working with every later build.
 const previousRelease = "7580611"
 
+// releases are the earlier releases' binaries built in this run, by
+// commit: each is built once, whatever the tests that run it.
+var releases sync.Map // commit → *release
+
+type release struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
 // buildRelease builds the command line of a commit of this repository
-// from its git history (skipping, saying so, where the history is not
-// there).
+// from its git history, once per run (skipping, saying so, where the
+// history is not there).
 func buildRelease(t *testing.T, commit string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: builds an earlier release from the git history")
 	}
+	v, _ := releases.LoadOrStore(commit, &release{})
+	r := v.(*release)
+	r.once.Do(func() { r.bin, r.err = buildCommit(t, commit) })
+	var missing noHistory
+	if errors.As(r.err, &missing) {
+		t.Skip(missing.Error())
+	} else if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.bin
+}
+
+// noHistory: the git history with the commit is not here.
+type noHistory string
+
+func (n noHistory) Error() string {
+	return "the git history with " + string(n) + " is not here: the earlier release's own binary cannot be built " +
+		"(the dialect suites still check its table, from its DDL)"
+}
+
+// buildCommit builds the command line of commit into the run's directory.
+func buildCommit(t *testing.T, commit string) (string, error) {
+	t.Helper()
 	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil || exec.Command("git", "cat-file", "-e", commit+"^{commit}").Run() != nil {
-		t.Skipf("the git history with %s is not here: the previous release's own binary cannot be built "+
-			"(the dialect suites still check its table, from its DDL)", commit)
+		return "", noHistory(commit)
 	}
 	src := t.TempDir()
 	archive := exec.Command("git", "-C", strings.TrimSpace(string(root)), "archive", "--format=tar", commit)
 	untar := exec.Command("tar", "-x", "-C", src)
 	untar.Stdin, _ = archive.StdoutPipe()
 	if err := untar.Start(); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if err := archive.Run(); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if err := untar.Wait(); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	bin := filepath.Join(t.TempDir(), "subagentctl-"+commit)
+	bin := filepath.Join(filepath.Dir(binary), "subagentctl-"+commit)
 	build := exec.Command("go", "build", "-o", bin, "./cmd/subagentctl")
 	// The releases drive SQLite through go-sqlite3 alone: built with cgo
 	// even when this suite runs without.
 	build.Dir, build.Env = src, append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", commit, err, out)
+		return "", fmt.Errorf("build %s: %w\n%s", commit, err, out)
 	}
-	return bin
+	return bin, nil
 }
 
 // TestPreviousReleaseDatabase: a database the previous release wrote,
