@@ -23,12 +23,14 @@ import (
 )
 
 // benchPages measures the web view's pages on the operate store (n rows,
-// a session an hour, the newest ending now): the overview of the last 24
-// hours, a filtered page (a day a week ago, sessions by id prefix) and
-// the newest session's page, each beside the same answers written by
-// hand (baselines/overview.*.sql, baselines/session.*.sql: plain GROUP
-// BYs, the dialect's percentiles, one listing; no health check, no
-// coverage, no rendering).
+// a session an hour, the newest ending now): the overview of each range,
+// a filtered page (a day a week ago, sessions by id prefix) and the
+// newest session's page, each beside the same answers written by hand
+// (baselines/overview.*.sql, baselines/session.*.sql: plain GROUP BYs,
+// the dialect's percentiles, one listing — every figure the overview
+// shows: its breakdowns over all rows and over the failed ones, the
+// failures' first page, the timeline in the page's buckets; no health
+// check of the last hour, no coverage, no rendering).
 func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string, n int) ([]result, error) {
 	now := time.Now().UTC()
 	h := webview.New(s, webview.WithClock(func() time.Time { return now }))
@@ -82,7 +84,9 @@ func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string
 				args = []any{p.prefix}
 			}
 			var took time.Duration
+			bucket := strconv.FormatInt(int64(pageBucket(p.since, p.until)/time.Second), 10)
 			for _, q := range statements(p.statements, dialect) {
+				q = strings.ReplaceAll(q, "{bucket_s}", bucket)
 				d, err := timed(ctx, s, q, args[:placeholders(q)]...)
 				if err != nil {
 					return nil, fmt.Errorf("%s by hand: %w\n%s", p.what, err, q)
@@ -238,4 +242,20 @@ func seedTypicalSession(ctx context.Context, s *sqlstore.Store, now time.Time) (
 		return "", err
 	}
 	return sess, errors.Join(errs...)
+}
+
+// pageBucket is the timeline's bucket the overview draws a window in (as
+// webview chooses it): the smallest of a minute, an hour, a day, a week
+// that gives at most 120 bars, else 30 days; a day for a window open at
+// its start.
+func pageBucket(since, until time.Time) time.Duration {
+	if since.IsZero() {
+		return 24 * time.Hour
+	}
+	for _, b := range []time.Duration{time.Minute, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour} {
+		if until.Sub(since)/b <= 120 {
+			return b
+		}
+	}
+	return 30 * 24 * time.Hour
 }
