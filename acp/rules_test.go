@@ -3,6 +3,8 @@ package acp_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -367,6 +369,36 @@ func TestBoundedInBytes(t *testing.T) {
 	tr.EndSession("a")
 	if tr.Bytes() != 0 || tr.Calls() != 0 {
 		t.Errorf("after the session ended: %d bytes, %d calls", tr.Bytes(), tr.Calls())
+	}
+}
+
+// TestTapCards: a host's UI gets, for each notification, the frame it
+// implied and the card — the call as Tracker.Current gives it then —
+// with the call's ACP session, which the frame does not carry.
+func TestTapCards(t *testing.T) {
+	tr := acp.NewTracker(acp.WithContent(func(string) bool { return false }))
+	stream := strings.Join([]string{
+		`{"jsonrpc":"2.0","method":"session/update","params":` + string(line("acp-7", "tool_call", "toolu_1",
+			`,"title":"Task","status":"pending","rawInput":{"description":"Review","prompt":"Review the diff",`+
+				`"subagent_type":"reviewer"},"_meta":{"claudeCode":{"toolName":"Agent"}}`)) + `}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":` + string(line("acp-7", "tool_call_update", "toolu_1",
+			`,"status":"completed","_meta":{"claudeCode":{"toolName":"Agent"}}`)) + `}`,
+	}, "\n") + "\n"
+	var cards []acp.Card
+	passed, err := io.ReadAll(acp.TapCards(strings.NewReader(stream), tr, identity, func(c acp.Card) {
+		cards = append(cards, c)
+	}))
+	if err != nil || string(passed) != stream {
+		t.Fatalf("the stream passed on: %v, %q", err, passed)
+	}
+	if len(cards) != 2 {
+		t.Fatalf("%d cards, want 2", len(cards))
+	}
+	last := cards[1]
+	now := tr.Current("acp-7", "toolu_1")
+	if last.ACPSession != "acp-7" || last.Frame.ToolStatus != "completed" || len(now) != 1 ||
+		!reflect.DeepEqual(last.Current, now[0]) || last.Current.Payload.Prompt != "Review the diff" {
+		t.Errorf("the completion's card: session %q, card %+v; Current %+v", last.ACPSession, last.Current, now)
 	}
 }
 

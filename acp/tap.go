@@ -22,14 +22,33 @@ import (
 //
 //	conn := sdk.NewClientSideConnection(client, agentStdin, acp.Tap(agentStdout, tracker, identity, record))
 func Tap(r io.Reader, t *Tracker, identity func(acpSession string) Identity, record func(core.Frame)) io.Reader {
-	return &tap{r: bufio.NewReader(r), t: t, identity: identity, record: record}
+	return &tap{r: bufio.NewReader(r), t: t, identity: identity, show: func(c Card) { record(c.Frame) }}
+}
+
+// Card is what one line of the agent's stream did to a subagent call,
+// for a host's UI: the call's ACP session, the frame the line implied
+// (what a recorder writes: this notification's fields), and the card —
+// the call as the tracker holds it now (Tracker.Current), each field the
+// latest that reported it, content included where WithContent fills it.
+type Card struct {
+	ACPSession string
+	Frame      core.Frame
+	Current    core.Frame
+}
+
+// TapCards is Tap for a host that shows its subagents: show receives,
+// for each frame, its Card. The card is the call's merged state on a
+// tracker made WithContent (which keeps it); on another, the frame.
+func TapCards(r io.Reader, t *Tracker, identity func(acpSession string) Identity, show func(Card)) io.Reader {
+	return &tap{r: bufio.NewReader(r), t: t, identity: identity, show: show, cards: true}
 }
 
 type tap struct {
 	r        *bufio.Reader
 	t        *Tracker
 	identity func(string) Identity
-	record   func(core.Frame)
+	show     func(Card)
+	cards    bool   // show wants the card (Current), not the frame alone
 	pending  []byte // the rest of the line being passed on
 	err      error  // the stream's error, after the last line
 }
@@ -65,7 +84,16 @@ func (p *tap) take(line []byte) {
 		return
 	}
 	for _, f := range frames {
-		p.record(f)
+		c := Card{ACPSession: m.Params.SessionID, Frame: f}
+		if p.cards {
+			c.Current = f
+			for _, cur := range p.t.Current(c.ACPSession, f.ToolCallID) {
+				if cur.ToolCallID == f.ToolCallID {
+					c.Current = cur
+				}
+			}
+		}
+		p.show(c)
 	}
 }
 

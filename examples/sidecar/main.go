@@ -23,15 +23,17 @@ import (
 
 // README: sidecar
 // Sidecar connects to an agent with the tracker on both of its streams and
-// sends each recognised subagent's frame, its content filled, to cards
-// (the host's UI); Tracker.Current answers a card's state later.
+// sends each recognised subagent's card — the call as the tracker holds
+// it now, its content filled — to cards (the host's UI), keyed by its ACP
+// session; Tracker.Current answers a card's state later.
 func Sidecar(
 	client sdk.Client, agentStdin io.Writer, agentStdout io.Reader, identity func(acpSession string) acp.Identity,
-	readable func(path string) bool, cards func(core.Frame),
+	readable func(path string) bool, cards func(acpSession string, card core.Frame),
 ) (*sdk.ClientSideConnection, *acp.Tracker) {
 	tracker := acp.NewTracker(acp.WithContent(readable))
+	show := func(c acp.Card) { cards(c.ACPSession, c.Current) }
 	return sdk.NewClientSideConnection(client, acp.TapWrites(agentStdin, tracker),
-		acp.Tap(agentStdout, tracker, identity, cards)), tracker
+		acp.TapCards(agentStdout, tracker, identity, show)), tracker
 }
 
 // README: end
@@ -65,7 +67,7 @@ func run(w io.Writer) error {
 	cards := make(chan core.Frame, 16)
 	Sidecar(client{}, agentIn, agentOut, func(string) acp.Identity {
 		return acp.Identity{TaskSessionID: "session-1", TaskID: "task-1", TurnID: "turn-1", ExecutionID: "exec-1"}
-	}, readable, func(f core.Frame) { cards <- f })
+	}, readable, func(_ string, f core.Frame) { cards <- f })
 	go func() {
 		io.WriteString(fromAgent, strings.Join(traffic, "\n")+"\n")
 		fromAgent.Close()

@@ -36,7 +36,11 @@ func TestSidecarCards(t *testing.T) {
 	cards := make(chan core.Frame, 16)
 	_, tracker := Sidecar(client{}, toAgentW, toClientR, func(string) acp.Identity {
 		return acp.Identity{TaskSessionID: "session-9", TaskID: "task-9", ExecutionID: "exec-9"}
-	}, readable, func(f core.Frame) { cards <- f })
+	}, readable, func(session string, f core.Frame) {
+		if session == "acp-9" {
+			cards <- f
+		}
+	})
 	send := func(s string) {
 		var n sdk.SessionNotification
 		if err := json.Unmarshal([]byte(s), &n); err != nil {
