@@ -11,8 +11,9 @@ import (
 // the content a host's UI shows of a subagent — its prompt, its result
 // text, its output file and whether that file can be read — which the
 // record never stores (docs/CONTRACT.md §2: core.Normalize drops them).
-// readable says whether an output file can be read (nil: never); the
-// tracker does no I/O of its own. The content is what the calls already
+// readable says whether an output file can be read; nil trusts the
+// agent's own word (Claude Code's toolResponse canReadOutputFile; not
+// readable where it says nothing). The tracker does no I/O of its own. The content is what the calls already
 // hold, so it counts toward WithMaxBytes as they do. It is for a host
 // that forwards frames to a UI without a database (examples/sidecar).
 func WithContent(readable func(path string) bool) Option {
@@ -32,17 +33,25 @@ func (t *Tracker) fillContent(c *call, f *core.Frame) {
 	p.Prompt = cmpOr(c.input.first("prompt"), cmpOr(c.cursor.str("prompt"), response.str("prompt")))
 	p.ResultText = resultText(response, c.output, out)
 	p.OutputFile = cmpOr(response.first("outputFile", "output_file"), out.first("outputFile", "output_file"))
-	p.CanReadOutputFile = p.OutputFile != "" && t.readable != nil && t.readable(p.OutputFile)
+	switch {
+	case p.OutputFile == "":
+	case t.readable != nil:
+		p.CanReadOutputFile = t.readable(p.OutputFile)
+	default:
+		p.CanReadOutputFile = response.flag("canReadOutputFile")
+	}
 }
 
 // resultText is a call's result as text: Claude Code's toolResponse
-// content blocks, else the raw output when it is text, else its output,
-// result or content text.
+// content blocks of type text that hold more than white space (as the
+// reference host reads them), else the raw output when it is text, else
+// its output, result or content text.
 func resultText(response jsonMap, raw any, out jsonMap) string {
 	if blocks, ok := response["content"].([]any); ok {
 		var texts []string
 		for _, b := range blocks {
-			if text := (jsonMap{"b": b}).object("b").str("text"); text != "" {
+			block := (jsonMap{"b": b}).object("b")
+			if text := block.str("text"); block.str("type") == "text" && strings.TrimSpace(text) != "" {
 				texts = append(texts, text)
 			}
 		}

@@ -688,3 +688,39 @@ func TestNativeTaskIsContent(t *testing.T) {
 		}
 	}
 }
+
+// TestContentAsTheHostReadsIt: WithContent's result text is Claude Code's
+// text blocks that hold more than white space (a block of another type,
+// or of blanks, is no result, as the reference host reads them), and
+// without a readable check the agent's own canReadOutputFile decides
+// whether the output file can be read.
+func TestContentAsTheHostReadsIt(t *testing.T) {
+	launch := line("a", "tool_call", "toolu_c", `,"title":"Task","status":"pending",`+
+		`"_meta":{"claudeCode":{"toolName":"Agent"}}`)
+	done := func(blocks, readable string) []byte {
+		return line("a", "tool_call_update", "toolu_c", `,"status":"completed","_meta":{"claudeCode":{"toolName":"Agent",`+
+			`"toolResponse":{"status":"completed","outputFile":"/tmp/a.output"`+readable+`,"content":[`+blocks+`]}}}`)
+	}
+	for _, tc := range []struct {
+		name, blocks, readable string
+		result                 string
+		canRead                bool
+	}{
+		{"text", `{"type":"text","text":"No issues."}`, `,"canReadOutputFile":true`, "No issues.", true},
+		{"blanks and another type", `{"type":"text","text":"  \n"},{"type":"image","text":"alt"},` +
+			`{"type":"text","text":"Done."}`, "", "Done.", false},
+		{"blanks only", `{"type":"text","text":" "}`, `,"canReadOutputFile":false`, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := acp.NewTracker(acp.WithContent(nil))
+			tr.UpdateJSON(identity("s"), launch)
+			f, err := tr.UpdateJSON(identity("s"), done(tc.blocks, tc.readable))
+			if err != nil || len(f) != 1 {
+				t.Fatalf("frames %+v, %v", f, err)
+			}
+			if p := f[0].Payload; p.ResultText != tc.result || p.CanReadOutputFile != tc.canRead {
+				t.Errorf("result %q, readable %v; want %q, %v", p.ResultText, p.CanReadOutputFile, tc.result, tc.canRead)
+			}
+		})
+	}
+}
