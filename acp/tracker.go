@@ -730,7 +730,7 @@ func decodeObject(b []byte) (jsonMap, error) {
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotParams, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotParams, err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
