@@ -152,15 +152,12 @@ func deref(s *string) string {
 // statement only; the name of the function carries a digest of its text,
 // so a new body (a new column) is a new function, and the trigger is
 // moved to it.
-func absorbTrigger(u sqlstore.UpsertParts) sqlstore.SchemaObject {
-	t := sqlstore.Table
-	a := absorbFunction(u)
-	function, fn := a.function, a.name
+func absorbTrigger(a absorber) sqlstore.SchemaObject {
+	t, fn := sqlstore.Table, a.name
 	create := `DO $do$ BEGIN
 IF to_regprocedure('` + fn + `()') IS NULL THEN
-CREATE FUNCTION ` + fn + `() ` + function + `;
-EXECUTE format('ALTER FUNCTION ` + fn + `() SET search_path = %I, pg_temp',
-	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '` + t + `'::regclass));
+CREATE FUNCTION ` + fn + `() ` + a.function + `;
+` + pinSearchPath(fn) + `
 END IF;
 IF NOT EXISTS (SELECT 1 FROM pg_trigger
 		WHERE tgrelid = '` + t + `'::regclass AND tgname = 'subagentctx_absorb'
@@ -177,7 +174,7 @@ END $do$`
 	present := `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('` + t + `')
 	AND tgname = 'subagentctx_absorb' AND (tgfoid = to_regprocedure('` + fn + `()')
 		OR tgfoid IN (SELECT oid FROM pg_proc WHERE proname IN (` + legacyNames() + `)
-			AND prosecdef AND prosrc = $src$` + a.source + `$src$)))`
+			AND ` + a.holdsBody() + `)))`
 	return sqlstore.SchemaObject{Create: create, Present: present}
 }
 
@@ -234,6 +231,17 @@ END`
 // it (pg_proc.prosrc).
 type absorber struct{ name, function, source string }
 
+// holdsBody is the condition on a pg_proc row that the function is this
+// one's body, run as its owner.
+func (a absorber) holdsBody() string { return `prosecdef AND prosrc = $src$` + a.source + `$src$` }
+
+// pinSearchPath is the statement that pins function fn's search_path to
+// the table's schema, pg_temp last (see absorbFunction).
+func pinSearchPath(fn string) string {
+	return `EXECUTE format('ALTER FUNCTION ` + fn + `() SET search_path = %I, pg_temp',
+	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '` + sqlstore.Table + `'::regclass));`
+}
+
 // legacyAbsorbers are the trigger functions earlier releases absorbed
 // history with on one server: release e87ca7e's. Such a release's pass
 // creates its function only when absent, then (re)creates the trigger
@@ -256,16 +264,13 @@ func legacyNames() string {
 
 // legacyAbsorber keeps each of legacyAbsorbers with this build's body,
 // in the table's schema; present when each has it.
-func legacyAbsorber(u sqlstore.UpsertParts) sqlstore.SchemaObject {
-	t := sqlstore.Table
-	a := absorbFunction(u)
+func legacyAbsorber(a absorber) sqlstore.SchemaObject {
 	var create, present []string
 	for _, fn := range legacyAbsorbers {
 		create = append(create, `CREATE OR REPLACE FUNCTION `+fn+`() `+a.function+`;
-EXECUTE format('ALTER FUNCTION `+fn+`() SET search_path = %I, pg_temp',
-	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '`+t+`'::regclass));`)
+`+pinSearchPath(fn))
 		present = append(present, `EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure('`+fn+`()')
-	AND prosecdef AND prosrc = $src$`+a.source+`$src$)`)
+	AND `+a.holdsBody()+`)`)
 	}
 	return sqlstore.SchemaObject{
 		Create:  "DO $do$ BEGIN\n" + strings.Join(create, "\n") + "\nEND $do$",

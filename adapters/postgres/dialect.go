@@ -166,7 +166,8 @@ END $do$`,
 	AND tgname = 'subagentctx_absorb') AND NOT EXISTS (` + fns + `)`,
 		Cleanup: true,
 	}
-	legacy := legacyAbsorber(u)
+	absorbs := absorbFunction(u)
+	legacy := legacyAbsorber(absorbs)
 	return sqlstore.UpsertForm{
 		Statement: u.Insert,
 		Schema:    []sqlstore.SchemaObject{drop, legacy},
@@ -177,7 +178,7 @@ END $do$`,
 				strings.Join(was, ",\n\t\t") + "), true) OFFSET 0) AS saved",
 			Restore: "SELECT " + strings.Join(restore, ",\n\t"),
 		},
-		Sharded: []sqlstore.SchemaObject{absorbTrigger(u), legacy},
+		Sharded: []sqlstore.SchemaObject{absorbTrigger(absorbs), legacy},
 	}
 }
 

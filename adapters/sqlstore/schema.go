@@ -94,13 +94,16 @@ func IndexDDL(d Fragments) []string {
 	defs := indexDefs(d)
 	out := make([]string, len(defs))
 	for i, x := range defs {
-		out[i] = "CREATE INDEX IF NOT EXISTS " + x.name + " ON " + x.on
+		out[i] = x.create()
 	}
 	return out
 }
 
 // indexDef is a secondary index: its name, and what follows ON.
 type indexDef struct{ name, on string }
+
+// create is the index's plain, idempotent CREATE INDEX.
+func (x indexDef) create() string { return "CREATE INDEX IF NOT EXISTS " + x.name + " ON " + x.on }
 
 // indexDefs are the secondary indexes, the history's and the sessions'
 // order (in the dialect's form).
@@ -137,7 +140,7 @@ func (s *Store) buildIndexes(info TableInfo, names []string, outside bool) []str
 				continue
 			}
 		}
-		out = append(out, "CREATE INDEX IF NOT EXISTS "+x.name+" ON "+x.on)
+		out = append(out, x.create())
 	}
 	return out
 }

@@ -110,13 +110,7 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer", Description: "map the repo"})
 		run := func(bin string, stdin string, args ...string) string {
 			t.Helper()
-			cmd := exec.Command(bin, append([]string{"--db", e.DSN}, args...)...)
-			cmd.Env, cmd.Stdin = append(os.Environ(), "SUBAGENTCTL_DB="), strings.NewReader(stdin)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%s %v: %v\n%s", filepath.Base(bin), args, err, out)
-			}
-			return string(out)
+			return runOn(t, bin, e.DSN, stdin, args...)
 		}
 		run(old, "", "migrate")
 		frames := jsonFrame(
@@ -179,6 +173,21 @@ func TestPreviousReleaseDatabase(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// runOn runs a build's command line bin on the database dsn with stdin,
+// and returns its stdout; a non-zero exit fails the test, with stderr.
+func runOn(t *testing.T, bin, dsn, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--db", dsn}, args...)...)
+	cmd.Env, cmd.Stdin = append(os.Environ(), "SUBAGENTCTL_DB="), strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s%s", filepath.Base(bin), args, err, out, stderr.String())
+	}
+	return string(out)
+}
 
 // seedInFlight gives the host session s1 (task task-1) and, in its history,
 // one message of subagent toolu_1 in flight with payload p, and returns
@@ -281,13 +290,7 @@ func TestRollbackToLastRelease(t *testing.T) {
 		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
 		run := func(stdin string, args ...string) string {
 			t.Helper()
-			cmd := exec.Command(old, append([]string{"--db", e.DSN}, args...)...)
-			cmd.Env, cmd.Stdin = append(os.Environ(), "SUBAGENTCTL_DB="), strings.NewReader(stdin)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("the last release's %v after this build's migrate: %v\n%s", args, err, out)
-			}
-			return string(out)
+			return runOn(t, old, e.DSN, stdin, args...)
 		}
 		run("", "migrate")
 		frame := jsonFrame("s1", "toolu_2", "exec-1", "completed", created.Add(time.Minute),
@@ -332,13 +335,7 @@ func TestRollingDeployFromLastRelease(t *testing.T) {
 		}
 		oldRun := func(stdin string, args ...string) string {
 			t.Helper()
-			cmd := exec.Command(old, append([]string{"--db", e.DSN}, args...)...)
-			cmd.Env, cmd.Stdin = append(os.Environ(), "SUBAGENTCTL_DB="), strings.NewReader(stdin)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("the last release's %v: %v\n%s", args, err, out)
-			}
-			return string(out)
+			return runOn(t, old, e.DSN, stdin, args...)
 		}
 		oldRun("", "migrate")                           // the last release, deployed and activated
 		cli(t, "", "--db", e.DSN, "migrate").want(t, 0) // this build's owner
