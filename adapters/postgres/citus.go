@@ -246,11 +246,14 @@ func pinSearchPath(fn string) string {
 // history with on one server: release e87ca7e's. Such a release's pass
 // creates its function only when absent, then (re)creates the trigger
 // on it — a replica of it restarting during a rolling deploy re-creates
-// the trigger this build's pass dropped. Its function is therefore kept,
-// with this build's body (SECURITY DEFINER, as absorbFunction's): the
-// re-created trigger then absorbs as this build does, and this build's
-// application role, which may not DELETE, writes through it unharmed
-// until the owner's next pass drops the trigger again.
+// the trigger this build's pass dropped. Where its function is there (a
+// database that release wrote), it is therefore kept, with this build's
+// body (SECURITY DEFINER, as absorbFunction's): the re-created trigger
+// then absorbs as this build does, and this build's application role,
+// which may not DELETE, writes through it unharmed until the owner's next
+// pass drops the trigger again. It is never created where it is absent:
+// release cc89967's pass drops every such function it finds, which its
+// application role may not.
 var legacyAbsorbers = []string{"subagentctx_absorb_c59dc2b5"}
 
 // legacyNames is legacyAbsorbers as an SQL list of literals.
@@ -262,15 +265,17 @@ func legacyNames() string {
 	return strings.Join(q, ", ")
 }
 
-// legacyAbsorber keeps each of legacyAbsorbers with this build's body,
-// in the table's schema; present when each has it.
+// legacyAbsorber gives each of legacyAbsorbers that exists this build's
+// body, in the table's schema; present when each is absent or has it.
 func legacyAbsorber(a absorber) sqlstore.SchemaObject {
 	var create, present []string
 	for _, fn := range legacyAbsorbers {
-		create = append(create, `CREATE OR REPLACE FUNCTION `+fn+`() `+a.function+`;
-`+pinSearchPath(fn))
-		present = append(present, `EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure('`+fn+`()')
-	AND `+a.holdsBody()+`)`)
+		create = append(create, `IF to_regprocedure('`+fn+`()') IS NOT NULL THEN
+CREATE OR REPLACE FUNCTION `+fn+`() `+a.function+`;
+`+pinSearchPath(fn)+`
+END IF;`)
+		present = append(present, `(to_regprocedure('`+fn+`()') IS NULL OR EXISTS (SELECT 1 FROM pg_proc
+	WHERE oid = to_regprocedure('`+fn+`()') AND `+a.holdsBody()+`))`)
 	}
 	return sqlstore.SchemaObject{
 		Create:  "DO $do$ BEGIN\n" + strings.Join(create, "\n") + "\nEND $do$",

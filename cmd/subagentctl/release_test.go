@@ -406,3 +406,43 @@ func TestRollingDeployFromLastRelease(t *testing.T) {
 		cli(t, "", "--db", e.DSN, "health").want(t, 0)
 	})
 }
+
+// releaseBefore is the release this build follows.
+const releaseBefore = "cc89967"
+
+// TestRollingDeployFromReleaseBefore: a database release cc89967 wrote,
+// migrated by this build's owner, keeps a replica of that release working
+// as the application role (on PostgreSQL and Citus a role with the live
+// part's grants only): its pass finds nothing of this build's to drop,
+// and both builds' frames are recorded, one row per invocation.
+func TestRollingDeployFromReleaseBefore(t *testing.T) {
+	old := buildRelease(t, releaseBefore)
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		e.Exec(t, `DROP TABLE task_session_subagents`)
+		e.Exec(t, `DELETE FROM kandev_meta`)
+		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
+		runOn(t, old, e.DSN, "", "migrate")
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0) // this build's owner
+		writer := e.DSN
+		if e.Dialect.Name() == "postgres" {
+			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
+				return printed(cli(t, "", "grants", "--role", role, "--part", "live").want(t, 0).stdout)
+			})
+		}
+		// A replica of the release before restarts, as the application.
+		out := runOn(t, old, writer, jsonFrame("s1", "toolu_1", "exec-old", "completed", created.Add(time.Minute),
+			`{"description":"","prompt":"","subagent_type":"","total_tokens":7}`)+"\n", "record")
+		if !strings.Contains(out, "persisted 1 ") {
+			t.Errorf("the release before's record beside this build: %s", out)
+		}
+		cli(t, jsonFrame("s1", "toolu_2", "exec-new", "completed", created.Add(2*time.Minute),
+			`{"description":"","prompt":"","subagent_type":"reviewer"}`)+"\n", "--db", writer, "record").want(t, 0)
+		var rows []core.Subagent
+		json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "list", "--session", "s1", "--json").want(t, 0).stdout), &rows)
+		if len(rows) != 2 || rows[0].ToolCallID != "toolu_1" || rows[0].AgentExecutionID != "exec-old" ||
+			rows[0].Source != core.SourceBackfill || rows[1].ToolCallID != "toolu_2" {
+			t.Errorf("rows: %+v, want toolu_1's history absorbed by the release before, and toolu_2's row", rows)
+		}
+		cli(t, "", "--db", e.DSN, "health").want(t, 0)
+	})
+}

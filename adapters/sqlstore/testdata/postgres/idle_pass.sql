@@ -34,8 +34,8 @@ SELECT to_regclass('"task_session_subagents"') IS NOT NULL AS exists,
 SELECT (SELECT to_regprocedure('subagentctx_metadata_v1(text)') IS NOT NULL), (SELECT NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('task_session_subagents')
 	AND tgname = 'subagentctx_absorb') AND NOT EXISTS (SELECT p.oid::regprocedure FROM pg_proc p WHERE p.proname LIKE 'subagentctx\_absorb\_%'
 	AND p.proname NOT IN ('subagentctx_absorb_c59dc2b5')
-	AND p.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass('task_session_subagents')))), (SELECT EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure('subagentctx_absorb_c59dc2b5()')
-	AND prosecdef AND prosrc = $src$
+	AND p.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass('task_session_subagents')))), (SELECT (to_regprocedure('subagentctx_absorb_c59dc2b5()') IS NULL OR EXISTS (SELECT 1 FROM pg_proc
+	WHERE oid = to_regprocedure('subagentctx_absorb_c59dc2b5()') AND prosecdef AND prosrc = $src$
 DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
 BEGIN
 	IF NOT here THEN -- a partition of the table, or a Citus shard
@@ -93,7 +93,7 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END
-$src$));
+$src$)));
 
 SELECT g.n FROM (VALUES (0, 'SELECT', '"task_session_subagents"'), (1, 'INSERT', '"task_session_subagents"'), (2, 'UPDATE', '"task_session_subagents"'), (3, 'SELECT', '"kandev_meta"')) AS g(n, privilege, name) WHERE NOT has_table_privilege(g.name, g.privilege) ORDER BY g.n LIMIT 1;
 

@@ -66,6 +66,7 @@ END LOOP;
 END $do$;
 
 DO $do$ BEGIN
+IF to_regprocedure('subagentctx_absorb_c59dc2b5()') IS NOT NULL THEN
 CREATE OR REPLACE FUNCTION subagentctx_absorb_c59dc2b5() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
 DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
 BEGIN
@@ -127,4 +128,5 @@ END
 $f$;
 EXECUTE format('ALTER FUNCTION subagentctx_absorb_c59dc2b5() SET search_path = %I, pg_temp',
 	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'task_session_subagents'::regclass));
+END IF;
 END $do$;
