@@ -14,7 +14,8 @@ import (
 // frameJSON is a frame as one JSON object (the command line's `record`
 // input): the frame's fields, the execution id under execution_id or under
 // its column's name, agent_execution_id; observed_at in RFC 3339 with an
-// optional fraction (absent: the recorder's clock); and the provider
+// optional fraction (absent: the recorder's clock); the agent's own
+// started_at and ended_at, likewise (absent: not reported); and the provider
 // payload, Kandev's SubagentTaskPayload, under subagent_task (whose fields
 // beyond the payload's are the provider's, and ignored).
 type frameJSON struct {
@@ -27,6 +28,8 @@ type frameJSON struct {
 	ParentToolCallID string          `json:"parent_tool_call_id"`
 	ToolStatus       string          `json:"tool_status"`
 	ObservedAt       string          `json:"observed_at"`
+	StartedAt        string          `json:"started_at"`
+	EndedAt          string          `json:"ended_at"`
 	SubagentTask     json.RawMessage `json:"subagent_task"`
 }
 
@@ -75,12 +78,19 @@ func DecodeFrame(data []byte) (Frame, error) {
 			return Frame{}, fmt.Errorf("subagent_task: %w", err)
 		}
 	}
-	if l.ObservedAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, l.ObservedAt)
-		if err != nil {
-			return Frame{}, fmt.Errorf("observed_at %q is not RFC 3339", l.ObservedAt)
+	for _, t := range []struct {
+		name, text string
+		into       *time.Time
+	}{{"observed_at", l.ObservedAt, &f.ObservedAt}, {"started_at", l.StartedAt, &f.StartedAt},
+		{"ended_at", l.EndedAt, &f.EndedAt}} {
+		if t.text == "" {
+			continue
 		}
-		f.ObservedAt = t
+		v, err := time.Parse(time.RFC3339Nano, t.text)
+		if err != nil {
+			return Frame{}, fmt.Errorf("%s %q is not RFC 3339", t.name, t.text)
+		}
+		*t.into = v
 	}
 	return f, nil
 }

@@ -26,6 +26,19 @@ type Payload struct {
 	CanReadOutputFile bool   `json:"can_read_output_file,omitempty"`
 }
 
+// The agent statuses of a tool call that returned while its subagent runs
+// on: Claude Code's background and remote launches.
+const (
+	statusAsyncLaunched  = "async_launched"
+	statusRemoteLaunched = "remote_launched"
+)
+
+// background reports whether the payload says its subagent runs on after
+// its tool call returned.
+func (p *Payload) background() bool {
+	return p.IsAsync || p.Status == statusAsyncLaunched || p.Status == statusRemoteLaunched
+}
+
 // Frame is one observed tool-call frame that the host recognised as a
 // subagent task. Empty strings mean "not present"; Normalize decides what that
 // implies for each column.
@@ -45,6 +58,13 @@ type Frame struct {
 	// ObservedAt is when the host observed this frame. Zero means "now" to
 	// the Recorder.
 	ObservedAt time.Time
+	// StartedAt and EndedAt are the subagent's own start and end, where
+	// the frame's source reports them (an SDK task message, a hook event,
+	// a child session's state, a transcript): zero means not reported.
+	// They are the agent's lifecycle, apart from the tool call's
+	// (docs/CONTRACT.md §3.4).
+	StartedAt time.Time
+	EndedAt   time.Time
 	// Payload may be nil: the frame then carries identity and statuses only.
 	Payload *Payload
 }
@@ -101,6 +121,13 @@ type Subagent struct {
 	ObservedAt time.Time `json:"observed_at"`
 	// SettledAt is the first observation of a terminal tool_status (AC-11).
 	SettledAt *time.Time `json:"settled_at"`
+	// StartedAt is the subagent's own first start, where a source reported
+	// one; never the observation time (AC-1a).
+	StartedAt *time.Time `json:"started_at"`
+	// EndedAt is when the subagent's run ended, as its source reported or
+	// first observed it; NULL while it runs, or when no end was seen. A
+	// synchronous subagent ends with its tool call (docs/CONTRACT.md §3.4).
+	EndedAt *time.Time `json:"ended_at"`
 	// UpdatedAt is the time of the last write.
 	UpdatedAt time.Time `json:"updated_at"`
 }

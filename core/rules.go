@@ -58,6 +58,17 @@ func Normalize(f Frame) (Subagent, Verdict) {
 	if f.Settled || canon.IsTerminalToolStatus(f.ToolStatus) {
 		row.SettledAt = a.Time(observed)
 	}
+	// The agent's own lifecycle (docs/CONTRACT.md §3.4): what the source
+	// reports, and a synchronous run's end with its tool call's.
+	if !f.StartedAt.IsZero() {
+		row.StartedAt = a.Time(canon.Time(f.StartedAt))
+	}
+	switch {
+	case !f.EndedAt.IsZero():
+		row.EndedAt = a.Time(canon.Time(f.EndedAt))
+	case f.Payload != nil && !f.Settled && canon.IsTerminalToolStatus(f.ToolStatus) && !f.Payload.background():
+		row.EndedAt = a.Time(observed)
+	}
 	if p := f.Payload; p != nil {
 		row.SubagentType = a.NonEmpty(text(p.SubagentType, &v))
 		row.Description = a.NonEmpty(text(p.Description, &v))

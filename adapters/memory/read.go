@@ -77,6 +77,17 @@ func (s *Store) Failures(ctx context.Context, q report.FailureQuery) ([]core.Sub
 	return storekit.FailuresOf(s.snapshot(), q), nil
 }
 
+// Stale implements report.StaleLister over the rows in memory.
+func (s *Store) Stale(ctx context.Context, q report.StaleQuery) ([]core.Subagent, error) {
+	if err := q.Validate(); err != nil {
+		return nil, &core.OpError{Op: "stale", Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &core.OpError{Op: "stale", Err: err}
+	}
+	return storekit.StaleOf(s.snapshot(), q), nil
+}
+
 // Timeline implements report.Timeliner over the rows in memory.
 func (s *Store) Timeline(ctx context.Context, q report.TimelineQuery) (report.Timeline, error) {
 	if err := q.Validate(); err != nil {

@@ -420,12 +420,15 @@ func MessageColumns() []string {
 // identity (the message's id, session, task and tool call id) and what the
 // backfill sets itself (agent_execution_id 'unknown', source 'backfill',
 // updated_at): turn_id, the columns read from the metadata, observed_at
-// and settled_at, in declaration order.
+// and settled_at, in declaration order. The agent's own lifecycle
+// (started_at, ended_at) is not among them: a message never carries it, and
+// history leaves it NULL (docs/CONTRACT.md §3.4).
 func HistoryColumns() []storekit.Column {
 	var out []storekit.Column
 	for _, c := range storekit.Columns {
 		switch c.Name {
-		case "id", "task_session_id", "task_id", "tool_call_id", "agent_execution_id", "source", "updated_at":
+		case "id", "task_session_id", "task_id", "tool_call_id", "agent_execution_id", "source", "updated_at",
+			storekit.StartedAtColumn, "ended_at":
 			continue
 		}
 		out = append(out, c)

@@ -22,7 +22,11 @@ type ref = func(column string) string
 
 // mergeExpr is the value storekit.MergeInto gives a column from its stored and
 // incoming values, as its declared rule says (docs/CONTRACT.md §3.2), or
-// "" for a column the rule never changes (key, write-once). In an
+// "" for a column the rule never changes (key, write-once). Instants are
+// compared as stored: on SQLite the library writes every instant in one
+// text form (UTC, a four-digit year, the fraction without trailing zeros,
+// then "+00:00"), whose byte order is the instants' order, so no
+// conversion is needed on the write path. In an
 // UPDATE's SET list every reference reads the row as it was before the
 // statement, on both dialects, so the order of assignments does not
 // matter.
@@ -40,6 +44,12 @@ func mergeExpr(c storekit.Column, stored, incoming ref) string {
 		return "CASE WHEN " + s + " = 1 OR " + in + " = 1 THEN 1 ELSE 0 END"
 	case storekit.RuleLastWrite:
 		return in
+	case storekit.RuleEarliest:
+		return "CASE WHEN " + in + " IS NOT NULL AND (" + s + " IS NULL OR " + in + " <= " + s + ") THEN " + in +
+			" ELSE " + s + " END"
+	case storekit.RuleEnd:
+		return "CASE WHEN " + incoming(storekit.StartedAtColumn) + " > " + s + " THEN " + in +
+			" ELSE COALESCE(" + s + ", " + in + ") END"
 	}
 	return ""
 }
@@ -82,6 +92,10 @@ func historySet(history, target ref, written string, has func(column string) boo
 			if written != "" {
 				set = append(set, c.Name+" = "+written)
 			}
+		case c.Rule == storekit.RuleEnd && has != nil && !has(storekit.StartedAtColumn):
+			// No start to reopen it by: the end is first wins.
+			c.Rule = storekit.RuleFirstWins
+			set = append(set, c.Name+" = "+mergeExpr(c, history, target))
 		default:
 			set = append(set, c.Name+" = "+mergeExpr(c, history, target))
 		}

@@ -709,3 +709,26 @@ func (s *Store) failuresStatement(q report.FailureQuery) (string, []any) {
 	sql += " ORDER BY " + at + " DESC, " + sess + " DESC, " + tool + " DESC, " + exec + " DESC LIMIT ?"
 	return sql, append(args, q.LimitOrDefault())
 }
+
+// Stale implements report.StaleLister: one statement, the rows whose agent
+// may still end and has not, started before the threshold, oldest first
+// (storekit.StaleOf). It reads every row (no index serves "no end yet"):
+// a read for an operator or a cron job, not for a page.
+func (s *Store) Stale(ctx context.Context, q report.StaleQuery) ([]core.Subagent, error) {
+	if err := q.Validate(); err != nil {
+		return nil, &core.OpError{Op: "stale", Err: err}
+	}
+	sql, args := s.staleStatement(q)
+	return s.rows(ctx, "stale", sql, args)
+}
+
+// staleStatement selects the stale rows.
+func (s *Store) staleStatement(q report.StaleQuery) (string, []any) {
+	d := s.d
+	since := d.Instant("COALESCE(started_at, observed_at)")
+	return `SELECT ` + columnList("") + ` FROM ` + Table + `
+	WHERE ended_at IS NULL AND (is_async = 1 OR settled_at IS NULL) AND ` + since + ` < ?
+	ORDER BY ` + since + `, ` + d.Bytewise("task_session_id") + `, ` + d.Bytewise("tool_call_id") + `, ` +
+			d.Bytewise("agent_execution_id") + ` LIMIT ?`,
+		[]any{storekit.CeilMicro(q.Before).UnixMicro(), q.LimitOrDefault()}
+}

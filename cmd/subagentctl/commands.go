@@ -19,6 +19,7 @@ import (
 	"github.com/subagentctx/subagentctx/acp"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/backfill"
+	"github.com/subagentctx/subagentctx/claude"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 )
@@ -127,14 +128,43 @@ func (e *env) ticker(status func(elapsed time.Duration) string) func() {
 type recordReport struct {
 	core.CounterValues
 	BadLines int `json:"bad_lines"`
+	// Unmatched (--claude-sdk, --claude-hooks): an agent's start or end
+	// whose tool call the input never named and no row of the session
+	// names by agent id, or that the stream's bound forgot.
+	Unmatched *int `json:"unmatched,omitempty"`
+}
+
+// source is the input format record was told to read.
+func (o *opts) source() (string, error) {
+	var set []string
+	for _, f := range []struct {
+		name string
+		on   bool
+	}{{"--acp", o.acp}, {"--claude-sdk", o.claudeSDK}, {"--claude-hooks", o.claudeHooks}} {
+		if f.on {
+			set = append(set, f.name)
+		}
+	}
+	switch {
+	case len(set) > 1:
+		return "", usagef("record: %s: give one input format", strings.Join(set, " and "))
+	case len(set) == 1 && (o.session == "" || o.task == ""):
+		return "", usagef("record %s: give --task-session ID and --task ID (the input carries neither)", set[0])
+	case len(set) == 0 && (o.session != "" || o.task != "" || o.turn != "" || o.execution != ""):
+		return "", usagef("record: --task-session, --task, --turn and --execution go with --acp, --claude-sdk " +
+			"or --claude-hooks")
+	case o.agent != "" && !o.acp:
+		return "", usagef("record: --agent goes with --acp")
+	case len(set) == 1:
+		return set[0], nil
+	}
+	return "", nil
 }
 
 func cmdRecord(ctx context.Context, e *env, o *opts) error {
-	switch {
-	case o.acp && (o.session == "" || o.task == ""):
-		return usagef("record --acp: give --task-session ID and --task ID (ACP carries neither)")
-	case !o.acp && (o.session != "" || o.task != "" || o.turn != "" || o.execution != "" || o.agent != ""):
-		return usagef("record: --task-session, --task, --turn, --execution and --agent go with --acp")
+	source, err := o.source()
+	if err != nil {
+		return err
 	}
 	agent, err := acp.ParseAgent(o.agent)
 	if err != nil {
@@ -170,7 +200,17 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 		}
 		return []core.Frame{f}, nil
 	}
-	if o.acp {
+	var stream *claude.Stream
+	switch source {
+	case "--claude-sdk", "--claude-hooks":
+		stream = claude.NewStream()
+		id := claude.Identity{TaskSessionID: o.session, TaskID: o.task, TurnID: o.turn, ExecutionID: o.execution}
+		read := stream.SDK
+		if source == "--claude-hooks" {
+			read = stream.Hook
+		}
+		decode = func(line []byte) ([]core.Frame, error) { return read(id, line) }
+	case "--acp":
 		tr := acp.NewTracker()
 		id := acp.Identity{
 			TaskSessionID: o.session,
@@ -182,6 +222,14 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 		decode = func(line []byte) ([]core.Frame, error) { return tr.Line(id, line) }
 	}
 	bad, readErr := e.recordLines(ctx, in, rec, &lines, decode)
+	var unmatched *int
+	if stream != nil && readErr == nil && ctx.Err() == nil {
+		n, err := e.joinByAgent(ctx, s, rec, stream)
+		if err != nil {
+			return err
+		}
+		unmatched = &n
+	}
 	// Drain before reporting: the counters are final. After a signal, a
 	// short grace, then what is unwritten is given up (counted failed).
 	closeCtx := ctx
@@ -192,7 +240,7 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 	}
 	closeErr := rec.Close(closeCtx)
 	stop()
-	out := recordReport{CounterValues: rec.Counters().Values(), BadLines: bad}
+	out := recordReport{CounterValues: rec.Counters().Values(), BadLines: bad, Unmatched: unmatched}
 	if o.json {
 		if err := writeJSON(e.stdout, out); err != nil {
 			return err
@@ -200,8 +248,12 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 	} else {
 		v := out.CounterValues
 		fmt.Fprintf(e.stdout, "attempted %d  persisted %d  skipped_no_identity %d  failed %d  "+
-			"anomalous_value %d  unknown_execution %d  dropped %d  bad_lines %d\n",
+			"anomalous_value %d  unknown_execution %d  dropped %d  bad_lines %d",
 			v.Attempted, v.Persisted, v.SkippedNoIdentity, v.Failed, v.AnomalousValue, v.UnknownExecution, v.Dropped, bad)
+		if unmatched != nil {
+			fmt.Fprintf(e.stdout, "  unmatched %d", *unmatched)
+		}
+		fmt.Fprintln(e.stdout)
 	}
 	switch {
 	case ctx.Err() != nil && out.Failed > 0:
@@ -217,10 +269,44 @@ func cmdRecord(ctx context.Context, e *env, o *opts) error {
 		return readErr
 	case closeErr != nil:
 		return closeErr
-	case bad > 0 || out.Failed > 0:
+	case bad > 0 || out.Failed > 0 || unmatched != nil && *unmatched > 0:
 		return exitError{exitFail}
 	}
 	return nil
+}
+
+// joinByAgent writes the agents' starts and ends the stream holds, their
+// tool call never named in the input, by the session's rows: each joins
+// the row whose agent_id names its agent, once the frames already read
+// are written. It names and counts the reports no row matched, and those
+// the stream's bound forgot.
+func (e *env) joinByAgent(ctx context.Context, s core.Store, rec *core.Recorder, stream *claude.Stream) (int, error) {
+	unmatched := stream.Counts().Forgotten
+	if len(stream.Pending()) > 0 {
+		if err := rec.Flush(ctx); err != nil {
+			return 0, err
+		}
+		session := stream.Pending()[0].Frame.TaskSessionID
+		rows, err := s.ListBySession(ctx, session, core.Page{})
+		if err != nil {
+			return 0, err
+		}
+		for _, f := range stream.Resolve(rows) {
+			if err := rec.RecordWaiting(ctx, f); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, p := range stream.Pending() {
+		e.warnf("agent %q: no Agent tool call in the input and no row of session %q names it (not written)",
+			p.AgentID, p.Frame.TaskSessionID)
+		unmatched++
+	}
+	if n := stream.Counts().Forgotten; n > 0 {
+		e.warnf("%d agent reports forgotten before their tool call came (the stream holds %d at most)", n,
+			claude.MaxPending)
+	}
+	return unmatched, nil
 }
 
 // input is the command's input: the file named, or stdin for none or
@@ -372,6 +458,50 @@ func cmdList(ctx context.Context, e *env, o *opts) error {
 		printRows(e.stdout, rows)
 	}
 	return nil
+}
+
+// staleRow is one row of stale --json: the row, with since (its start,
+// else its first observation) and its age in seconds.
+type staleRow struct {
+	core.Subagent
+	Since      time.Time `json:"since"`
+	AgeSeconds int64     `json:"age_seconds"`
+}
+
+// cmdStale names the subagents that never came back (docs/CONTRACT.md
+// §5.8): exit 0 when none, 1 when some, for cron.
+func cmdStale(ctx context.Context, e *env, o *opts) error {
+	if o.olderThan <= 0 {
+		return usagef("stale: --older-than %s, want a positive duration", o.olderThan)
+	}
+	if o.limit < 0 || o.limit > report.MaxStale {
+		return usagef("stale: --limit %d, want 0 (the default, %d) to %d", o.limit, report.DefaultStale, report.MaxStale)
+	}
+	s, err := e.open(ctx, readOnly)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var stale report.StaleLister = s // every store reads it alike
+	now := time.Now().UTC()
+	rows, err := stale.Stale(ctx, report.StaleQuery{Before: now.Add(-o.olderThan), Limit: o.limit})
+	if err != nil {
+		return err
+	}
+	if o.json {
+		out := make([]staleRow, len(rows))
+		for i, r := range rows {
+			since := report.Since(r)
+			out[i] = staleRow{r, since, int64(now.Sub(since) / time.Second)}
+		}
+		err = writeJSON(e.stdout, out)
+	} else {
+		printStale(e.stdout, rows, now)
+	}
+	if err == nil && len(rows) > 0 {
+		return exitError{exitFail}
+	}
+	return err
 }
 
 func cmdStats(ctx context.Context, e *env, o *opts) error {

@@ -46,10 +46,22 @@ commands:
                                          the same from ACP traffic: JSON-RPC messages (session/update, cursor/task;
                                          others ignored) or bare session/update params; --agent codex (or
                                          codex-acp) for Codex; an unknown agent is refused
+  record (--claude-sdk | --claude-hooks) --task-session ID --task ID [--turn ID] [--execution ID] [--json] [FILE|-]
+                                         the same from Claude Code: the Agent SDK's stream-json lines (Agent tool
+                                         calls, their results, task_* messages), or hook events one JSON object a
+                                         line (SubagentStart/Stop, the Agent tool's Pre/PostToolUse); an agent's
+                                         start or end whose tool call the input never names is joined to the
+                                         session's row by agent id; one with no such row is counted (unmatched),
+                                         named, and exits 1
   list (--session ID | --turn ID) [--limit N] [--json | --tree]
                                          rows in observed_at, tool_call_id, agent_execution_id order, or as a tree
   stats [--session ID | --task ID] [--json]
                                          coverage-aware statistics
+  stale [--older-than DURATION] [--limit N] [--json]
+                                         the subagents that never came back: no end seen, a background launch
+                                         or an open tool call, started (or first observed) more than DURATION
+                                         ago (default 1h), oldest first, at most N (default 100); exit 0 none,
+                                         1 some
   activation [--json]                    the activation state and keys
   health [--since DURATION|TIME] [--pairs N] [--json]
                                          exit 0 healthy, 1 shortfall, 3 not activated, 2 error; the window
@@ -141,6 +153,7 @@ type command struct {
 // opts holds every command's parsed flags.
 type opts struct {
 	json, tree, acp, keys    bool
+	claudeSDK, claudeHooks   bool
 	session, turn, execution string
 	task, addr, agent        string
 	since, until, before     string
@@ -148,7 +161,7 @@ type opts struct {
 	afterID, basePath        string
 	role, part               string
 	limit, pairs, maxReads   int
-	readTimeout              time.Duration
+	readTimeout, olderThan   time.Duration
 	pos                      []string
 }
 
@@ -169,6 +182,8 @@ func init() {
 		"record": {flags: func(fs *flag.FlagSet, o *opts) {
 			jsonOnly(fs, o)
 			fs.BoolVar(&o.acp, "acp", false, "")
+			fs.BoolVar(&o.claudeSDK, "claude-sdk", false, "")
+			fs.BoolVar(&o.claudeHooks, "claude-hooks", false, "")
 			fs.StringVar(&o.session, "task-session", "", "")
 			fs.StringVar(&o.task, "task", "", "")
 			fs.StringVar(&o.turn, "turn", "", "")
@@ -193,6 +208,11 @@ func init() {
 			fs.StringVar(&o.session, "session", "", "")
 			fs.StringVar(&o.task, "task", "", "")
 		}, args: none("stats"), run: cmdStats},
+		"stale": {flags: func(fs *flag.FlagSet, o *opts) {
+			jsonOnly(fs, o)
+			fs.DurationVar(&o.olderThan, "older-than", time.Hour, "")
+			fs.IntVar(&o.limit, "limit", 0, "")
+		}, args: none("stale"), run: cmdStale},
 		"activation": {flags: jsonOnly, args: none("activation"), run: cmdActivation},
 		"export": {flags: func(fs *flag.FlagSet, o *opts) {
 			fs.StringVar(&o.since, "since", "", "")

@@ -57,17 +57,40 @@ func num(p *int64) string {
 func printRows(w io.Writer, rows []core.Subagent) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OBSERVED_AT\tTOOL_CALL_ID\tEXECUTION\tPARENT\tTYPE\tTOOL_STATUS\tAGENT_STATUS\t"+
-		"ASYNC\tTOKENS\tTOOL_USES\tDURATION_MS\tSOURCE")
+		"ASYNC\tAGENT_ENDED_AT\tTOKENS\tTOOL_USES\tDURATION_MS\tSOURCE")
 	for _, r := range rows {
 		fmt.Fprintf(
-			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout),
+			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout),
 			shown(r.ToolCallID), shown(r.AgentExecutionID), str(r.ParentToolCallID), str(r.SubagentType),
-			str(r.ToolStatus), str(r.AgentStatus), r.IsAsync,
+			str(r.ToolStatus), str(r.AgentStatus), r.IsAsync, instantOrDash(r.EndedAt),
 			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.Source,
 		)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d rows (\"-\" is NULL: not reported, never 0)\n", len(rows))
+}
+
+// instantOrDash is an instant as the tables print it, "-" for NULL.
+func instantOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// printStale prints the agents that never came back, oldest first, with
+// how long ago they started (now - since).
+func printStale(w io.Writer, rows []core.Subagent, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGE\tSINCE\tSESSION\tTURN\tTOOL_CALL_ID\tTYPE\tDESCRIPTION\tTOOL_STATUS\tAGENT_STATUS")
+	for _, r := range rows {
+		since := report.Since(r)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", now.Sub(since).Truncate(time.Second),
+			since.Format(timeLayout), shown(r.TaskSessionID), str(r.TurnID), shown(r.ToolCallID), str(r.SubagentType),
+			str(r.Description), str(r.ToolStatus), str(r.AgentStatus))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d subagents with no end seen\n", len(rows))
 }
 
 // printTree prints the rows' nesting: per turn, each subagent with the

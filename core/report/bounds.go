@@ -17,6 +17,9 @@ const (
 	// DefaultFailures and MaxFailures bound one page of failures.
 	DefaultFailures = 20
 	MaxFailures     = 1000
+	// DefaultStale and MaxStale bound the rows the stale read lists.
+	DefaultStale = 100
+	MaxStale     = 10000
 	// MaxTimelineBuckets bounds the buckets a bounded window may be cut
 	// into.
 	MaxTimelineBuckets = 10000

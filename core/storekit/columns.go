@@ -67,6 +67,10 @@ var Columns = []Column{
 		field: timestamp(func(s *core.Subagent) *time.Time { return &s.ObservedAt })},
 	{Name: SettledAtColumn, Type: Time, Nullable: true, Rule: RuleFirstWins,
 		field: nullTime(func(s *core.Subagent) **time.Time { return &s.SettledAt })},
+	{Name: StartedAtColumn, Type: Time, Nullable: true, Rule: RuleEarliest,
+		field: nullTime(func(s *core.Subagent) **time.Time { return &s.StartedAt })},
+	{Name: "ended_at", Type: Time, Nullable: true, Rule: RuleEnd,
+		field: nullTime(func(s *core.Subagent) **time.Time { return &s.EndedAt })},
 	{Name: "updated_at", Type: Time, Rule: RuleLastWrite,
 		field: timestamp(func(s *core.Subagent) *time.Time { return &s.UpdatedAt })},
 }
@@ -104,6 +108,10 @@ func fieldsWhere(keep func(Column) bool) []columnField {
 // SettledAtColumn is the column whose presence freezes FrozenOnceSettled
 // columns.
 const SettledAtColumn = "settled_at"
+
+// StartedAtColumn is the column whose incoming value, later than a stored
+// end, reopens an ended agent (RuleEnd).
+const StartedAtColumn = "started_at"
 
 // KeyColumns are the unique key's columns, in key order (AC-3, AC-32).
 var KeyColumns = []string{"task_session_id", "agent_execution_id", "tool_call_id"}
@@ -171,11 +179,20 @@ const (
 	RuleSticky
 	// RuleLastWrite columns always take the incoming value.
 	RuleLastWrite
+	// RuleEarliest instants keep the earlier of the two; NULL never blanks
+	// a stored one (started_at: a subagent's first start).
+	RuleEarliest
+	// RuleEnd instants are first wins, except that a row whose incoming
+	// started_at is later than its stored end was woken again after it
+	// stopped: it takes the incoming end, NULL until the agent ends again
+	// (ended_at, docs/CONTRACT.md §3.4; Reopens).
+	RuleEnd
 )
 
 var ruleNames = [...]string{
 	RuleKey: "key", RuleWriteOnce: "write-once", RuleFirstWins: "first wins", RuleFillForward: "fill forward",
 	RuleFrozenOnceSettled: "frozen once settled", RuleSticky: "sticky", RuleLastWrite: "last write",
+	RuleEarliest: "earliest", RuleEnd: "first end, reopened by a later start",
 }
 
 func (r Rule) String() string { return ruleNames[r] }
@@ -183,10 +200,12 @@ func (r Rule) String() string { return ruleNames[r] }
 // TakesIncoming reports whether the merged row takes the incoming value of
 // a column with this rule. storedNull and incomingNull say which side is
 // NULL (for a Sticky boolean, false counts as NULL: "not reported");
-// settled says whether the stored row has settled_at.
-func (r Rule) TakesIncoming(storedNull, incomingNull, settled bool) bool {
+// later says whether the incoming instant is later than the stored one
+// (instants only); settled says whether the stored row has settled_at.
+// RuleEnd's reopening is Reopens.
+func (r Rule) TakesIncoming(storedNull, incomingNull, later, settled bool) bool {
 	switch r {
-	case RuleFirstWins:
+	case RuleFirstWins, RuleEnd:
 		return storedNull
 	case RuleFillForward, RuleSticky:
 		return !incomingNull
@@ -194,6 +213,8 @@ func (r Rule) TakesIncoming(storedNull, incomingNull, settled bool) bool {
 		return !settled && !incomingNull
 	case RuleLastWrite:
 		return true
+	case RuleEarliest:
+		return !incomingNull && (storedNull || !later)
 	}
 	return false // RuleKey, RuleWriteOnce
 }
@@ -229,6 +250,9 @@ type field interface {
 	clone(*core.Subagent, *canon.Arena)
 	canon(*core.Subagent)
 	format(*core.Subagent) string
+	// later reports whether incoming's value is a later instant than
+	// stored's (false for any other type, or a NULL side).
+	later(stored, incoming *core.Subagent) bool
 	// check validates the value (docs/CONTRACT.md §2) without boxing it:
 	// Validate runs on every write.
 	check(c *Column, s *core.Subagent) error
@@ -243,6 +267,7 @@ func (f text) null(s *core.Subagent) bool         { return false }
 func (f text) take(dst, src *core.Subagent)       { *f(dst) = *f(src) }
 func (f text) clone(*core.Subagent, *canon.Arena) {}
 func (f text) canon(*core.Subagent)               {}
+func (f text) later(_, _ *core.Subagent) bool     { return false }
 func (f text) format(s *core.Subagent) string     { return fmt.Sprintf("%q", *f(s)) }
 func (f text) check(c *Column, s *core.Subagent) error {
 	v := *f(s)
@@ -269,6 +294,7 @@ func (f boolean) null(s *core.Subagent) bool          { return !*f(s) }
 func (f boolean) take(dst, src *core.Subagent)        { *f(dst) = *f(src) }
 func (f boolean) clone(*core.Subagent, *canon.Arena)  {}
 func (f boolean) canon(*core.Subagent)                {}
+func (f boolean) later(_, _ *core.Subagent) bool      { return false }
 func (f boolean) format(s *core.Subagent) string      { return fmt.Sprint(*f(s)) }
 func (f boolean) check(*Column, *core.Subagent) error { return nil }
 
@@ -282,9 +308,10 @@ func (f timestamp) set(s *core.Subagent, v any) {
 		*f(s) = v.(time.Time)
 	}
 }
-func (f timestamp) null(*core.Subagent) bool           { return false }
-func (f timestamp) take(dst, src *core.Subagent)       { *f(dst) = *f(src) }
-func (f timestamp) clone(*core.Subagent, *canon.Arena) {}
+func (f timestamp) null(*core.Subagent) bool             { return false }
+func (f timestamp) take(dst, src *core.Subagent)         { *f(dst) = *f(src) }
+func (f timestamp) later(stored, in *core.Subagent) bool { return f(in).After(*f(stored)) }
+func (f timestamp) clone(*core.Subagent, *canon.Arena)   {}
 func (f timestamp) canon(s *core.Subagent) {
 	if !isCanonical(*f(s)) {
 		*f(s) = CanonicalTime(*f(s))
@@ -321,7 +348,8 @@ func (f nullText) clone(s *core.Subagent, a *canon.Arena) {
 		*p = a.Text(**p)
 	}
 }
-func (f nullText) canon(*core.Subagent) {}
+func (f nullText) canon(*core.Subagent)           {}
+func (f nullText) later(_, _ *core.Subagent) bool { return false }
 func (f nullText) check(c *Column, s *core.Subagent) error {
 	switch p := *f(s); {
 	case p == nil:
@@ -363,7 +391,8 @@ func (f nullInt) clone(s *core.Subagent, a *canon.Arena) {
 		*p = a.Int(**p)
 	}
 }
-func (f nullInt) canon(*core.Subagent) {}
+func (f nullInt) canon(*core.Subagent)           {}
+func (f nullInt) later(_, _ *core.Subagent) bool { return false }
 func (f nullInt) check(_ *Column, s *core.Subagent) error {
 	if p := *f(s); p != nil && *p < 0 {
 		return errNegative
@@ -395,6 +424,10 @@ func (f nullTime) set(s *core.Subagent, v any) {
 }
 func (f nullTime) null(s *core.Subagent) bool   { return *f(s) == nil }
 func (f nullTime) take(dst, src *core.Subagent) { *f(dst) = *f(src) }
+func (f nullTime) later(stored, in *core.Subagent) bool {
+	s, i := *f(stored), *f(in)
+	return s != nil && i != nil && i.After(*s)
+}
 func (f nullTime) clone(s *core.Subagent, a *canon.Arena) {
 	if p := f(s); *p != nil {
 		*p = a.Time(**p)

@@ -111,8 +111,12 @@ func TestMergeFollowsTheDeclaredRules(t *testing.T) {
 					}
 					merged := Merge(&stored, incoming)
 					want := c.Format(&stored)
-					if c.Rule.TakesIncoming(c.IsNull(&stored), c.IsNull(&incoming), settled) {
+					later := c.Type == Time && !c.IsNull(&stored) && !c.IsNull(&incoming) // changed: an hour later
+					switch {
+					case c.Rule.TakesIncoming(c.IsNull(&stored), c.IsNull(&incoming), later, settled):
 						want = c.Format(&incoming)
+					case c.Rule == RuleEnd && Reopens(&stored, &incoming):
+						want = c.Format(&incoming) // woken again: the incoming run's end
 					}
 					if got := c.Format(&merged); got != want {
 						t.Errorf("%s (%s) stored null %v incoming null %v settled %v: merged %s, want %s",

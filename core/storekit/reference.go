@@ -467,6 +467,25 @@ func FailuresOf(rows []core.Subagent, q report.FailureQuery) []core.Subagent {
 	return out[:min(len(out), q.LimitOrDefault())]
 }
 
+// StaleOf is the Go reference of the stale read: what every store's Stale
+// must return for the same rows.
+func StaleOf(rows []core.Subagent, q report.StaleQuery) []core.Subagent {
+	out := []core.Subagent{}
+	before := CeilMicro(q.Before)
+	for _, r := range rows {
+		r = Canonical(r)
+		unended := r.EndedAt == nil && (r.IsAsync || r.SettledAt == nil) // may still end, and has not
+		if unended && report.Since(r).Before(before) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b core.Subagent) int {
+		return cmp.Or(report.Since(a).Compare(report.Since(b)), cmp.Compare(a.TaskSessionID, b.TaskSessionID),
+			cmp.Compare(a.ToolCallID, b.ToolCallID), cmp.Compare(a.AgentExecutionID, b.AgentExecutionID))
+	})
+	return out[:min(len(out), q.LimitOrDefault())]
+}
+
 // ListOf is the Go reference of a listing (Store.ListBySession,
 // Store.ListByTurn): rows, those of one session or one turn in any order,
 // in AC-13 order after page.After, at most page.Limit of them (0: all).

@@ -58,11 +58,20 @@ func Merge(stored *core.Subagent, incoming core.Subagent) core.Subagent {
 // otherwise.
 func MergeInto(stored, incoming *core.Subagent) {
 	settled := stored.SettledAt != nil
+	reopened := Reopens(stored, incoming)
 	for _, f := range mergedFields {
-		if f.col.Rule.TakesIncoming(f.null(stored), f.null(incoming), settled) {
+		if f.col.Rule.TakesIncoming(f.null(stored), f.null(incoming), f.later(stored, incoming), settled) ||
+			f.col.Rule == RuleEnd && reopened {
 			f.take(stored, incoming)
 		}
 	}
+}
+
+// Reopens reports whether incoming reopens stored's ended agent (RuleEnd):
+// it reports a start later than stored's end: the agent was woken again
+// after it stopped, and the row takes the incoming end (NULL: running).
+func Reopens(stored, incoming *core.Subagent) bool {
+	return stored.EndedAt != nil && incoming.StartedAt != nil && incoming.StartedAt.After(*stored.EndedAt)
 }
 
 // Where history meets live capture (docs/CONTRACT.md §8.5) a

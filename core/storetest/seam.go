@@ -59,6 +59,7 @@ func testSeamAdopts(t *testing.T, s *suite) {
 	want := h
 	want.AgentExecutionID, want.Model = f.ExecutionID, str("live-model")
 	want.ToolStatus, want.SettledAt = str("completed"), ptrTime(at(60))
+	want.EndedAt = ptrTime(at(60)) // a synchronous run ends with its tool call (docs/CONTRACT.md §3.4)
 	want.TotalTokens, want.ToolUseCount = i64(9000), i64(4)
 	assertRow(t, want, got)
 	// A later frame of the same execution merges as into any row.

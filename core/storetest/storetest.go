@@ -104,6 +104,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"FailuresAgreeWithTheReference", testFailures},
 		{"SessionTurnsAgreeWithTheReference", testSessionTurns},
 		{"SessionsWindowPrefixAndKeysetPaging", testSessionsWindow},
+		{"Lifecycle_SynchronousEndsWithItsToolCall", testSynchronousEndsWithItsToolCall},
+		{"Lifecycle_BackgroundRunEndsWhenReported", testBackgroundRunEndsWhenReported},
+		{"Lifecycle_WokenAgainReopens", testWokenAgainReopens},
+		{"Lifecycle_StaleAgreesWithTheReference", testStale},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

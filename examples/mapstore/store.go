@@ -203,6 +203,14 @@ func (s *Store) Failures(ctx context.Context, q report.FailureQuery) ([]core.Sub
 	return storekit.FailuresOf(s.snapshot(), q), ctx.Err()
 }
 
+// Stale is the reference list of the agents that never came back.
+func (s *Store) Stale(ctx context.Context, q report.StaleQuery) ([]core.Subagent, error) {
+	if err := q.Validate(); err != nil {
+		return nil, &core.OpError{Op: "stale", Err: err}
+	}
+	return storekit.StaleOf(s.snapshot(), q), ctx.Err()
+}
+
 // Export yields the reference export of a window.
 func (s *Store) Export(ctx context.Context, q report.ExportQuery) iter.Seq2[core.Subagent, error] {
 	return func(yield func(core.Subagent, error) bool) {

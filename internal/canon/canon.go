@@ -135,7 +135,7 @@ const (
 type Arena struct {
 	texts      [12]string
 	ints       [6]int64
-	times      [2]time.Time
+	times      [3]time.Time
 	nt, ni, nm int
 }
 

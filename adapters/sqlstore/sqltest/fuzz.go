@@ -56,6 +56,14 @@ func FuzzMerge(f *testing.F, d *Driver) {
 			if b[1]&0x40 != 0 {
 				fr.Payload.ToolUseCount = &uses
 			}
+			// The agent's own start and end, in the same minute as the
+			// observations: reopening and earliest-start cases arise.
+			if b[3]&0x02 != 0 {
+				fr.StartedAt = t0.Add(time.Duration(b[3]>>2) * 4 * time.Second)
+			}
+			if b[1]&0x20 != 0 {
+				fr.EndedAt = t0.Add(time.Duration(b[6]>>2)*4*time.Second + time.Duration(b[0])*time.Microsecond)
+			}
 			if b[2]&0x80 != 0 {
 				fr.Payload = nil
 			}

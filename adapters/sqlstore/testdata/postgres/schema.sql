@@ -20,6 +20,8 @@ CREATE TABLE IF NOT EXISTS task_session_subagents (
 	source               TEXT NOT NULL DEFAULT 'live',
 	observed_at          TIMESTAMPTZ NOT NULL,
 	settled_at           TIMESTAMPTZ,
+	started_at           TIMESTAMPTZ,
+	ended_at             TIMESTAMPTZ,
 	updated_at           TIMESTAMPTZ NOT NULL,
 	PRIMARY KEY (task_session_id, id),
 	CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
@@ -93,6 +95,8 @@ BEGIN
 		source = b.source,
 		observed_at = b.observed_at,
 		settled_at = COALESCE(b.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (b.started_at IS NULL OR t.started_at <= b.started_at) THEN t.started_at ELSE b.started_at END,
+		ended_at = CASE WHEN t.started_at > b.ended_at THEN t.ended_at ELSE COALESCE(b.ended_at, t.ended_at) END,
 		id = b.id
 			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
 		END IF;
@@ -119,6 +123,8 @@ BEGIN
 		source = h.source,
 		observed_at = h.observed_at,
 		settled_at = COALESCE(h.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (h.started_at IS NULL OR t.started_at <= h.started_at) THEN t.started_at ELSE h.started_at END,
+		ended_at = CASE WHEN t.started_at > h.ended_at THEN t.ended_at ELSE COALESCE(h.ended_at, t.ended_at) END,
 		id = h.id
 			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
 			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;

@@ -1,7 +1,7 @@
 -- on a sharded table, what the upsert needs there in place of the one server's
 DO $do$ BEGIN
-IF to_regprocedure('subagentctx_absorb_dbde5c46()') IS NULL THEN
-CREATE FUNCTION subagentctx_absorb_dbde5c46() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
+IF to_regprocedure('subagentctx_absorb_3eb3374e()') IS NULL THEN
+CREATE FUNCTION subagentctx_absorb_3eb3374e() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
 DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
 BEGIN
 	IF NOT here THEN -- a partition of the table, or a Citus shard
@@ -27,6 +27,8 @@ BEGIN
 		source = b.source,
 		observed_at = b.observed_at,
 		settled_at = COALESCE(b.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (b.started_at IS NULL OR t.started_at <= b.started_at) THEN t.started_at ELSE b.started_at END,
+		ended_at = CASE WHEN t.started_at > b.ended_at THEN t.ended_at ELSE COALESCE(b.ended_at, t.ended_at) END,
 		id = b.id
 			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
 		END IF;
@@ -53,6 +55,8 @@ BEGIN
 		source = h.source,
 		observed_at = h.observed_at,
 		settled_at = COALESCE(h.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (h.started_at IS NULL OR t.started_at <= h.started_at) THEN t.started_at ELSE h.started_at END,
+		ended_at = CASE WHEN t.started_at > h.ended_at THEN t.ended_at ELSE COALESCE(h.ended_at, t.ended_at) END,
 		id = h.id
 			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
 			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
@@ -60,16 +64,16 @@ BEGIN
 	RETURN NULL;
 END
 $f$;
-EXECUTE format('ALTER FUNCTION subagentctx_absorb_dbde5c46() SET search_path = %I, pg_temp',
+EXECUTE format('ALTER FUNCTION subagentctx_absorb_3eb3374e() SET search_path = %I, pg_temp',
 	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'task_session_subagents'::regclass));
 END IF;
 IF NOT EXISTS (SELECT 1 FROM pg_trigger
 		WHERE tgrelid = 'task_session_subagents'::regclass AND tgname = 'subagentctx_absorb'
-		AND tgfoid = 'subagentctx_absorb_dbde5c46()'::regprocedure) THEN
+		AND tgfoid = 'subagentctx_absorb_3eb3374e()'::regprocedure) THEN
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
 	DROP TRIGGER IF EXISTS subagentctx_absorb ON task_session_subagents;
 	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents FOR EACH ROW
-		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_dbde5c46();
+		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_3eb3374e();
 END IF;
 END $do$;
 
@@ -101,6 +105,8 @@ BEGIN
 		source = b.source,
 		observed_at = b.observed_at,
 		settled_at = COALESCE(b.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (b.started_at IS NULL OR t.started_at <= b.started_at) THEN t.started_at ELSE b.started_at END,
+		ended_at = CASE WHEN t.started_at > b.ended_at THEN t.ended_at ELSE COALESCE(b.ended_at, t.ended_at) END,
 		id = b.id
 			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
 		END IF;
@@ -127,6 +133,8 @@ BEGIN
 		source = h.source,
 		observed_at = h.observed_at,
 		settled_at = COALESCE(h.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (h.started_at IS NULL OR t.started_at <= h.started_at) THEN t.started_at ELSE h.started_at END,
+		ended_at = CASE WHEN t.started_at > h.ended_at THEN t.ended_at ELSE COALESCE(h.ended_at, t.ended_at) END,
 		id = h.id
 			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
 			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;

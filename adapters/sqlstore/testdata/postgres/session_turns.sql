@@ -25,5 +25,5 @@ LIMIT ?;
 -- arguments: sess-1 2026-08-12 23:10:00.500002 +0000 UTC 2026-08-12 23:10:00.500002 +0000 UTC 2026-08-12 23:10:00.500002 +0000 UTC    sess-1 sess-1 26
 
 -- every row of the page's turns (two, and the rows without one)
-SELECT id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at FROM task_session_subagents WHERE task_session_id = ? AND (turn_id IN (?, ?) OR turn_id IS NULL) ORDER BY (EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint, tool_call_id COLLATE "C", agent_execution_id COLLATE "C";
+SELECT id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, started_at, ended_at, updated_at FROM task_session_subagents WHERE task_session_id = ? AND (turn_id IN (?, ?) OR turn_id IS NULL) ORDER BY (EXTRACT(EPOCH FROM observed_at) * 1000000)::bigint, tool_call_id COLLATE "C", agent_execution_id COLLATE "C";
 -- arguments: sess-1 turn-1 turn-2

@@ -20,6 +20,8 @@ CREATE TABLE IF NOT EXISTS task_session_subagents (
 	source               TEXT NOT NULL DEFAULT 'live',
 	observed_at          TIMESTAMP NOT NULL,
 	settled_at           TIMESTAMP,
+	started_at           TIMESTAMP,
+	ended_at             TIMESTAMP,
 	updated_at           TIMESTAMP NOT NULL,
 	PRIMARY KEY (task_session_id, id),
 	CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),

@@ -25,6 +25,8 @@ CREATE TABLE IF NOT EXISTS task_session_subagents_upgrade (
 	source               TEXT NOT NULL DEFAULT 'live',
 	observed_at          TIMESTAMP NOT NULL,
 	settled_at           TIMESTAMP,
+	started_at           TIMESTAMP,
+	ended_at             TIMESTAMP,
 	updated_at           TIMESTAMP NOT NULL,
 	PRIMARY KEY (task_session_id, id),
 	CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
@@ -60,6 +62,8 @@ UPDATE task_session_subagents AS t SET task_id = b.task_id,
 		source = b.source,
 		observed_at = b.observed_at,
 		settled_at = COALESCE(b.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (b.started_at IS NULL OR t.started_at <= b.started_at) THEN t.started_at ELSE b.started_at END,
+		ended_at = CASE WHEN t.started_at > b.ended_at THEN t.ended_at ELSE COALESCE(b.ended_at, t.ended_at) END,
 		updated_at = ?
 	FROM task_session_subagents AS b
 	WHERE b.agent_execution_id = 'unknown' AND b.source = 'backfill' AND t.task_session_id = b.task_session_id AND t.tool_call_id = b.tool_call_id
