@@ -16,6 +16,18 @@ import (
 // the parent's tool use id in _meta.claudeCode.parentToolUseId. The draft's
 // names are all in this file.
 //
+// The draft of 2026-09-24 (RFD PR #1992) keeps subagent_update {sessionId,
+// state} but makes state a snapshot object {state: running |
+// requires_action | idle | unknown, stopReason?, usage?}, not an outcome:
+// idle is not success (a child woken again runs again), cancelling is idle
+// with stopReason cancelled, and an operation's outcome is the tool call
+// that references the child through its content {type: "session",
+// sessionId}. Read so: running is the agent's start (a later one reopens
+// it), idle its end, the state word its agent status verbatim, and the
+// referencing tool call — its id the row's key when nothing keyed it
+// before — its tool status. unknown is an agent status like any other:
+// never an end, never an outcome.
+//
 // Each child session is a row: keyed by the parent tool use id its frames
 // carry, or by the child session id when none does; its name (or title) —
 // a short label, what Claude Code's Task tool calls its description — as
@@ -43,6 +55,9 @@ type child struct {
 	name, kind     string
 	task           string // the prompt: content, for WithContent only
 	state          string
+	snapshots      bool      // the state came as a snapshot object (the 2026-09-24 draft)
+	started, ended time.Time // the snapshots' latest running, and the idle after it
+	toolStatus     string    // the referencing tool call's status (snapshots)
 	spawned        time.Time
 	parentChildKey string // the parent session's own row, when it is a child too
 	size           int    // what it counts toward the tracker's byte bound
@@ -71,10 +86,12 @@ func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []co
 	if t.content {
 		c.task = cmpOr(upd.first("task"), c.task)
 	}
-	if state := upd.first("state", "status"); state != "" && nativeTerminal[c.state] == "" {
+	if snap := upd.object("state"); snap != nil {
+		t.snapshot(c, snap.str("state"))
+	} else if state := upd.first("state", "status"); state != "" && nativeTerminal[c.state] == "" {
 		c.state = state // a terminal state is final
 	}
-	if c.key == "" && nativeTerminal[c.state] != "" {
+	if c.key == "" && (nativeTerminal[c.state] != "" || c.snapshots && !c.ended.IsZero()) {
 		c.key = session
 	}
 	t.resize(session, c)
@@ -83,10 +100,49 @@ func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []co
 	return frames
 }
 
+// snapshot reads a state snapshot of the 2026-09-24 draft: running starts
+// the agent (again, after an idle), idle ends it; every state is its agent
+// status, verbatim.
+func (t *Tracker) snapshot(c *child, state string) {
+	if state == "" {
+		return
+	}
+	c.snapshots = true
+	switch {
+	case state == "running" && (c.started.IsZero() || !c.ended.IsZero()):
+		c.started, c.ended = t.now(), time.Time{}
+	case state == "idle" && c.ended.IsZero():
+		c.ended = t.now()
+	}
+	c.state = state
+}
+
+// nativeReferences reads the sessions a tool call's content references: a
+// known child takes the call's status as its row's tool status, and the
+// call's id as its row's key when nothing keyed it yet. t.mu is held.
+func (t *Tracker) nativeReferences(u update) []core.Frame {
+	var out []core.Frame
+	for _, ref := range u.sessions {
+		c := t.natives[ref]
+		if c == nil {
+			continue
+		}
+		if c.key == "" {
+			c.key = u.toolCallID
+		}
+		if c.key == u.toolCallID && u.status != nil {
+			c.toolStatus = *u.status
+		}
+		t.resize(ref, c)
+		out = append(out, t.nativeRow(ref, c)...)
+	}
+	return out
+}
+
 // resize counts a child's strings toward the byte bound. t.mu is held.
 func (t *Tracker) resize(session string, c *child) {
 	size := correlationBytes + len(session) + len(c.parent) + len(c.key) + len(c.name) + len(c.kind) + len(c.task) +
-		len(c.state) + len(c.parentChildKey)
+		len(c.state) + len(c.toolStatus) + len(c.parentChildKey)
 	t.bytes += size - c.size
 	c.size = size
 }
@@ -138,6 +194,10 @@ func (t *Tracker) nativeRow(session string, c *child) []core.Frame {
 	if p := t.natives[c.parent]; p != nil && c.parentChildKey == "" {
 		c.parentChildKey = p.key
 	}
+	tool := nativeTerminal[c.state]
+	if c.snapshots {
+		tool = c.toolStatus
+	}
 	return []core.Frame{{
 		TaskSessionID:    c.id.TaskSessionID,
 		TaskID:           c.id.TaskID,
@@ -145,9 +205,11 @@ func (t *Tracker) nativeRow(session string, c *child) []core.Frame {
 		ExecutionID:      c.id.ExecutionID,
 		ToolCallID:       c.key,
 		ParentToolCallID: c.parentChildKey,
-		ToolStatus:       nativeTerminal[c.state],
+		ToolStatus:       tool,
 		ObservedAt:       c.spawned,
+		StartedAt:        c.started,
+		EndedAt:          c.ended,
 		Payload: &core.Payload{SubagentType: c.kind, Description: c.name, Prompt: c.task, Status: c.state,
-			ChildSessionID: session},
+			ChildSessionID: session, IsAsync: c.snapshots},
 	}}
 }

@@ -43,6 +43,15 @@ func recognise(c *call) provider {
 	case claude != nil && tool != "":
 		return nil // another of Claude Code's tools, whatever its title
 	}
+	// ACP's tool-call name draft: a programmatic name, trusted only as the
+	// subagent tool of the agent the host says it runs (another agent's
+	// tool may share the name).
+	switch agent := c.id.Agent.canonical(); {
+	case agent == AgentClaudeCode && (c.name == "Agent" || c.name == "Task"):
+		return one{claudeCode{}}
+	case agent == AgentOpenCode && c.name == "task":
+		return one{openCode{}}
+	}
 	if strings.EqualFold(c.input.str("_toolName"), "task") {
 		return one{cursor{}}
 	}
@@ -77,7 +86,7 @@ func (claudeCode) fill(_ *session, _ string, c *call, f *core.Frame) {
 	meta := c.meta.object("claudeCode")
 	f.ParentToolCallID = meta.str("parentToolUseId")
 	r := meta.object("toolResponse")
-	p.AgentID = r.str("agentId")
+	p.AgentID = r.first("agentId", "taskId") // a remote launch's agent is its task
 	p.Status = r.str("status")
 	p.Model = r.first("model", "resolvedModel")
 	p.TotalTokens, _ = r.integer("totalTokens")

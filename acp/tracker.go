@@ -227,6 +227,7 @@ type call struct {
 	id       Identity
 	provider provider // nil until recognised
 	title    string
+	name     string // ACP's programmatic tool name (the tool-call name draft), when the agent sends it
 	status   string
 	input    jsonMap
 	output   any
@@ -244,11 +245,15 @@ type call struct {
 type update struct {
 	toolCallID string
 	title      *string
+	name       *string
 	status     *string
-	input      any
-	output     any
-	meta       jsonMap
-	size       int // the heap its decoded JSON holds (footprint)
+	// sessions are the sessions the call's content references (the
+	// subagent draft's {"type": "session", "sessionId": …}).
+	sessions []string
+	input    any
+	output   any
+	meta     jsonMap
+	size     int // the heap its decoded JSON holds (footprint)
 }
 
 // ErrNotParams is returned for raw params that are not a JSON object.
@@ -280,8 +285,18 @@ func (t *Tracker) updateParams(id Identity, p jsonMap, size int) []core.Frame {
 	if kind != "tool_call" && kind != "tool_call_update" {
 		return nil
 	}
-	u := update{toolCallID: upd.str("toolCallId"), title: upd.strPtr("title"), status: upd.strPtr("status"),
-		input: upd["rawInput"], output: upd["rawOutput"], meta: upd.object("_meta"), size: size}
+	u := update{toolCallID: upd.str("toolCallId"), title: upd.strPtr("title"), name: upd.strPtr("name"),
+		status: upd.strPtr("status"), input: upd["rawInput"], output: upd["rawOutput"], meta: upd.object("_meta"),
+		size: size}
+	if content, ok := upd["content"].([]any); ok {
+		for _, item := range content {
+			if m, ok := item.(map[string]any); ok && m["type"] == "session" {
+				if ref, ok := m["sessionId"].(string); ok && ref != "" {
+					u.sessions = append(u.sessions, ref)
+				}
+			}
+		}
+	}
 	return t.apply(id, p.str("sessionId"), u)
 }
 
@@ -527,6 +542,7 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	if ch := t.natives[acpSession]; ch != nil {
 		return t.nativeChildCall(acpSession, ch, u)
 	}
+	refs := t.nativeReferences(u)
 	s := t.session(acpSession)
 	c := s.calls[u.toolCallID]
 	if c == nil {
@@ -550,6 +566,9 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 	}
 	if u.title != nil {
 		c.title = *u.title
+	}
+	if u.name != nil {
+		c.name = *u.name
 	}
 	if u.status != nil {
 		c.status = *u.status
@@ -584,7 +603,7 @@ func (t *Tracker) apply(id Identity, acpSession string, u update) []core.Frame {
 		c.size, c.input, c.output, c.meta, c.cursor, c.lastMeta, c.lastInput = 0, nil, nil, nil, nil, nil, nil
 	}
 	t.shrink()
-	return frames
+	return append(refs, frames...)
 }
 
 // shrink forgets what the tracker keeps, oldest first, until it is within
@@ -707,7 +726,7 @@ func (t *Tracker) frames(s *session, tool string, c *call) []core.Frame {
 	out := c.provider.rows(s, tool, c, f)
 	t.bytes += s.kept - kept // the correlations the call added
 	for i := range out {
-		if p := out[i].Payload; p.Status == "async_launched" || p.IsAsync {
+		if p := out[i].Payload; p.Status == "async_launched" || p.Status == "remote_launched" || p.IsAsync {
 			// An async launch returns once the subagent is started: the
 			// tool call is over, whatever status ACP reported with it (§7).
 			p.IsAsync, out[i].Settled = true, true
