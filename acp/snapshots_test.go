@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/subagentctx/subagentctx/acp"
@@ -109,5 +110,46 @@ func TestRemoteLaunchIsABackgroundRun(t *testing.T) {
 		text(r.AgentStatus) != "remote_launched" {
 		t.Errorf("remote launch: async %v settled %v ended %v agent %s status %s", r.IsAsync, r.SettledAt, r.EndedAt,
 			text(r.AgentID), text(r.AgentStatus))
+	}
+}
+
+// TestLostMarksUnknown (docs/CONTRACT.md §3.4): a host that loses its agent
+// calls Lost once; the subagents its traffic left running — a background
+// launch, an open call, a native child not idle — come back with the
+// agent status unknown; a synchronous call that returned, and a child that
+// went idle, do not; the frames change no end and invent no outcome.
+func TestLostMarksUnknown(t *testing.T) {
+	tr := acp.NewTracker(acp.WithClock(clock()))
+	id := identity("s")
+	id.Agent = acp.AgentClaudeCode
+	for _, line := range []string{
+		`{"sessionId":"acp-1","update":{"sessionUpdate":"tool_call_update","toolCallId":"toolu_bg","status":"completed",` +
+			`"_meta":{"claudeCode":{"toolName":"Agent","toolResponse":{"status":"async_launched","agentId":"a1"}}}}}`,
+		`{"sessionId":"acp-1","update":{"sessionUpdate":"tool_call_update","toolCallId":"toolu_sync","status":"completed",` +
+			`"_meta":{"claudeCode":{"toolName":"Agent","toolResponse":{"status":"completed","totalTokens":10}}}}}`,
+		`{"sessionId":"acp-1","update":{"sessionUpdate":"tool_call","toolCallId":"toolu_open","status":"in_progress",` +
+			`"_meta":{"claudeCode":{"toolName":"Agent"}}}}`,
+		`{"sessionId":"acp-1","update":{"sessionUpdate":"subagent_update","sessionId":"child-1","state":{"state":"running"}}}`,
+		`{"sessionId":"acp-1","update":{"sessionUpdate":"tool_call","toolCallId":"delegate_1","status":"in_progress",` +
+			`"content":[{"type":"session","sessionId":"child-1"}]}}`,
+		`{"sessionId":"acp-1","update":{"sessionUpdate":"subagent_update","sessionId":"child-2","state":{"state":"idle"}}}`,
+	} {
+		if _, err := tr.UpdateJSON(id, []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, f := range tr.Lost("acp-1") {
+		if f.Payload.Status != "unknown" || f.ToolStatus != "" || !f.EndedAt.IsZero() {
+			t.Errorf("%s: status %q tool %q end %v; want unknown only", f.ToolCallID, f.Payload.Status, f.ToolStatus,
+				f.EndedAt)
+		}
+		got = append(got, f.ToolCallID)
+	}
+	if want := []string{"delegate_1", "toolu_bg", "toolu_open"}; !slices.Equal(got, want) {
+		t.Errorf("Lost marked %v, want %v", got, want)
+	}
+	if other := tr.Lost("acp-2"); len(other) != 0 {
+		t.Errorf("another session's Lost marked %d rows", len(other))
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/canon"
 	"github.com/subagentctx/subagentctx/internal/liberr"
 )
@@ -399,6 +400,44 @@ func (t *Tracker) EndTurn(acpSessionID string) {
 	}
 	s.order = kept
 	t.bytes -= s.clearCursor()
+}
+
+// Lost reports that the host lost its connection to the agent behind an
+// ACP session: it returns, for each subagent of the session whose agent
+// may still be running as far as the session's traffic showed (a
+// background launch, a tool call not over, a native child not idle), a
+// frame whose agent status is unknown (storekit.AgentStatusUnknown),
+// ordered by tool call id. Recorded, they mark the rows without inventing
+// an outcome: unknown is no end, never replaces the status of an agent
+// that has ended (by any source), and a later real state replaces it
+// (docs/CONTRACT.md §3.4).
+func (t *Tracker) Lost(acpSessionID string) []core.Frame {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	unknown := func(f core.Frame) core.Frame {
+		return core.Frame{TaskSessionID: f.TaskSessionID, TaskID: f.TaskID, TurnID: f.TurnID,
+			ExecutionID: f.ExecutionID, ToolCallID: f.ToolCallID, ObservedAt: now,
+			Payload: &core.Payload{Status: storekit.AgentStatusUnknown}}
+	}
+	var out []core.Frame
+	if s := t.sessions[acpSessionID]; s != nil {
+		for _, f := range s.current {
+			if f.Settled || f.Payload.IsAsync || !canon.IsTerminalToolStatus(f.ToolStatus) {
+				out = append(out, unknown(f))
+			}
+		}
+	}
+	for session, c := range t.natives {
+		if c.parent == acpSessionID && c.key != "" && (!c.snapshots || c.ended.IsZero()) &&
+			nativeTerminal[c.state] == "" {
+			for _, f := range t.nativeRow(session, c) {
+				out = append(out, unknown(f))
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b core.Frame) int { return strings.Compare(a.ToolCallID, b.ToolCallID) })
+	return out
 }
 
 // EndSession releases everything kept for an ACP session.

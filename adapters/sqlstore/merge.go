@@ -37,6 +37,9 @@ func mergeExpr(c storekit.Column, stored, incoming ref) string {
 		return "COALESCE(" + s + ", " + in + ")"
 	case storekit.RuleFillForward:
 		return "COALESCE(" + in + ", " + s + ")"
+	case storekit.RuleAgentStatus:
+		return "CASE WHEN " + in + " = '" + storekit.AgentStatusUnknown + "' AND " + stored("ended_at") +
+			" IS NOT NULL THEN " + s + " ELSE COALESCE(" + in + ", " + s + ") END"
 	case storekit.RuleFrozenOnceSettled:
 		settled := stored(storekit.SettledAtColumn)
 		return "CASE WHEN " + settled + " IS NOT NULL THEN " + s + " ELSE COALESCE(" + in + ", " + s + ") END"
@@ -95,6 +98,10 @@ func historySet(history, target ref, written string, has func(column string) boo
 		case c.Rule == storekit.RuleEnd && has != nil && !has(storekit.StartedAtColumn):
 			// No start to reopen it by: the end is first wins.
 			c.Rule = storekit.RuleFirstWins
+			set = append(set, c.Name+" = "+mergeExpr(c, history, target))
+		case c.Rule == storekit.RuleAgentStatus && has != nil && !has("ended_at"):
+			// No end to keep a status for: fill forward.
+			c.Rule = storekit.RuleFillForward
 			set = append(set, c.Name+" = "+mergeExpr(c, history, target))
 		default:
 			set = append(set, c.Name+" = "+mergeExpr(c, history, target))

@@ -46,7 +46,7 @@ var Columns = []Column{
 		field: nullText(func(s *core.Subagent) **string { return &s.ChildSessionID })},
 	{Name: "model", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("model"),
 		field: nullText(func(s *core.Subagent) **string { return &s.Model })},
-	{Name: "agent_status", Type: Text, Nullable: true, Rule: RuleFillForward, Metadata: task("status"),
+	{Name: "agent_status", Type: Text, Nullable: true, Rule: RuleAgentStatus, Metadata: task("status"),
 		field: nullText(func(s *core.Subagent) **string { return &s.AgentStatus })},
 	{Name: "tool_status", Type: Text, Nullable: true, Rule: RuleFrozenOnceSettled, Metadata: top("status"),
 		field: nullText(func(s *core.Subagent) **string { return &s.ToolStatus })},
@@ -179,6 +179,11 @@ const (
 	RuleSticky
 	// RuleLastWrite columns always take the incoming value.
 	RuleLastWrite
+	// RuleAgentStatus fills forward, except that an incoming
+	// AgentStatusUnknown never replaces the status of a row whose agent has
+	// ended: a lost connection says nothing about a run that is over
+	// (agent_status, docs/CONTRACT.md §3.4).
+	RuleAgentStatus
 	// RuleEarliest instants keep the earlier of the two; NULL never blanks
 	// a stored one (started_at: a subagent's first start).
 	RuleEarliest
@@ -193,6 +198,7 @@ var ruleNames = [...]string{
 	RuleKey: "key", RuleWriteOnce: "write-once", RuleFirstWins: "first wins", RuleFillForward: "fill forward",
 	RuleFrozenOnceSettled: "frozen once settled", RuleSticky: "sticky", RuleLastWrite: "last write",
 	RuleEarliest: "earliest", RuleEnd: "first end, reopened by a later start",
+	RuleAgentStatus: "fill forward, unknown never over an end",
 }
 
 func (r Rule) String() string { return ruleNames[r] }
@@ -202,12 +208,13 @@ func (r Rule) String() string { return ruleNames[r] }
 // NULL (for a Sticky boolean, false counts as NULL: "not reported");
 // later says whether the incoming instant is later than the stored one
 // (instants only); settled says whether the stored row has settled_at.
-// RuleEnd's reopening is Reopens.
+// RuleEnd's reopening is Reopens; RuleAgentStatus's exception,
+// KeepsEndedStatus.
 func (r Rule) TakesIncoming(storedNull, incomingNull, later, settled bool) bool {
 	switch r {
 	case RuleFirstWins, RuleEnd:
 		return storedNull
-	case RuleFillForward, RuleSticky:
+	case RuleFillForward, RuleSticky, RuleAgentStatus:
 		return !incomingNull
 	case RuleFrozenOnceSettled:
 		return !settled && !incomingNull

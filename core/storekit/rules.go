@@ -58,13 +58,31 @@ func Merge(stored *core.Subagent, incoming core.Subagent) core.Subagent {
 // otherwise.
 func MergeInto(stored, incoming *core.Subagent) {
 	settled := stored.SettledAt != nil
-	reopened := Reopens(stored, incoming)
+	reopened, keepStatus := Reopens(stored, incoming), KeepsEndedStatus(stored, incoming)
 	for _, f := range mergedFields {
-		if f.col.Rule.TakesIncoming(f.null(stored), f.null(incoming), f.later(stored, incoming), settled) ||
-			f.col.Rule == RuleEnd && reopened {
+		take := f.col.Rule.TakesIncoming(f.null(stored), f.null(incoming), f.later(stored, incoming), settled)
+		switch f.col.Rule {
+		case RuleEnd:
+			take = take || reopened
+		case RuleAgentStatus:
+			take = take && !keepStatus
+		}
+		if take {
 			f.take(stored, incoming)
 		}
 	}
+}
+
+// AgentStatusUnknown is the agent status of a subagent whose activity its
+// host can no longer observe (a lost connection; ACP's unknown state): not
+// an end, not an outcome (docs/CONTRACT.md §3.4).
+const AgentStatusUnknown = "unknown"
+
+// KeepsEndedStatus reports whether stored keeps its agent status against
+// incoming (RuleAgentStatus): incoming says AgentStatusUnknown and
+// stored's agent has ended.
+func KeepsEndedStatus(stored, incoming *core.Subagent) bool {
+	return stored.EndedAt != nil && incoming.AgentStatus != nil && *incoming.AgentStatus == AgentStatusUnknown
 }
 
 // Reopens reports whether incoming reopens stored's ended agent (RuleEnd):

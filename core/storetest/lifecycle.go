@@ -155,3 +155,44 @@ func testStale(t *testing.T, s *suite) {
 	_, err := sl.Stale(context.Background(), report.StaleQuery{})
 	WantError(t, "no threshold", err, nil)
 }
+
+// testUnknownNeverOverAnEnd: a host that lost its agent marks the rows
+// unknown; unknown never replaces the status of an agent that ended, is
+// no end itself, and a later real state replaces it.
+func testUnknownNeverOverAnEnd(t *testing.T, s *suite) {
+	sess := s.session(t, "lost")
+	for _, tool := range []string{"running", "ended"} {
+		f := s.bare(sess, tool, 0)
+		f.ToolStatus, f.Payload.Status, f.Payload.IsAsync = "completed", "async_launched", true
+		s.write(t, f)
+	}
+	end := s.bare(sess, "ended", 10)
+	end.EndedAt, end.Payload.Status = at(10), "completed"
+	s.write(t, end)
+	for _, tool := range []string{"running", "ended"} {
+		lost := s.bare(sess, tool, 20)
+		lost.Payload.Status = storekit.AgentStatusUnknown
+		s.write(t, lost)
+	}
+	status := func() map[string]string {
+		out := map[string]string{}
+		for _, r := range s.rows(t, sess) {
+			out[r.ToolCallID] = fmt.Sprint(show(r.AgentStatus), " ended=", showTime(r.EndedAt))
+		}
+		return out
+	}
+	want := map[string]string{
+		s.id("tool", "running"): `"unknown" ended=NULL`,
+		s.id("tool", "ended"):   `"completed" ended=` + showTime(ptrTime(at(10))),
+	}
+	if got := status(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the host lost its agent: %v, want %v", got, want)
+	}
+	later := s.bare(sess, "running", 30)
+	later.Payload.Status, later.EndedAt = "failed", at(30)
+	s.write(t, later)
+	want[s.id("tool", "running")] = `"failed" ended=` + showTime(ptrTime(at(30)))
+	if got := status(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after a real state: %v, want %v", got, want)
+	}
+}

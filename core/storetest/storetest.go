@@ -108,6 +108,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Lifecycle_BackgroundRunEndsWhenReported", testBackgroundRunEndsWhenReported},
 		{"Lifecycle_WokenAgainReopens", testWokenAgainReopens},
 		{"Lifecycle_StaleAgreesWithTheReference", testStale},
+		{"Lifecycle_UnknownNeverOverAnEnd", testUnknownNeverOverAnEnd},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

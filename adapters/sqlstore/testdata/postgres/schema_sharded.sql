@@ -1,7 +1,7 @@
 -- on a sharded table, what the upsert needs there in place of the one server's
 DO $do$ BEGIN
-IF to_regprocedure('subagentctx_absorb_3eb3374e()') IS NULL THEN
-CREATE FUNCTION subagentctx_absorb_3eb3374e() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
+IF to_regprocedure('subagentctx_absorb_f485bebc()') IS NULL THEN
+CREATE FUNCTION subagentctx_absorb_f485bebc() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
 DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
 BEGIN
 	IF NOT here THEN -- a partition of the table, or a Citus shard
@@ -18,7 +18,7 @@ BEGIN
 		agent_id = COALESCE(t.agent_id, b.agent_id),
 		child_session_id = COALESCE(t.child_session_id, b.child_session_id),
 		model = COALESCE(t.model, b.model),
-		agent_status = COALESCE(t.agent_status, b.agent_status),
+		agent_status = CASE WHEN t.agent_status = 'unknown' AND b.ended_at IS NOT NULL THEN b.agent_status ELSE COALESCE(t.agent_status, b.agent_status) END,
 		tool_status = CASE WHEN b.settled_at IS NOT NULL THEN b.tool_status ELSE COALESCE(t.tool_status, b.tool_status) END,
 		is_async = CASE WHEN b.is_async = 1 OR t.is_async = 1 THEN 1 ELSE 0 END,
 		total_tokens = COALESCE(t.total_tokens, b.total_tokens),
@@ -46,7 +46,7 @@ BEGIN
 		agent_id = COALESCE(t.agent_id, h.agent_id),
 		child_session_id = COALESCE(t.child_session_id, h.child_session_id),
 		model = COALESCE(t.model, h.model),
-		agent_status = COALESCE(t.agent_status, h.agent_status),
+		agent_status = CASE WHEN t.agent_status = 'unknown' AND h.ended_at IS NOT NULL THEN h.agent_status ELSE COALESCE(t.agent_status, h.agent_status) END,
 		tool_status = CASE WHEN h.settled_at IS NOT NULL THEN h.tool_status ELSE COALESCE(t.tool_status, h.tool_status) END,
 		is_async = CASE WHEN h.is_async = 1 OR t.is_async = 1 THEN 1 ELSE 0 END,
 		total_tokens = COALESCE(t.total_tokens, h.total_tokens),
@@ -64,16 +64,16 @@ BEGIN
 	RETURN NULL;
 END
 $f$;
-EXECUTE format('ALTER FUNCTION subagentctx_absorb_3eb3374e() SET search_path = %I, pg_temp',
+EXECUTE format('ALTER FUNCTION subagentctx_absorb_f485bebc() SET search_path = %I, pg_temp',
 	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'task_session_subagents'::regclass));
 END IF;
 IF NOT EXISTS (SELECT 1 FROM pg_trigger
 		WHERE tgrelid = 'task_session_subagents'::regclass AND tgname = 'subagentctx_absorb'
-		AND tgfoid = 'subagentctx_absorb_3eb3374e()'::regprocedure) THEN
+		AND tgfoid = 'subagentctx_absorb_f485bebc()'::regprocedure) THEN
 	PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
 	DROP TRIGGER IF EXISTS subagentctx_absorb ON task_session_subagents;
 	CREATE TRIGGER subagentctx_absorb AFTER INSERT ON task_session_subagents FOR EACH ROW
-		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_3eb3374e();
+		WHEN (NEW.agent_execution_id <> 'unknown') EXECUTE FUNCTION subagentctx_absorb_f485bebc();
 END IF;
 END $do$;
 
@@ -96,7 +96,7 @@ BEGIN
 		agent_id = COALESCE(t.agent_id, b.agent_id),
 		child_session_id = COALESCE(t.child_session_id, b.child_session_id),
 		model = COALESCE(t.model, b.model),
-		agent_status = COALESCE(t.agent_status, b.agent_status),
+		agent_status = CASE WHEN t.agent_status = 'unknown' AND b.ended_at IS NOT NULL THEN b.agent_status ELSE COALESCE(t.agent_status, b.agent_status) END,
 		tool_status = CASE WHEN b.settled_at IS NOT NULL THEN b.tool_status ELSE COALESCE(t.tool_status, b.tool_status) END,
 		is_async = CASE WHEN b.is_async = 1 OR t.is_async = 1 THEN 1 ELSE 0 END,
 		total_tokens = COALESCE(t.total_tokens, b.total_tokens),
@@ -124,7 +124,7 @@ BEGIN
 		agent_id = COALESCE(t.agent_id, h.agent_id),
 		child_session_id = COALESCE(t.child_session_id, h.child_session_id),
 		model = COALESCE(t.model, h.model),
-		agent_status = COALESCE(t.agent_status, h.agent_status),
+		agent_status = CASE WHEN t.agent_status = 'unknown' AND h.ended_at IS NOT NULL THEN h.agent_status ELSE COALESCE(t.agent_status, h.agent_status) END,
 		tool_status = CASE WHEN h.settled_at IS NOT NULL THEN h.tool_status ELSE COALESCE(t.tool_status, h.tool_status) END,
 		is_async = CASE WHEN h.is_async = 1 OR t.is_async = 1 THEN 1 ELSE 0 END,
 		total_tokens = COALESCE(t.total_tokens, h.total_tokens),
