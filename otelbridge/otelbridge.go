@@ -310,7 +310,7 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Su
 	_, agentSpan := b.tracer.Start(withIDs(tool, ids.trace, ids.agent), agentSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(row.ObservedAt),
 		trace.WithAttributes(agentAttributes(row)...))
-	if row.ToolStatus != nil && canon.IsFailedToolStatus(*row.ToolStatus) {
+	if canon.Failed(row.ToolStatus, row.AgentStatus) {
 		for _, s := range []trace.Span{agentSpan, toolSpan} {
 			s.SetStatus(codes.Error, *row.ToolStatus)
 		}

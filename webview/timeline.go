@@ -87,7 +87,7 @@ func layout(t fanout.Turn, index int) turnView {
 	for _, n := range order {
 		r := n.Row
 		v.Totals.Subagents++
-		if r.ToolStatus != nil && canon.IsFailedToolStatus(*r.ToolStatus) {
+		if canon.Failed(r.ToolStatus, r.AgentStatus) {
 			v.Totals.Failed++
 		}
 		if n.Depth == 0 {

@@ -68,6 +68,7 @@ func TestCitusPlans(t *testing.T) {
 	day := report.TimelineQuery{Since: capture, Until: capture.Add(24 * time.Hour), Bucket: time.Hour}
 	timeline, timelineArgs := s.TimelineSQL(day)
 	failures, failuresArgs := s.FailuresSQL(report.FailureQuery{Since: capture, Limit: 20})
+	stale, staleArgs := s.StaleSQL(report.StaleQuery{Before: capture})
 	export, exportArgs := s.ExportSQL(report.ExportQuery{Since: capture})
 	firstRows, firstMessages := s.FirstActivitySQL(" WHERE task_session_id IN (?, ?)", capture)
 	overview := report.OverviewQuery{Since: capture, Until: capture.Add(24 * time.Hour)}
@@ -104,6 +105,7 @@ func TestCitusPlans(t *testing.T) {
 		{"coverage_counts", nil, coverage, coverageArgs, 0},
 		{"timeline", nil, timeline, timelineArgs, 0},
 		{"failures", nil, failures, failuresArgs, 0},
+		{"stale", nil, stale, staleArgs, 0},
 		{"export", nil, export, exportArgs, 0},
 		{"overview_groups", nil, overviewGroups, overviewGroupsArgs, 0},
 		{"overview_histogram", nil, overviewHistogram, overviewHistogramArgs, 0},

@@ -52,6 +52,7 @@ func (s *Store) OverviewBucketSQL(q report.OverviewQuery, dim, value string, buc
 }
 func (s *Store) TimelineSQL(q report.TimelineQuery) (string, []any) { return s.timelineStatement(q) }
 func (s *Store) FailuresSQL(q report.FailureQuery) (string, []any)  { return s.failuresStatement(q) }
+func (s *Store) StaleSQL(q report.StaleQuery) (string, []any)       { return s.staleStatement(q) }
 func (s *Store) ExportSQL(q report.ExportQuery) (string, []any)     { return s.exportStatement(q) }
 func (s *Store) CoverageCountsSQL(bound time.Time) (string, []any) {
 	return s.coverageCountsStatement(bound, true)

@@ -40,7 +40,7 @@ func (s *Store) overviewGroupsStatement(q report.OverviewQuery) (string, []any) 
 	where, args := s.overviewWindow(q)
 	by := strings.Join(overviewDimensions, ", ") + ", source"
 	cols := append([]string{by, "count(*) AS n",
-		"SUM(CASE WHEN tool_status IN (" + failedStatuses() + ") THEN 1 ELSE 0 END) AS failed",
+		"SUM(CASE WHEN " + failed() + " THEN 1 ELSE 0 END) AS failed",
 		"count(duration_ms) AS duration_n"}, overviewMetrics()...)
 	return "SELECT " + strings.Join(cols, ", ") + "\nFROM " + s.windowed(q.Since) + " WHERE " + where +
 		" GROUP BY " + by, args
@@ -155,7 +155,7 @@ func (s *Store) overviewBucketStatement(q report.OverviewQuery, dim string, buck
 func (s *Store) overviewWindow(q report.OverviewQuery) (string, []any) {
 	where, args := s.d.Within("observed_at", q.Since, q.Until)
 	if q.Failed {
-		where += " AND tool_status IN (" + failedStatuses() + ")"
+		where += " AND " + failed()
 	}
 	return where, args
 }

@@ -672,13 +672,12 @@ func (s *Store) timelineStatement(q report.TimelineQuery) (string, []any) {
 	within, args := s.d.Within("observed_at", q.Since, q.Until)
 	b := q.Bucket.Microseconds()
 	i := s.d.Instant("observed_at")
-	failed := failedStatuses()
 	// (i - ((i % b) + b) % b) / b is i / b rounded down, whatever i's sign.
-	return fmt.Sprintf(`SELECT k, count(*) AS n, SUM(CASE WHEN tool_status IN (%s) THEN 1 ELSE 0 END) AS failed,
+	return fmt.Sprintf(`SELECT k, count(*) AS n, SUM(CASE WHEN %s THEN 1 ELSE 0 END) AS failed,
 	count(total_tokens) AS reported, SUM(total_tokens / 4294967296) AS hi, SUM(total_tokens %% 4294967296) AS lo
-FROM (SELECT (%s - ((%s %% %d) + %d) %% %d) / %d AS k, tool_status, total_tokens
+FROM (SELECT (%s - ((%s %% %d) + %d) %% %d) / %d AS k, tool_status, agent_status, total_tokens
 	FROM %s WHERE %s) w
-GROUP BY k ORDER BY k`, failed, i, i, b, b, b, b, s.d.ThroughIndex(Table, observedAtIndex), within), args
+GROUP BY k ORDER BY k`, failed(), i, i, b, b, b, b, s.d.ThroughIndex(Table, observedAtIndex), within), args
 }
 
 // Failures implements report.FailureLister: one statement, the window's
@@ -695,11 +694,10 @@ func (s *Store) Failures(ctx context.Context, q report.FailureQuery) ([]core.Sub
 func (s *Store) failuresStatement(q report.FailureQuery) (string, []any) {
 	d := s.d
 	within, args := d.Within("observed_at", q.Since, q.Until)
-	failed := failedStatuses()
 	at, sess, tool, exec := d.Instant("observed_at"), d.Bytewise("task_session_id"), d.Bytewise("tool_call_id"),
 		d.Bytewise("agent_execution_id")
 	sql := "SELECT " + columnList("") + " FROM " + d.ThroughIndex(Table, observedAtIndex) + " WHERE " + within +
-		" AND tool_status IN (" + failed + ")"
+		" AND " + failed()
 	if a := q.After; a != nil {
 		us := storekit.CeilMicro(a.ObservedAt).UnixMicro()
 		sql += " AND (" + at + " < ? OR (" + at + " = ? AND (" + sess + " < ? OR (" + sess + " = ? AND (" + tool +

@@ -282,6 +282,13 @@ func failedStatuses() string {
 	return "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
 }
 
+// failed is the condition that a row counts as failed (storekit.Failed):
+// a failed tool status or a failed agent status.
+func failed() string {
+	return "(tool_status IN (" + failedStatuses() + ") OR agent_status IN ('" +
+		strings.Join(storekit.FailedAgentStatuses(), "', '") + "'))"
+}
+
 // overviewMetrics are a group's token and tool-use figures: how many rows
 // reported each, and its exact sum in high and low 32 bits.
 func overviewMetrics() []string {
@@ -329,7 +336,7 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	}
 	limit := fmt.Sprint(q.GroupsOrDefault())
 	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
-		total_tokens, tool_use_count, CASE WHEN tool_status IN (` + failedStatuses() + `) THEN 1 ELSE 0 END AS failed
+		total_tokens, tool_use_count, CASE WHEN ` + failed() + ` THEN 1 ELSE 0 END AS failed
 	FROM ` + s.windowed(q.Since) + ` WHERE ` + where + `),
 g AS MATERIALIZED (SELECT ` + combination + `, ` + strings.Join(figures, ", ") + `
 	FROM w GROUP BY ` + combination + `),

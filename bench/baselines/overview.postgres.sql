@@ -2,11 +2,11 @@ SELECT tool_status, source, count(*) FROM task_session_subagents
     WHERE observed_at >= $1 AND observed_at < $2 GROUP BY tool_status, source;
 SELECT agent_status, source, count(*) FROM task_session_subagents
     WHERE observed_at >= $1 AND observed_at < $2 GROUP BY agent_status, source;
-SELECT subagent_type, source, count(*), count(*) FILTER (WHERE tool_status IN ('error', 'failed', 'cancelled')),
+SELECT subagent_type, source, count(*), count(*) FILTER (WHERE (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))),
         sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count),
         percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms), percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms)
     FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 GROUP BY subagent_type, source;
-SELECT model, source, count(*), count(*) FILTER (WHERE tool_status IN ('error', 'failed', 'cancelled')),
+SELECT model, source, count(*), count(*) FILTER (WHERE (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))),
         sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count),
         percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms), percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms)
     FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 GROUP BY model, source;
@@ -15,19 +15,19 @@ SELECT task_session_id, min(task_id), count(*), count(DISTINCT turn_id), count(*
     FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 AND task_session_id LIKE $3
     GROUP BY task_session_id ORDER BY max(observed_at) DESC, task_session_id LIMIT 51;
 SELECT tool_status, source, count(*) FROM task_session_subagents
-    WHERE observed_at >= $1 AND observed_at < $2 AND tool_status IN ('error', 'failed', 'cancelled') GROUP BY tool_status, source;
+    WHERE observed_at >= $1 AND observed_at < $2 AND (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error')) GROUP BY tool_status, source;
 SELECT agent_status, source, count(*) FROM task_session_subagents
-    WHERE observed_at >= $1 AND observed_at < $2 AND tool_status IN ('error', 'failed', 'cancelled') GROUP BY agent_status, source;
+    WHERE observed_at >= $1 AND observed_at < $2 AND (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error')) GROUP BY agent_status, source;
 SELECT subagent_type, source, count(*), sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count),
         percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms), percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms)
-    FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 AND tool_status IN ('error', 'failed', 'cancelled')
+    FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 AND (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))
     GROUP BY subagent_type, source;
 SELECT model, source, count(*), sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count),
         percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms), percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms)
-    FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 AND tool_status IN ('error', 'failed', 'cancelled')
+    FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 AND (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))
     GROUP BY model, source;
-SELECT * FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 AND tool_status IN ('error', 'failed', 'cancelled')
+SELECT * FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 AND (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))
     ORDER BY observed_at DESC, task_session_id DESC, tool_call_id DESC, agent_execution_id DESC LIMIT 26;
 SELECT floor(extract(epoch FROM observed_at) / {bucket_s})::bigint AS k, count(*),
-        count(*) FILTER (WHERE tool_status IN ('error', 'failed', 'cancelled')), count(total_tokens), sum(total_tokens)
+        count(*) FILTER (WHERE (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))), count(total_tokens), sum(total_tokens)
     FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 GROUP BY k ORDER BY k;

@@ -19,7 +19,7 @@ import (
 // counts reports whether the overview counts a row: in its window, and
 // failed when it asks for the failed ones.
 func counts(q report.OverviewQuery, r core.Subagent) bool {
-	return q.Contains(r.ObservedAt) && (!q.Failed || r.ToolStatus != nil && canon.IsFailedToolStatus(*r.ToolStatus))
+	return q.Contains(r.ObservedAt) && (!q.Failed || canon.Failed(r.ToolStatus, r.AgentStatus))
 }
 
 // Rank is the nearest rank (1-based) of the percentile pct of n values:
@@ -131,7 +131,7 @@ func figuresOf(rows []core.Subagent, durations bool) report.Figures {
 	var tokens, uses report.Metric
 	var ms []int64
 	for _, r := range rows {
-		if r.ToolStatus != nil && canon.IsFailedToolStatus(*r.ToolStatus) {
+		if canon.Failed(r.ToolStatus, r.AgentStatus) {
 			f.Failed++
 		}
 		tokens.Add(r.TotalTokens)
@@ -329,7 +329,7 @@ func TimelineOf(rows []core.Subagent, q report.TimelineQuery) report.Timeline {
 			order = append(order, k)
 		}
 		b.Invocations++
-		if r.ToolStatus != nil && canon.IsFailedToolStatus(*r.ToolStatus) {
+		if canon.Failed(r.ToolStatus, r.AgentStatus) {
 			b.Failed++
 		}
 		b.TotalTokens.Add(r.TotalTokens)
@@ -450,8 +450,7 @@ func FailuresOf(rows []core.Subagent, q report.FailureQuery) []core.Subagent {
 	out := []core.Subagent{} // an empty page is empty, not nil: the stores' answer
 	for _, r := range rows {
 		r = Canonical(r)
-		failed := r.ToolStatus != nil && canon.IsFailedToolStatus(*r.ToolStatus)
-		if !failed || !canon.InWindow(r.ObservedAt, q.Since, q.Until) {
+		if !canon.Failed(r.ToolStatus, r.AgentStatus) || !canon.InWindow(r.ObservedAt, q.Since, q.Until) {
 			continue
 		}
 		if q.After != nil {

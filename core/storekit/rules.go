@@ -245,3 +245,11 @@ func IsTerminalToolStatus(status string) bool { return canon.IsTerminalToolStatu
 // IsFailedToolStatus reports whether a tool status counts as failed
 // (docs/CONTRACT.md §5.4).
 func IsFailedToolStatus(status string) bool { return canon.IsFailedToolStatus(status) }
+
+// FailedAgentStatuses returns the agent statuses counted as failed: a
+// row fails when its tool status or its agent status is a failed one
+// (docs/CONTRACT.md §5.4).
+func FailedAgentStatuses() []string { return canon.FailedAgentStatuses() }
+
+// Failed reports whether a row counts as failed (docs/CONTRACT.md §5.4).
+func Failed(r *core.Subagent) bool { return canon.Failed(r.ToolStatus, r.AgentStatus) }

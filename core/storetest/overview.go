@@ -58,7 +58,7 @@ func (s *suite) seedWindow(t *testing.T, n int) (start time.Time, rows []core.Su
 			Payload: &core.Payload{
 				SubagentType: pick("explorer", "Explorer", "reviewer", "", "b", "é"),
 				Model:        pick("opus", "sonnet", "", "haiku"),
-				Status:       pick("completed", "running", "", "errored ✗"),
+				Status:       pick("completed", "running", "", "errored ✗", "failed", "error"),
 				TotalTokens:  metric(),
 				DurationMs:   metric(),
 			},
@@ -330,7 +330,7 @@ func testFailures(t *testing.T, s *suite) {
 			t.Errorf("failures paged %d at a time: %d rows, want %d", q.LimitOrDefault(), len(got), len(want))
 		}
 		for _, r := range got {
-			if r.ToolStatus == nil || !canon.IsFailedToolStatus(*r.ToolStatus) {
+			if !canon.Failed(r.ToolStatus, r.AgentStatus) {
 				t.Errorf("listed a row that did not fail: %+v", r.Key())
 			}
 		}

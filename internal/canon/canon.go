@@ -118,6 +118,21 @@ func FailedToolStatuses() []string { return slices.Clone(failedToolStatuses[:]) 
 // IsFailedToolStatus reports whether a tool status counts as failed.
 func IsFailedToolStatus(status string) bool { return slices.Contains(failedToolStatuses[:], status) }
 
+// failedAgentStatuses are the agent statuses that mean the subagent's own
+// run failed, whatever its tool call said: a background run that fails
+// after its launch settled (docs/CONTRACT.md §5.4).
+var failedAgentStatuses = [...]string{"failed", "error"}
+
+// FailedAgentStatuses returns the agent statuses counted as failed.
+func FailedAgentStatuses() []string { return slices.Clone(failedAgentStatuses[:]) }
+
+// Failed reports whether a row counts as failed: its tool status is a
+// failed one, or its agent status is (docs/CONTRACT.md §5.4).
+func Failed(toolStatus, agentStatus *string) bool {
+	return toolStatus != nil && IsFailedToolStatus(*toolStatus) ||
+		agentStatus != nil && slices.Contains(failedAgentStatuses[:], *agentStatus)
+}
+
 // The least value each metric keeps, on the live path and in history
 // alike: a reported value below it is NULL (AC-7a), a negative one
 // anomalous on the live path (AC-9). The column declaration carries them

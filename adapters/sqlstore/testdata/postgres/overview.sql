@@ -1,5 +1,5 @@
 WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
-		total_tokens, tool_use_count, CASE WHEN tool_status IN ('error', 'failed', 'cancelled') THEN 1 ELSE 0 END AS failed
+		total_tokens, tool_use_count, CASE WHEN (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error')) THEN 1 ELSE 0 END AS failed
 	FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ?),
 g AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, count(*) AS n, SUM(failed) AS failed, count(duration_ms) AS duration_n, count(total_tokens) AS total_tokens_n, SUM(total_tokens / 4294967296) AS total_tokens_hi, SUM(total_tokens % 4294967296) AS total_tokens_lo, count(tool_use_count) AS tool_use_count_n, SUM(tool_use_count / 4294967296) AS tool_use_count_hi, SUM(tool_use_count % 4294967296) AS tool_use_count_lo
 	FROM w GROUP BY tool_status, agent_status, subagent_type, model, source),

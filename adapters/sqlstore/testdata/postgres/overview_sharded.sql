@@ -1,5 +1,5 @@
 -- the groups of the four breakdowns at once, per combination of their values
-SELECT tool_status, agent_status, subagent_type, model, source, count(*) AS n, SUM(CASE WHEN tool_status IN ('error', 'failed', 'cancelled') THEN 1 ELSE 0 END) AS failed, count(duration_ms) AS duration_n, count(total_tokens) AS total_tokens_n, SUM(total_tokens / 4294967296) AS total_tokens_hi, SUM(total_tokens % 4294967296) AS total_tokens_lo, count(tool_use_count) AS tool_use_count_n, SUM(tool_use_count / 4294967296) AS tool_use_count_hi, SUM(tool_use_count % 4294967296) AS tool_use_count_lo
+SELECT tool_status, agent_status, subagent_type, model, source, count(*) AS n, SUM(CASE WHEN (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error')) THEN 1 ELSE 0 END) AS failed, count(duration_ms) AS duration_n, count(total_tokens) AS total_tokens_n, SUM(total_tokens / 4294967296) AS total_tokens_hi, SUM(total_tokens % 4294967296) AS total_tokens_lo, count(tool_use_count) AS tool_use_count_n, SUM(tool_use_count / 4294967296) AS tool_use_count_hi, SUM(tool_use_count % 4294967296) AS tool_use_count_lo
 FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? GROUP BY tool_status, agent_status, subagent_type, model, source;
 -- arguments: 2026-08-12 23:10:00.500002 +0000 UTC 2026-08-13 00:10:00.500002 +0000 UTC
 
