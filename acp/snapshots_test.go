@@ -129,7 +129,8 @@ func TestLostMarksUnknown(t *testing.T) {
 			`"_meta":{"claudeCode":{"toolName":"Agent","toolResponse":{"status":"completed","totalTokens":10}}}}}`,
 		`{"sessionId":"acp-1","update":{"sessionUpdate":"tool_call","toolCallId":"toolu_open","status":"in_progress",` +
 			`"_meta":{"claudeCode":{"toolName":"Agent"}}}}`,
-		`{"sessionId":"acp-1","update":{"sessionUpdate":"subagent_update","sessionId":"child-1","state":{"state":"running"}}}`,
+		`{"sessionId":"acp-1","update":{"sessionUpdate":"subagent_update","sessionId":"child-1",` +
+			`"state":{"state":"running"}}}`,
 		`{"sessionId":"acp-1","update":{"sessionUpdate":"tool_call","toolCallId":"delegate_1","status":"in_progress",` +
 			`"content":[{"type":"session","sessionId":"child-1"}]}}`,
 		`{"sessionId":"acp-1","update":{"sessionUpdate":"subagent_update","sessionId":"child-2","state":{"state":"idle"}}}`,

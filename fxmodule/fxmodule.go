@@ -15,7 +15,7 @@
 //		fx.Invoke(func(rec *core.Recorder) { … }),
 //	)
 //
-// SQL provides *core.Recorder, core.Store, report.Reader, *core.Counters and
+// SQL provides *core.Recorder, core.Store, report.Reader, report.StaleLister, *core.Counters and
 // *backfill.Runner from the host's *sqlstore.Store. Start returns at once:
 // the migration pass runs in the background (retried with backoff while it
 // fails), and the recorder queues frames until the table is ready. Stop
@@ -113,8 +113,8 @@ func (p params) logger() *slog.Logger {
 // SQL wires a *sqlstore.Store that the host provides.
 var SQL = fx.Module("subagentctx",
 	fx.Provide(
-		func(s *sqlstore.Store) core.Store { return s }, func(s *sqlstore.Store) report.Reader { return s }, newRunner,
-		newSQLRecorder, core.ProcessCounters,
+		func(s *sqlstore.Store) core.Store { return s }, func(s *sqlstore.Store) report.Reader { return s },
+		func(s *sqlstore.Store) report.StaleLister { return s }, newRunner, newSQLRecorder, core.ProcessCounters,
 	),
 	fx.Invoke(func(*core.Recorder) {}), // the lifecycle runs even if nothing records yet
 )
@@ -127,8 +127,8 @@ var Memory = fx.Module("subagentctx",
 		memory.New,
 	),
 	fx.Provide(
-		func(s *memory.Store) core.Store { return s }, func(s *memory.Store) report.Reader { return s }, newMemoryRecorder,
-		core.ProcessCounters,
+		func(s *memory.Store) core.Store { return s }, func(s *memory.Store) report.Reader { return s },
+		func(s *memory.Store) report.StaleLister { return s }, newMemoryRecorder, core.ProcessCounters,
 	),
 )
 

@@ -21,6 +21,8 @@ const (
 	metricLastWrite     = "subagentctx.recorder.last_write"
 	metricBatchDuration = "subagentctx.recorder.batch.duration"
 	metricBatchRetries  = "subagentctx.recorder.batch.retries"
+	// The record's subagents with no end seen (Metrics.ObserveStale).
+	metricStale = "subagentctx.subagents.stale"
 	// One plain name for both outcomes, as PromQL reads labels
 	// (sum by (outcome) (…)); each instrument has its own values.
 	attrOutcome = "outcome"

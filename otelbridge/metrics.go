@@ -2,12 +2,14 @@ package otelbridge
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 )
 
 // Metrics publishes a recorder on the host's MeterProvider, through
@@ -106,6 +108,40 @@ func (m *Metrics) Observe(rec *core.Recorder) (stop func() error, err error) {
 		}
 		return nil
 	}, frames, pending, depth, ready, lastWrite)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Unregister, nil
+}
+
+// ObserveStale publishes, at each collection, how many subagents never
+// came back (docs/CONTRACT.md §5.8): the rows observed within the last
+// window whose agent may still end and has not, started more than
+// olderThan ago (report.StaleLister, at most report.MaxStale). The window
+// keeps each collection's read on the observed_at index; a read that
+// fails observes nothing. The returned function stops it.
+func (m *Metrics) ObserveStale(src report.StaleLister, olderThan, window time.Duration) (stop func() error,
+	err error) {
+	if olderThan <= 0 || window <= 0 {
+		return nil, fmt.Errorf("otelbridge: ObserveStale: olderThan %s and window %s must be positive", olderThan,
+			window)
+	}
+	stale, err := m.meter.Int64ObservableGauge(metricStale, metric.WithUnit("{subagent}"),
+		metric.WithDescription("Subagents whose agent may still run — a background launch or an open call — with no "+
+			"end seen for longer than the threshold: running long, or never came back."))
+	if err != nil {
+		return nil, err
+	}
+	reg, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		now := time.Now()
+		rows, err := src.Stale(ctx, report.StaleQuery{Since: now.Add(-window), Before: now.Add(-olderThan),
+			Limit: report.MaxStale})
+		if err != nil {
+			return err
+		}
+		o.ObserveInt64(stale, int64(len(rows)))
+		return nil
+	}, stale)
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,9 @@ func (b *Bridge) Written(row core.Subagent) {
 		}
 		b.order = append(b.order, k)
 	}
-	if merged.SettledAt == nil {
+	if merged.SettledAt == nil || storekit.Unended(&merged) {
+		// Not over yet: an open call, or a background run whose end has
+		// not come (its agent span ends at its end, docs/CONTRACT.md §3.4).
 		b.pending[k] = &merged
 		b.mu.Unlock()
 		return
@@ -219,7 +221,7 @@ func (b *Bridge) Replay(ctx context.Context, rows iter.Seq2[core.Subagent, error
 	flush := func() {
 		parents := report.Parents(session)
 		for i, p := range parents {
-			if session[i].SettledAt != nil {
+			if session[i].SettledAt != nil && !storekit.Unended(&session[i]) {
 				b.emit(ctx, session[i], parentOf(session, p), traceOf(session, parents, i))
 				n++
 			}
@@ -263,7 +265,7 @@ func (b *Bridge) live(ctx context.Context, settled []core.Subagent) {
 			sessions[row.TaskSessionID] = s
 		}
 		if s != nil {
-			if i, ok := s.at[row.Key()]; ok && s.rows[i].SettledAt != nil {
+			if i, ok := s.at[row.Key()]; ok && s.rows[i].SettledAt != nil && !storekit.Unended(&s.rows[i]) {
 				b.emit(ctx, s.rows[i], parentOf(s.rows, s.parents[i]), traceOf(s.rows, s.parents, i))
 				continue
 			}
@@ -307,15 +309,28 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Su
 	tool, toolSpan := b.tracer.Start(withIDs(parent, ids.trace, ids.tool), toolSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(row.ObservedAt),
 		trace.WithAttributes(toolAttributes(row)...))
+	// The agent's span runs from its own start to its own end where a
+	// source reported them, else over its tool call (docs/CONTRACT.md §3.4).
+	start, end := row.ObservedAt, *row.SettledAt
+	if row.StartedAt != nil {
+		start = *row.StartedAt
+	}
+	if row.EndedAt != nil {
+		end = *row.EndedAt
+	}
 	_, agentSpan := b.tracer.Start(withIDs(tool, ids.trace, ids.agent), agentSpanName(row),
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(row.ObservedAt),
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start),
 		trace.WithAttributes(agentAttributes(row)...))
 	if canon.Failed(row.ToolStatus, row.AgentStatus) {
+		why := row.ToolStatus // the tool call's failure, else the agent's
+		if why == nil || !canon.IsFailedToolStatus(*why) {
+			why = row.AgentStatus
+		}
 		for _, s := range []trace.Span{agentSpan, toolSpan} {
-			s.SetStatus(codes.Error, *row.ToolStatus)
+			s.SetStatus(codes.Error, *why)
 		}
 	}
-	agentSpan.End(trace.WithTimestamp(*row.SettledAt))
+	agentSpan.End(trace.WithTimestamp(end))
 	toolSpan.End(trace.WithTimestamp(*row.SettledAt))
 }
 

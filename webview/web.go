@@ -52,6 +52,7 @@ type Source interface {
 	report.Timeliner
 	report.FailureLister
 	report.TurnLister
+	report.StaleLister
 }
 
 //go:embed assets
@@ -59,21 +60,23 @@ var assets embed.FS
 
 // pages are the templates; each handler binds url to its prefix.
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"url":            func(string) string { return "" },
-	"sessionURL":     func(string) string { return "" },
-	"turnsURL":       func(string, string, *core.Cursor) string { return "" },
-	"when":           when,
-	"num":            num,
-	"human":          human,
-	"ms":             ms,
-	"text":           text,
-	"average":        average,
-	"add":            func(a, b int) int { return a + b },
-	"figures":        func(v *string, part string, f report.Figures) figuresRow { return figuresRow{v, part, f} },
-	"pageURL":        func(window, *report.SessionKey) string { return "" },
-	"failuresURL":    func(window, report.FailureKey) string { return "" },
-	"failedStatuses": canon.FailedToolStatuses,
-	"head":           func(title string, refresh int) head { return head{title, refresh} },
+	"url":                 func(string) string { return "" },
+	"sessionURL":          func(string) string { return "" },
+	"turnsURL":            func(string, string, *core.Cursor) string { return "" },
+	"when":                when,
+	"num":                 num,
+	"human":               human,
+	"ms":                  ms,
+	"text":                text,
+	"average":             average,
+	"add":                 func(a, b int) int { return a + b },
+	"figures":             func(v *string, part string, f report.Figures) figuresRow { return figuresRow{v, part, f} },
+	"pageURL":             func(window, *report.SessionKey) string { return "" },
+	"failuresURL":         func(window, report.FailureKey) string { return "" },
+	"failedStatuses":      canon.FailedToolStatuses,
+	"failedAgentStatuses": canon.FailedAgentStatuses,
+	"since":               report.Since,
+	"head":                func(title string, refresh int) head { return head{title, refresh} },
 }).ParseFS(assets, "assets/*.html"))
 
 // head is what a page's head says: its title, and how often a page that
@@ -94,12 +97,24 @@ func WithSessions(n int) Option { return func(s *server) { s.sessions = n } }
 // next ones follow by a link; at most report.MaxTurns).
 func WithTurns(n int) Option { return func(s *server) { s.turns = min(max(n, 1), report.MaxTurns) } }
 
-// WithRefresh sets how often the page of a session with a subagent not
-// settled yet reloads itself (default 5 s, at least 1 s): with no script,
-// by the page's own refresh; a page whose subagents have all settled
-// never does.
+// WithRefresh sets how often the page of a session with a subagent still
+// running reloads itself (default 5 s, at least 1 s): with no script, by
+// the page's own refresh. A page whose subagents have all ended — or have
+// had no end seen for longer than WithStaleAfter — never does.
 func WithRefresh(d time.Duration) Option {
 	return func(s *server) { s.refresh = max(int(d.Round(time.Second)/time.Second), 1) }
+}
+
+// WithStaleAfter sets how long a subagent may run with no end seen before
+// the view counts it as one that never came back (default 1 h): the
+// overview lists those of its window apart, and a session's page stops
+// reloading itself for them.
+func WithStaleAfter(d time.Duration) Option {
+	return func(s *server) {
+		if d > 0 {
+			s.staleAfter = d
+		}
+	}
 }
 
 // WithClock sets the clock the overview's ranges end at (default
@@ -160,6 +175,7 @@ type server struct {
 	pages          *template.Template
 	now            func() time.Time
 	refresh        int // seconds (WithRefresh)
+	staleAfter     time.Duration
 	readTimeout    time.Duration
 	maxReads       int
 	turnstile      *semaphore.Weighted // maxReads turns, given in the order asked
@@ -177,7 +193,7 @@ const (
 // any other method is refused (405) and any other path is 404.
 func New(src Source, opts ...Option) http.Handler {
 	s := &server{src: src, sessions: 50, turns: 25, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
-		refresh: 5, readTimeout: DefaultReadTimeout, maxReads: DefaultMaxReads}
+		refresh: 5, staleAfter: time.Hour, readTimeout: DefaultReadTimeout, maxReads: DefaultMaxReads}
 	for _, o := range opts {
 		o(s)
 	}
@@ -261,6 +277,10 @@ type overviewPage struct {
 	Failed       report.Overview
 	Failures     []core.Subagent
 	NextFailures *report.FailureKey
+	// Stale are the window's subagents with no end seen, started more
+	// than StaleAfter ago, oldest first (docs/CONTRACT.md §5.8).
+	Stale      []core.Subagent
+	StaleAfter time.Duration
 }
 
 // figuresRow is one line of a breakdown's table: a group's figures over
@@ -283,8 +303,12 @@ type window struct {
 	FailedAfter *report.FailureKey
 }
 
-// failuresPage is how many failed subagents the overview lists a page.
-const failuresPage = 25
+// failuresPage is how many failed subagents the overview lists a page,
+// stalePage how many with no end seen.
+const (
+	failuresPage = 25
+	stalePage    = 25
+)
 
 // healthWindow is how far back the overview's health check reaches.
 const healthWindow = time.Hour
@@ -456,7 +480,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	p := overviewPage{Window: win, Generated: now}
+	p := overviewPage{Window: win, Generated: now, StaleAfter: s.staleAfter}
 	for _, r := range ranges {
 		p.Ranges = append(p.Ranges, r.name)
 	}
@@ -495,6 +519,11 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		},
 		func(ctx context.Context) (err error) { p.Activation, err = s.src.Activation(ctx); return },
+		func(ctx context.Context) (err error) {
+			p.Stale, err = s.src.Stale(ctx, report.StaleQuery{Since: win.Since, Before: now.Add(-s.staleAfter),
+				Limit: stalePage})
+			return
+		},
 		func(ctx context.Context) (err error) {
 			p.Overview, err = s.src.Overview(ctx, report.OverviewQuery{Since: win.Since, Until: win.Until})
 			return
@@ -612,7 +641,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 			p.Later = &page.Last
 		}
 		for _, r := range page.Rows {
-			if r.SettledAt == nil {
+			if storekit.Unended(&r) && report.Since(r).After(s.now().Add(-s.staleAfter)) {
 				p.Refresh = s.refresh // a subagent in flight: the page follows it
 				break
 			}

@@ -646,3 +646,40 @@ func TestSessionTotalsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestLifecycleOnThePages (docs/CONTRACT.md §3.4, §5.8): the overview lists
+// apart the window's subagents with no end seen past the threshold — a
+// background launch whose end never came, an open call — never one that
+// ended or one started within it, and counts them per group; a session's
+// page reloads itself only while something on it can still change: not
+// for a launch past the threshold, nor once its agent ended.
+func TestLifecycleOnThePages(t *testing.T) {
+	s := memory.New()
+	frame := func(sess, tool string, at time.Duration) core.Frame {
+		return core.Frame{TaskSessionID: sess, TaskID: "t", ExecutionID: "e", ToolCallID: tool, ToolStatus: "completed",
+			ObservedAt: t0.Add(at), Payload: &core.Payload{SubagentType: "reviewer", Status: "async_launched",
+				IsAsync: true, Description: "launch " + tool}}
+	}
+	ended := frame("old", "toolu_ended", 0)
+	ended.EndedAt = t0.Add(time.Minute)
+	recent := frame("recent", "toolu_recent", 50*time.Minute)
+	testenv.Record(t, s, []core.Frame{frame("old", "toolu_lost", 0), ended, recent})
+	h := webview.New(s, webview.WithClock(clock), webview.WithStaleAfter(30*time.Minute))
+	_, page := get(t, h, "GET", "/?range=24h")
+	_, stale, _ := strings.Cut(page, `<h2 id="stale">`)
+	stale, _, _ = strings.Cut(stale, "</table>")
+	if !strings.Contains(stale, "launch toolu_lost") || strings.Contains(stale, "toolu_ended") ||
+		strings.Contains(stale, "toolu_recent") || !strings.Contains(stale, "30m0s") {
+		t.Errorf("the no-end section lists the wrong subagents:\n%s", stale)
+	}
+	if !regexp.MustCompile(`<td>reviewer</td><td></td>\s*<td class="n">3</td><td class="n">0</td><td class="n">2</td>`).
+		MatchString(page) {
+		t.Errorf("the type breakdown does not count 2 with no end seen of 3:\n%.4000s", page)
+	}
+	for sess, want := range map[string]bool{"old": false, "recent": true} {
+		_, body := get(t, h, "GET", "/session?id="+sess)
+		if got := strings.Contains(body, `http-equiv="refresh"`); got != want {
+			t.Errorf("session %s reloads itself: %v, want %v", sess, got, want)
+		}
+	}
+}

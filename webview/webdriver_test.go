@@ -169,7 +169,8 @@ func TestRunningSessionMoves(t *testing.T) {
 			ToolCallID: tool, ToolStatus: status, ObservedAt: t0.Add(at), Payload: &core.Payload{SubagentType: "explorer"}}
 	}
 	testenv.Record(t, s, []core.Frame{frame("toolu_run", "in_progress", 0)})
-	srv := httptest.NewServer(webview.New(s, webview.WithClock(clock), webview.WithRefresh(time.Second)))
+	srv := httptest.NewServer(webview.New(s, webview.WithClock(clock), webview.WithRefresh(time.Second),
+		webview.WithStaleAfter(24*time.Hour)))
 	defer srv.Close()
 	d := startDriver(t)
 	d.call("POST", "/url", map[string]string{"url": srv.URL + "/session?id=live-sess"})

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -149,9 +147,8 @@ func deref(s *string) string {
 // actually inserted under an execution id (a frame whose key has a row
 // updates it, and the trigger does not fire). Creating a trigger on a
 // distributed table needs citus.enable_unsafe_triggers, set for the
-// statement only; the name of the function carries a digest of its text,
-// so a new body (a new column) is a new function, and the trigger is
-// moved to it.
+// statement only. The function's name is fixed (citusAbsorber); its body
+// is this build's (legacyAbsorber replaces an earlier one).
 func absorbTrigger(a absorber) sqlstore.SchemaObject {
 	t, fn := sqlstore.Table, a.name
 	create := `DO $do$ BEGIN
@@ -178,8 +175,20 @@ END $do$`
 	return sqlstore.SchemaObject{Create: create, Present: present}
 }
 
+// citusAbsorber is the name of the trigger function a sharded table
+// absorbs history with: the name release cc89967 gave it (a digest of that
+// release's body). A replica of that release restarting beside this build
+// (a rolling deploy) finds its function and the trigger on it, and leaves
+// both alone; under a new name it would drop and re-create the trigger,
+// which its application role may not, and fail at boot. The body is this
+// build's: the pass gives it to a function an earlier release made
+// (legacyAbsorber), and an earlier body absorbs every column history can
+// carry but the agent's lifecycle, which only an execution-less live frame
+// can have put on history's row.
+const citusAbsorber = "subagentctx_absorb_dbde5c46"
+
 // absorbFunction is the trigger function a sharded table absorbs history
-// with, and its name, which carries a digest of its text. The trigger
+// with (citusAbsorber). The trigger
 // fires on a shard, where it must name the shard (a statement on the
 // distributed table from inside a shard is refused), so its statements
 // are built for the shard, planned on each call; fired on the table
@@ -222,8 +231,7 @@ END`
 	// that costs each frame the whole table until the planner replans.
 	source := "\n" + body + "\n"
 	function := `RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$` + source + `$f$`
-	sum := sha256.Sum256([]byte(function))
-	return absorber{name: "subagentctx_absorb_" + hex.EncodeToString(sum[:4]), function: function, source: source}
+	return absorber{name: citusAbsorber, function: function, source: source}
 }
 
 // absorber is a trigger function: its name, its text after the name
@@ -265,11 +273,12 @@ func legacyNames() string {
 	return strings.Join(q, ", ")
 }
 
-// legacyAbsorber gives each of legacyAbsorbers that exists this build's
-// body, in the table's schema; present when each is absent or has it.
+// legacyAbsorber gives each of legacyAbsorbers that exists, and a's own
+// function where an earlier release made it, this build's body, in the
+// table's schema; present when each is absent or has it.
 func legacyAbsorber(a absorber) sqlstore.SchemaObject {
 	var create, present []string
-	for _, fn := range legacyAbsorbers {
+	for _, fn := range append(slices.Clone(legacyAbsorbers), a.name) {
 		create = append(create, `IF to_regprocedure('`+fn+`()') IS NOT NULL THEN
 CREATE OR REPLACE FUNCTION `+fn+`() `+a.function+`;
 `+pinSearchPath(fn)+`

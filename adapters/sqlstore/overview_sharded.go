@@ -41,14 +41,15 @@ func (s *Store) overviewGroupsStatement(q report.OverviewQuery) (string, []any) 
 	by := strings.Join(overviewDimensions, ", ") + ", source"
 	cols := append([]string{by, "count(*) AS n",
 		"SUM(CASE WHEN " + failed() + " THEN 1 ELSE 0 END) AS failed",
+		"SUM(CASE WHEN " + unended + " THEN 1 ELSE 0 END) AS unended",
 		"count(duration_ms) AS duration_n"}, overviewMetrics()...)
 	return "SELECT " + strings.Join(cols, ", ") + "\nFROM " + s.windowed(q.Since) + " WHERE " + where +
 		" GROUP BY " + by, args
 }
 
 // groupFigures are the summed columns of overviewGroupsStatement's rows.
-var groupFigures = []string{"n", "failed", "duration_n", "total_tokens_n", "total_tokens_hi", "total_tokens_lo",
-	"tool_use_count_n", "tool_use_count_hi", "tool_use_count_lo"}
+var groupFigures = []string{"n", "failed", "unended", "duration_n", "total_tokens_n", "total_tokens_hi",
+	"total_tokens_lo", "tool_use_count_n", "tool_use_count_hi", "tool_use_count_lo"}
 
 // breakdownGroups sums the combinations' rows into one breakdown's groups:
 // a row per value (as k) and source.

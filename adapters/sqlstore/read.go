@@ -220,6 +220,7 @@ func (s *Store) Stats(ctx context.Context, q report.StatsQuery) (report.Stats, e
 	}
 	st.Subagents, st.Live, st.Backfill = n("n"), n("live"), n("backfill")
 	st.RowsWithoutTurn, st.UnknownExecutionRows = n("no_turn"), n("unknown_exec")
+	st.Background, st.NoEnd, st.Failed = n("background"), n("no_end"), n("failed")
 	if a.ExecutionSince.Present {
 		executions := n("executions")
 		st.DistinctExecutions = &executions
@@ -528,7 +529,7 @@ func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Ove
 		switch num(r, "part") {
 		case 1:
 			f := part(group(r), *text(r["source"]))
-			f.Invocations, f.Failed = num(r, "n"), num(r, "failed")
+			f.Invocations, f.Failed, f.NoEnd = num(r, "n"), num(r, "failed"), num(r, "unended")
 			for _, m := range []struct {
 				col string
 				dst *report.Metric
@@ -608,7 +609,7 @@ func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Ove
 func sumFigures(g *report.Group) {
 	l, b := g.Live, g.Backfill
 	a := &g.All
-	a.Invocations, a.Failed = l.Invocations+b.Invocations, l.Failed+b.Failed
+	a.Invocations, a.Failed, a.NoEnd = l.Invocations+b.Invocations, l.Failed+b.Failed, l.NoEnd+b.NoEnd
 	for _, m := range []struct{ dst, l, b *report.Metric }{
 		{&a.TotalTokens, &l.TotalTokens, &b.TotalTokens}, {&a.ToolUseCount, &l.ToolUseCount, &b.ToolUseCount},
 	} {
@@ -710,8 +711,9 @@ func (s *Store) failuresStatement(q report.FailureQuery) (string, []any) {
 
 // Stale implements report.StaleLister: one statement, the rows whose agent
 // may still end and has not, started before the threshold, oldest first
-// (storekit.StaleOf). It reads every row (no index serves "no end yet"):
-// a read for an operator or a cron job, not for a page.
+// (storekit.StaleOf). Without Since it reads every row (no index serves
+// "no end yet"): a read for an operator or a cron job; a page gives its
+// window's Since, read through the observed_at index.
 func (s *Store) Stale(ctx context.Context, q report.StaleQuery) ([]core.Subagent, error) {
 	if err := q.Validate(); err != nil {
 		return nil, &core.OpError{Op: "stale", Err: err}
@@ -724,9 +726,16 @@ func (s *Store) Stale(ctx context.Context, q report.StaleQuery) ([]core.Subagent
 func (s *Store) staleStatement(q report.StaleQuery) (string, []any) {
 	d := s.d
 	since := d.Instant("COALESCE(started_at, observed_at)")
-	return `SELECT ` + columnList("") + ` FROM ` + Table + `
-	WHERE ended_at IS NULL AND (is_async = 1 OR settled_at IS NULL) AND ` + since + ` < ?
+	from, args := Table, []any{}
+	where := unended + ` AND ` + since + ` < ?`
+	if !q.Since.IsZero() {
+		var window string
+		window, args = d.Within("observed_at", q.Since, time.Time{})
+		from, where = d.ThroughIndex(Table, observedAtIndex), window+" AND "+where
+	}
+	return `SELECT ` + columnList("") + ` FROM ` + from + `
+	WHERE ` + where + `
 	ORDER BY ` + since + `, ` + d.Bytewise("task_session_id") + `, ` + d.Bytewise("tool_call_id") + `, ` +
 			d.Bytewise("agent_execution_id") + ` LIMIT ?`,
-		[]any{storekit.CeilMicro(q.Before).UnixMicro(), q.LimitOrDefault()}
+		append(args, storekit.CeilMicro(q.Before).UnixMicro(), q.LimitOrDefault())
 }

@@ -192,6 +192,9 @@ func (s *Store) statsStatement(where string) string {
 		"SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) AS live",
 		"SUM(CASE WHEN source = 'backfill' THEN 1 ELSE 0 END) AS backfill",
 		"SUM(CASE WHEN turn_id IS NULL THEN 1 ELSE 0 END) AS no_turn",
+		"SUM(is_async) AS background",
+		"SUM(CASE WHEN " + unended + " THEN 1 ELSE 0 END) AS no_end",
+		"SUM(CASE WHEN " + failed() + " THEN 1 ELSE 0 END) AS failed",
 		"SUM(CASE WHEN agent_execution_id = '" + core.UnknownExecution + "' THEN 1 ELSE 0 END) AS unknown_exec",
 		"count(DISTINCT CASE WHEN agent_execution_id <> '" + core.UnknownExecution +
 			"' THEN agent_execution_id END) AS executions",
@@ -282,6 +285,10 @@ func failedStatuses() string {
 	return "'" + strings.Join(storekit.FailedToolStatuses(), "', '") + "'"
 }
 
+// unended is the condition that a row's agent may still end and has not
+// (storekit.Unended).
+const unended = "(ended_at IS NULL AND (is_async = 1 OR settled_at IS NULL))"
+
 // failed is the condition that a row counts as failed (storekit.Failed):
 // a failed tool status or a failed agent status.
 func failed() string {
@@ -317,8 +324,8 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	where, args := s.overviewWindow(q)
 	var groups, durations []string
 	combination := strings.Join(overviewDimensions, ", ") + ", source"
-	figures := append([]string{"count(*) AS n", "SUM(failed) AS failed", "count(duration_ms) AS duration_n"},
-		overviewMetrics()...)
+	figures := append([]string{"count(*) AS n", "SUM(failed) AS failed", "SUM(unended) AS unended",
+		"count(duration_ms) AS duration_n"}, overviewMetrics()...)
 	for _, dim := range overviewDimensions {
 		cols := []string{"'" + dim + "' AS dim", dim + " AS k", "source"}
 		for _, f := range figures {
@@ -336,7 +343,8 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	}
 	limit := fmt.Sprint(q.GroupsOrDefault())
 	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
-		total_tokens, tool_use_count, CASE WHEN ` + failed() + ` THEN 1 ELSE 0 END AS failed
+		total_tokens, tool_use_count, CASE WHEN ` + failed() + ` THEN 1 ELSE 0 END AS failed,
+		CASE WHEN ` + unended + ` THEN 1 ELSE 0 END AS unended
 	FROM ` + s.windowed(q.Since) + ` WHERE ` + where + `),
 g AS MATERIALIZED (SELECT ` + combination + `, ` + strings.Join(figures, ", ") + `
 	FROM w GROUP BY ` + combination + `),
@@ -345,18 +353,18 @@ r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY d
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, ` + d.Bytewise("k") + `) AS place
 	FROM c GROUP BY dim, k),
 d AS MATERIALIZED (` + d.NearestRanks(durations) + `)
-SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.duration_n, c.total_tokens_n, c.total_tokens_hi,
-	c.total_tokens_lo, c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo,
+SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.unended, c.duration_n, c.total_tokens_n,
+	c.total_tokens_hi, c.total_tokens_lo, c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo,
 	CAST(NULL AS BIGINT) AS rn, CAST(NULL AS BIGINT) AS value
 FROM c JOIN r ON r.dim = c.dim AND ` + same("r", "c") + ` WHERE r.place <= ` + limit + `
 UNION ALL
-SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM r WHERE r.place > ` + limit + ` GROUP BY r.dim
 UNION ALL
-SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.value
+SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.value
 FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + ` WHERE r.place <= ` + limit + `
 UNION ALL
-SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM w GROUP BY w.source`
 	return sql, args
 }

@@ -3,11 +3,11 @@ SELECT tool_status, source, count(*) FROM task_session_subagents
 SELECT agent_status, source, count(*) FROM task_session_subagents
     WHERE observed_at >= $1 AND observed_at < $2 GROUP BY agent_status, source;
 SELECT subagent_type, source, count(*), count(*) FILTER (WHERE (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))),
-        sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count),
+        count(*) FILTER (WHERE ended_at IS NULL AND (is_async = 1 OR settled_at IS NULL)), sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count),
         percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms), percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms)
     FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 GROUP BY subagent_type, source;
 SELECT model, source, count(*), count(*) FILTER (WHERE (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))),
-        sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count),
+        count(*) FILTER (WHERE ended_at IS NULL AND (is_async = 1 OR settled_at IS NULL)), sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count),
         percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms), percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms)
     FROM task_session_subagents WHERE observed_at >= $1 AND observed_at < $2 GROUP BY model, source;
 SELECT task_session_id, min(task_id), count(*), count(DISTINCT turn_id), count(*) FILTER (WHERE settled_at IS NULL),

@@ -3,7 +3,7 @@ SELECT tool_status, source, count(*) FROM task_session_subagents
 SELECT agent_status, source, count(*) FROM task_session_subagents
     WHERE observed_at >= ? AND observed_at < ? GROUP BY agent_status, source;
 SELECT subagent_type, source, count(*), count(*) FILTER (WHERE (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))),
-        sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count)
+        count(*) FILTER (WHERE ended_at IS NULL AND (is_async = 1 OR settled_at IS NULL)), sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count)
     FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? GROUP BY subagent_type, source;
 SELECT subagent_type, source, duration_ms FROM (SELECT subagent_type, source, duration_ms,
         ROW_NUMBER() OVER (PARTITION BY subagent_type, source ORDER BY duration_ms) AS rn,
@@ -11,7 +11,7 @@ SELECT subagent_type, source, duration_ms FROM (SELECT subagent_type, source, du
     FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? AND duration_ms IS NOT NULL)
     WHERE rn = (n + 1) / 2 OR rn = (95 * n + 99) / 100;
 SELECT model, source, count(*), count(*) FILTER (WHERE (tool_status IN ('error', 'failed', 'cancelled') OR agent_status IN ('failed', 'error'))),
-        sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count)
+        count(*) FILTER (WHERE ended_at IS NULL AND (is_async = 1 OR settled_at IS NULL)), sum(total_tokens), count(total_tokens), sum(tool_use_count), count(tool_use_count)
     FROM task_session_subagents WHERE observed_at >= ? AND observed_at < ? GROUP BY model, source;
 SELECT model, source, duration_ms FROM (SELECT model, source, duration_ms,
         ROW_NUMBER() OVER (PARTITION BY model, source ORDER BY duration_ms) AS rn,

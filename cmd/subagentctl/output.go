@@ -165,6 +165,8 @@ func printStats(w io.Writer, st report.Stats) {
 		w, "  subagents       %d (%d live, %d backfill — backfilled rows are recovered, not measured live)\n", st.Subagents,
 		st.Live, st.Backfill,
 	)
+	fmt.Fprintf(w, "  lifecycle       %d background, %d with no end seen (running, or never came back: stale), "+
+		"%d ended; %d failed (tool or agent status)\n", st.Background, st.NoEnd, st.Subagents-st.NoEnd, st.Failed)
 	var fan []string
 	for _, f := range st.FanOutPerTurn {
 		fan = append(fan, fmt.Sprintf("%d→%d", f.Subagents, f.Turns))

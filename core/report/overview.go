@@ -101,8 +101,13 @@ type Group struct {
 // status in FailedToolStatuses), its durations and its metrics, each over
 // the rows that reported it, with how many did not.
 type Figures struct {
-	Invocations  int64  `json:"invocations"`
-	Failed       int64  `json:"failed"`
+	Invocations int64 `json:"invocations"`
+	Failed      int64 `json:"failed"`
+	// NoEnd counts the rows whose agent may still end and has not: a
+	// background launch or an open call with no end seen (docs/CONTRACT.md
+	// §3.4). Running now, or never came back: the stale read tells them
+	// apart by age.
+	NoEnd        int64  `json:"no_end"`
 	TotalTokens  Metric `json:"total_tokens"`
 	ToolUseCount Metric `json:"tool_use_count"`
 	// Duration is nil in the status breakdowns, which give no

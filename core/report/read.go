@@ -267,6 +267,13 @@ type Stats struct {
 	Subagents  int64      `json:"subagents"`
 	Live       int64      `json:"live"`
 	Backfill   int64      `json:"backfill"`
+	// Background counts the background launches; NoEnd the rows whose
+	// agent may still end and has not (a background launch or an open
+	// call with no end seen; the rest have ended); Failed the failed ones,
+	// by tool or agent status (docs/CONTRACT.md §3.4, §5.4).
+	Background int64 `json:"background"`
+	NoEnd      int64 `json:"no_end"`
+	Failed     int64 `json:"failed"`
 	// FanOutPerTurn counts turns by number of subagents, over rows with a
 	// turn; RowsWithoutTurn are the rest.
 	FanOutPerTurn   []FanOut    `json:"fan_out_per_turn"`

@@ -17,11 +17,15 @@ type StaleLister interface {
 
 // StaleQuery selects the rows whose agent may still end and has not —
 // ended_at NULL, and either a background launch or a tool call not yet
-// settled (docs/CONTRACT.md §3.4) — since before Before: their start (started_at, else
+// settled (docs/CONTRACT.md §3.4) — observed at or after Since (zero: any
+// time), since before Before: their start (started_at, else
 // observed_at) is earlier. They are listed oldest first, then by session,
 // tool call id and execution id, byte by byte, at most Limit.
 type StaleQuery struct {
 	Before time.Time
+	// Since, when set, keeps only the rows observed at or after it: a
+	// window's (the web view's), read through the observed_at index.
+	Since time.Time
 	// Limit bounds the rows listed (0: DefaultStale; at most MaxStale).
 	Limit int
 }

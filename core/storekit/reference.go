@@ -134,6 +134,9 @@ func figuresOf(rows []core.Subagent, durations bool) report.Figures {
 		if canon.Failed(r.ToolStatus, r.AgentStatus) {
 			f.Failed++
 		}
+		if Unended(&r) {
+			f.NoEnd++
+		}
 		tokens.Add(r.TotalTokens)
 		uses.Add(r.ToolUseCount)
 		if r.DurationMs != nil {
@@ -473,8 +476,7 @@ func StaleOf(rows []core.Subagent, q report.StaleQuery) []core.Subagent {
 	before := CeilMicro(q.Before)
 	for _, r := range rows {
 		r = Canonical(r)
-		unended := r.EndedAt == nil && (r.IsAsync || r.SettledAt == nil) // may still end, and has not
-		if unended && report.Since(r).Before(before) {
+		if Unended(&r) && report.Since(r).Before(before) && canon.InWindow(r.ObservedAt, q.Since, time.Time{}) {
 			out = append(out, r)
 		}
 	}
@@ -533,6 +535,15 @@ func StatsOf(rows []core.Subagent, a report.Activation, q report.StatsQuery) rep
 			st.Backfill++
 		} else {
 			st.Live++
+		}
+		if r.IsAsync {
+			st.Background++
+		}
+		if Unended(&r) {
+			st.NoEnd++
+		}
+		if Failed(&r) {
+			st.Failed++
 		}
 		if r.TurnID == nil {
 			st.RowsWithoutTurn++

@@ -251,5 +251,10 @@ func IsFailedToolStatus(status string) bool { return canon.IsFailedToolStatus(st
 // (docs/CONTRACT.md §5.4).
 func FailedAgentStatuses() []string { return canon.FailedAgentStatuses() }
 
+// Unended reports whether the row's agent may still end and has not: no
+// end seen, and a background launch or a tool call not over
+// (docs/CONTRACT.md §3.4).
+func Unended(r *core.Subagent) bool { return r.EndedAt == nil && (r.IsAsync || r.SettledAt == nil) }
+
 // Failed reports whether a row counts as failed (docs/CONTRACT.md §5.4).
 func Failed(r *core.Subagent) bool { return canon.Failed(r.ToolStatus, r.AgentStatus) }

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/otelbridge"
@@ -93,15 +94,19 @@ func Scraped(lc fx.Lifecycle) (metric.MeterProvider, http.Handler, error) {
 // RecorderMetrics puts the recorder on the host's MeterProvider: each
 // batch its writers attempt (through fxmodule's option group), and its
 // counters and queue depth at every collection — the last one after the
-// recorder drained at stop.
+// recorder drained at stop — and the subagents of the last day with no
+// end seen for an hour.
 var RecorderMetrics = fx.Options(
 	fx.Provide(otelbridge.NewMetrics),
 	fx.Provide(fx.Annotate(
 		func(m *otelbridge.Metrics) core.RecorderOption { return core.WithObserver(m) },
 		fx.ResultTags(`group:"`+fxmodule.RecorderOptions+`"`),
 	)),
-	fx.Invoke(func(m *otelbridge.Metrics, rec *core.Recorder) error {
-		_, err := m.Observe(rec)
+	fx.Invoke(func(m *otelbridge.Metrics, rec *core.Recorder, stale report.StaleLister) error {
+		if _, err := m.Observe(rec); err != nil {
+			return err
+		}
+		_, err := m.ObserveStale(stale, time.Hour, 24*time.Hour)
 		return err
 	}),
 )

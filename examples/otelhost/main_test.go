@@ -109,10 +109,11 @@ func frame(tool, parent, status string, at time.Duration, p core.Payload) core.F
 }
 
 // TestSpansThroughOTLP: an fx host with the bridge sends, through the
-// SDK's OTLP/HTTP exporter, two spans for each settled subagent — nested
-// under its parent's invoke_agent span, timed from observed_at to
-// settled_at, failed as an error, async as such, usage only where
-// reported — and none for one never settled; a replay of the store
+// SDK's OTLP/HTTP exporter, two spans for each subagent that is over —
+// nested under its parent's invoke_agent span, timed from observed_at to
+// settled_at (a background run's agent span to its reported end,
+// docs/CONTRACT.md §3.4), failed as an error, async as such, usage only
+// where reported — and none for one never settled; a replay of the store
 // sends a backfilled row's spans, and the live rows' again under the same
 // ids.
 func TestSpansThroughOTLP(t *testing.T) {
@@ -131,12 +132,17 @@ func TestSpansThroughOTLP(t *testing.T) {
 	app.RequireStart()
 	launch := frame("async", "", "pending", time.Second, core.Payload{SubagentType: "reviewer", IsAsync: true})
 	launch.Settled = true // an async launch: the call returns once the subagent starts
+	// Its end, reported later (an SDK's task_notification, a hook's
+	// SubagentStop): only then has it spans, the agent's ending there.
+	end := frame("async", "", "", 7*time.Second, core.Payload{Status: "completed"})
+	end.EndedAt = t0.Add(7 * time.Second)
 	for _, f := range []core.Frame{
 		frame("parent", "", "in_progress", 0, core.Payload{SubagentType: "planner", Description: "Plan it", Model: "opus"}),
 		frame("child", "parent", "failed", 2*time.Second, core.Payload{SubagentType: "explorer", TotalTokens: 1200}),
 		frame("parent", "", "completed", 5*time.Second, core.Payload{TotalTokens: 9000, AgentID: "agent-7"}),
 		launch,
 		frame("open", "", "in_progress", 3*time.Second, core.Payload{SubagentType: "writer"}),
+		end,
 	} {
 		rec.Record(context.Background(), f)
 	}
@@ -211,8 +217,8 @@ func TestSpansThroughOTLP(t *testing.T) {
 		t.Error("the failed subagent is not an error, or the completed one is")
 	}
 	if attributes(async.tool)["subagentctx.is_async"] != "true" || async.tool.EndTimeUnixNano !=
-		uint64(t0.Add(time.Second).UnixNano()) {
-		t.Error("the async launch is not async, settled at its launch")
+		uint64(t0.Add(time.Second).UnixNano()) || async.agent.EndTimeUnixNano != uint64(end.EndedAt.UnixNano()) {
+		t.Error("the async launch is not async, its call settled at its launch and its agent ended at its end")
 	}
 	if attributes(old.agent)["subagentctx.source"] != "backfill" {
 		t.Error("the backfilled row's spans do not say so")
@@ -474,10 +480,10 @@ func TestMetricsThroughOTLP(t *testing.T) {
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	for name, want := range map[string]int64{
-		"subagentctx.recorder.frames{persisted}": 40, "subagentctx.recorder.frames{failed}": 0,
+		"subagentctx.recorder.frames{persisted}": 41, "subagentctx.recorder.frames{failed}": 0,
 		"subagentctx.recorder.frames{skipped}": 1, "subagentctx.recorder.frames{dropped}": 0,
 		"subagentctx.recorder.frames.pending": 0, "subagentctx.recorder.queue.depth": 0,
-		"subagentctx.recorder.ready": 1,
+		"subagentctx.recorder.ready": 1, "subagentctx.subagents.stale": 1,
 	} {
 		if got, ok := rcv.points[name]; !ok || got != want {
 			t.Errorf("%s = %d (exported %v), want %d", name, got, ok, want)
@@ -530,6 +536,10 @@ func meteredHost(t *testing.T, meters fx.Option, before func()) {
 		rec.Record(context.Background(), frame(fmt.Sprint("t", i), "", "completed", time.Duration(i), core.Payload{}))
 	}
 	rec.Record(context.Background(), core.Frame{TaskSessionID: "sess"}) // no identity: skipped
+	// A background launch two hours ago whose end never came: stale.
+	rec.Record(context.Background(), core.Frame{TaskSessionID: "sess", TaskID: "task", ExecutionID: "exec",
+		ToolCallID: "t-lost", ToolStatus: "completed", ObservedAt: time.Now().Add(-2 * time.Hour),
+		Payload: &core.Payload{Status: "async_launched", IsAsync: true}})
 	if before != nil {
 		if err := rec.Flush(context.Background()); err != nil {
 			t.Fatal(err)
@@ -554,7 +564,7 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	})
 	for _, want := range []string{
 		`subagentctx_recorder_frames_total{otel_scope_name="github.com/subagentctx/subagentctx/otelbridge"`,
-		`outcome="persisted"} 40`, `outcome="skipped"} 1`, `outcome="dropped"} 0`,
+		`outcome="persisted"} 41`, `outcome="skipped"} 1`, `outcome="dropped"} 0`, "subagentctx_subagents_stale{",
 		"subagentctx_recorder_frames_pending", "subagentctx_recorder_queue_depth",
 		"subagentctx_recorder_ready{", "subagentctx_recorder_last_write_seconds{",
 		"subagentctx_recorder_batch_duration_seconds_bucket",

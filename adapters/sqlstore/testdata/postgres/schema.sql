@@ -135,4 +135,71 @@ $f$;
 EXECUTE format('ALTER FUNCTION subagentctx_absorb_c59dc2b5() SET search_path = %I, pg_temp',
 	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'task_session_subagents'::regclass));
 END IF;
+IF to_regprocedure('subagentctx_absorb_dbde5c46()') IS NOT NULL THEN
+CREATE OR REPLACE FUNCTION subagentctx_absorb_dbde5c46() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET enable_seqscan = off AS $f$
+DECLARE b record; tbl text; here boolean := TG_TABLE_NAME = 'task_session_subagents';
+BEGIN
+	IF NOT here THEN -- a partition of the table, or a Citus shard
+		here := (SELECT c.relname FROM pg_class c WHERE c.oid = pg_partition_root(TG_RELID)) = 'task_session_subagents';
+	END IF;
+	IF here THEN
+		DELETE FROM task_session_subagents WHERE task_session_id = NEW.task_session_id AND tool_call_id = NEW.tool_call_id AND agent_execution_id = 'unknown' AND source = 'backfill' RETURNING * INTO b;
+		IF FOUND THEN
+			UPDATE task_session_subagents AS t SET task_id = b.task_id,
+		turn_id = COALESCE(b.turn_id, t.turn_id),
+		parent_tool_call_id = COALESCE(t.parent_tool_call_id, b.parent_tool_call_id),
+		subagent_type = COALESCE(t.subagent_type, b.subagent_type),
+		description = COALESCE(t.description, b.description),
+		agent_id = COALESCE(t.agent_id, b.agent_id),
+		child_session_id = COALESCE(t.child_session_id, b.child_session_id),
+		model = COALESCE(t.model, b.model),
+		agent_status = CASE WHEN t.agent_status = 'unknown' AND b.ended_at IS NOT NULL THEN b.agent_status ELSE COALESCE(t.agent_status, b.agent_status) END,
+		tool_status = CASE WHEN b.settled_at IS NOT NULL THEN b.tool_status ELSE COALESCE(t.tool_status, b.tool_status) END,
+		is_async = CASE WHEN b.is_async = 1 OR t.is_async = 1 THEN 1 ELSE 0 END,
+		total_tokens = COALESCE(t.total_tokens, b.total_tokens),
+		tool_use_count = COALESCE(t.tool_use_count, b.tool_use_count),
+		duration_ms = COALESCE(t.duration_ms, b.duration_ms),
+		source = b.source,
+		observed_at = b.observed_at,
+		settled_at = COALESCE(b.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (b.started_at IS NULL OR t.started_at <= b.started_at) THEN t.started_at ELSE b.started_at END,
+		ended_at = CASE WHEN t.started_at > b.ended_at THEN t.ended_at ELSE COALESCE(b.ended_at, t.ended_at) END,
+		id = b.id
+			WHERE t.task_session_id = NEW.task_session_id AND t.id = NEW.id;
+		END IF;
+	ELSE -- a Citus shard: its own name, planned on each call
+		tbl := quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME);
+		-- Deleted first, as above, in the statement that merges it: the
+		-- row lock makes a second absorber wait, then find nothing (one
+		-- absorber per pair).
+		EXECUTE 'WITH h AS (DELETE FROM ' || tbl || $q$ WHERE task_session_id = $1 AND tool_call_id = $2 AND agent_execution_id = 'unknown' AND source = 'backfill' RETURNING *)
+			UPDATE $q$ || tbl || $q$ AS t SET task_id = h.task_id,
+		turn_id = COALESCE(h.turn_id, t.turn_id),
+		parent_tool_call_id = COALESCE(t.parent_tool_call_id, h.parent_tool_call_id),
+		subagent_type = COALESCE(t.subagent_type, h.subagent_type),
+		description = COALESCE(t.description, h.description),
+		agent_id = COALESCE(t.agent_id, h.agent_id),
+		child_session_id = COALESCE(t.child_session_id, h.child_session_id),
+		model = COALESCE(t.model, h.model),
+		agent_status = CASE WHEN t.agent_status = 'unknown' AND h.ended_at IS NOT NULL THEN h.agent_status ELSE COALESCE(t.agent_status, h.agent_status) END,
+		tool_status = CASE WHEN h.settled_at IS NOT NULL THEN h.tool_status ELSE COALESCE(t.tool_status, h.tool_status) END,
+		is_async = CASE WHEN h.is_async = 1 OR t.is_async = 1 THEN 1 ELSE 0 END,
+		total_tokens = COALESCE(t.total_tokens, h.total_tokens),
+		tool_use_count = COALESCE(t.tool_use_count, h.tool_use_count),
+		duration_ms = COALESCE(t.duration_ms, h.duration_ms),
+		source = h.source,
+		observed_at = h.observed_at,
+		settled_at = COALESCE(h.settled_at, t.settled_at),
+		started_at = CASE WHEN t.started_at IS NOT NULL AND (h.started_at IS NULL OR t.started_at <= h.started_at) THEN t.started_at ELSE h.started_at END,
+		ended_at = CASE WHEN t.started_at > h.ended_at THEN t.ended_at ELSE COALESCE(h.ended_at, t.ended_at) END,
+		id = h.id
+			FROM h WHERE t.task_session_id = $1 AND t.id = $3$q$
+			USING NEW.task_session_id, NEW.tool_call_id, NEW.id;
+	END IF;
+	RETURN NULL;
+END
+$f$;
+EXECUTE format('ALTER FUNCTION subagentctx_absorb_dbde5c46() SET search_path = %I, pg_temp',
+	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'task_session_subagents'::regclass));
+END IF;
 END $do$;
