@@ -76,6 +76,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"failedStatuses":      canon.FailedToolStatuses,
 	"failedAgentStatuses": canon.FailedAgentStatuses,
 	"since":               report.Since,
+	"unended":             func(r core.Subagent) bool { return storekit.Unended(&r) },
 	"head":                func(title string, refresh int) head { return head{title, refresh} },
 }).ParseFS(assets, "assets/*.html"))
 
@@ -560,8 +561,11 @@ type sessionPage struct {
 	Earlier, Later *core.Cursor
 	Generated      time.Time
 	// Refresh is how often the page reloads itself while a subagent it
-	// draws is not settled (seconds; 0 once all have settled).
+	// draws can still end (seconds; 0 once none can).
 	Refresh int
+	// StaleBefore is the instant before which a subagent with no end seen
+	// never came back, as far as the view says (WithStaleAfter).
+	StaleBefore time.Time
 }
 
 // totalsPage is a session's statistics and coverage, over every row.
@@ -612,7 +616,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		bad(fmt.Errorf("after and before are both given: want one"))
 		return
 	}
-	p := sessionPage{ID: id, Generated: time.Now().UTC()}
+	p := sessionPage{ID: id, Generated: time.Now().UTC(), StaleBefore: s.now().Add(-s.staleAfter)}
 	// A page reads the turns it draws: its time and memory follow the
 	// page, not the session (docs/CONTRACT.md §5.7).
 	var page report.TurnPage
@@ -641,7 +645,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 			p.Later = &page.Last
 		}
 		for _, r := range page.Rows {
-			if storekit.Unended(&r) && report.Since(r).After(s.now().Add(-s.staleAfter)) {
+			if storekit.Unended(&r) && !report.Since(r).Before(p.StaleBefore) {
 				p.Refresh = s.refresh // a subagent in flight: the page follows it
 				break
 			}

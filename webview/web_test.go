@@ -676,10 +676,18 @@ func TestLifecycleOnThePages(t *testing.T) {
 		MatchString(page) {
 		t.Errorf("the type breakdown does not count 2 with no end seen of 3:\n%.4000s", page)
 	}
-	for sess, want := range map[string]bool{"old": false, "recent": true} {
+	for sess, want := range map[string]struct {
+		refresh bool
+		ends    []string
+	}{"old": {false, []string{"no end seen", "2026-11-30 09:01:00"}}, "recent": {true, []string{"running"}}} {
 		_, body := get(t, h, "GET", "/session?id="+sess)
-		if got := strings.Contains(body, `http-equiv="refresh"`); got != want {
-			t.Errorf("session %s reloads itself: %v, want %v", sess, got, want)
+		if got := strings.Contains(body, `http-equiv="refresh"`); got != want.refresh {
+			t.Errorf("session %s reloads itself: %v, want %v", sess, got, want.refresh)
+		}
+		for _, end := range want.ends {
+			if !strings.Contains(body, end) {
+				t.Errorf("session %s's page does not say %q of an agent's end", sess, end)
+			}
 		}
 	}
 }
