@@ -2,7 +2,11 @@ package claude
 
 import (
 	"bufio"
+	"bytes"
+	"fmt"
+	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +195,84 @@ func TestBadLinesNamed(t *testing.T) {
 	}
 	if _, err := s.Hook(id, []byte(`{"session_id":"x"}`)); err == nil {
 		t.Error("a hook line without hook_event_name: no error")
+	}
+}
+
+func readFile(t *testing.T, name string) Transcript {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := ReadTranscript(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func figures(u core.Usage) string {
+	return fmt.Sprintf("in=%v out=%v read=%v write=%v requests=%v", show(u.InputTokens), show(u.OutputTokens),
+		show(u.CacheReadTokens), show(u.CacheWriteTokens), show(u.Requests))
+}
+
+// TestTranscriptCountsEachRequestOnce (docs/CONTRACT.md §3.5): a subagent
+// transcript in Claude Code's shape (assistant lines with message.id,
+// requestId, model, timestamp and usage; one request's content blocks on
+// lines of their own repeating its usage) gives the run's usage with each
+// request once, its models, its first and last instants, and an end where
+// its last message ended its turn; a partial last line — the agent still
+// writing — is skipped and means no end yet.
+func TestTranscriptCountsEachRequestOnce(t *testing.T) {
+	dir := "testdata/transcripts/cc-1/subagents/"
+	done := readFile(t, dir+"agent-a1b2c3d4.jsonl")
+	want := "in=8 out=508 read=27120 write=5760 requests=2"
+	if got := figures(done.Usage); got != want || done.Requests != 2 {
+		t.Errorf("usage %s (requests %d), want %s", got, done.Requests, want)
+	}
+	if !done.Ended || done.First.Format(time.RFC3339Nano) != "2026-12-05T09:00:01.25Z" ||
+		done.Last.Format(time.RFC3339Nano) != "2026-12-05T09:00:11.75Z" || done.Skipped != 0 || done.Lines != 6 ||
+		len(done.Models) != 1 || done.Models[0] != "claude-sonnet-4-5" {
+		t.Errorf("a finished transcript: %+v", done)
+	}
+	writing := readFile(t, dir+"agent-e5f6a7b8.jsonl")
+	if got := figures(writing.Usage); got != want || writing.Ended || writing.Skipped != 1 {
+		t.Errorf("a transcript still written: usage %s ended %v skipped %d; want the same usage, no end, "+
+			"the partial line skipped", got, writing.Ended, writing.Skipped)
+	}
+	f := done.Frame(core.Subagent{TaskSessionID: "s", TaskID: "t", AgentExecutionID: "e", ToolCallID: "c"})
+	if f.Usage == nil || !f.StartedAt.Equal(done.First) || !f.EndedAt.Equal(done.Last) || f.ToolCallID != "c" {
+		t.Errorf("the transcript's frame: %+v", f)
+	}
+	if f := writing.Frame(core.Subagent{ToolCallID: "c"}); !f.EndedAt.IsZero() {
+		t.Error("a transcript still written gave an end")
+	}
+}
+
+// TestTranscriptBoundedLines: a line longer than the bound (a huge tool
+// result) is read past and skipped, in bounded memory; the rest counts.
+func TestTranscriptBoundedLines(t *testing.T) {
+	data, err := os.ReadFile("testdata/transcripts/cc-1/subagents/agent-a1b2c3d4.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"type":"user","message":{"content":"` + strings.Repeat("x", maxLineBytes) + `"}}` + "\n"
+	tr, err := ReadTranscript(io.MultiReader(strings.NewReader(huge), bytes.NewReader(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Skipped != 1 || tr.Lines != 7 || *tr.Usage.Requests != 2 {
+		t.Errorf("lines %d skipped %d requests %v; want the long line skipped, the rest read", tr.Lines, tr.Skipped,
+			show(tr.Usage.Requests))
+	}
+}
+
+// TestTranscriptWithoutRequests: no assistant usage, no figures — NULL,
+// never 0.
+func TestTranscriptWithoutRequests(t *testing.T) {
+	tr, err := ReadTranscript(strings.NewReader(`{"type":"user","message":{"content":"hi"}}` + "\n"))
+	if err != nil || tr.Usage.InputTokens != nil || tr.Requests != 0 || tr.Frame(core.Subagent{}).Usage != nil {
+		t.Errorf("a transcript without requests: %+v, %v", tr, err)
 	}
 }

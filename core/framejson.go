@@ -15,7 +15,9 @@ import (
 // input): the frame's fields, the execution id under execution_id or under
 // its column's name, agent_execution_id; observed_at in RFC 3339 with an
 // optional fraction (absent: the recorder's clock); the agent's own
-// started_at and ended_at, likewise (absent: not reported); and the provider
+// started_at and ended_at, likewise (absent: not reported); the run's
+// usage under usage (input_tokens, output_tokens, cache_read_tokens,
+// cache_write_tokens, requests; each absent when not reported); and the provider
 // payload, Kandev's SubagentTaskPayload, under subagent_task (whose fields
 // beyond the payload's are the provider's, and ignored).
 type frameJSON struct {
@@ -30,6 +32,7 @@ type frameJSON struct {
 	ObservedAt       string          `json:"observed_at"`
 	StartedAt        string          `json:"started_at"`
 	EndedAt          string          `json:"ended_at"`
+	Usage            *Usage          `json:"usage"`
 	SubagentTask     json.RawMessage `json:"subagent_task"`
 }
 
@@ -71,7 +74,7 @@ func DecodeFrame(data []byte) (Frame, error) {
 		return Frame{}, fmt.Errorf("execution_id %q and agent_execution_id %q differ", exec, l.AgentExecutionID)
 	}
 	f := Frame{TaskSessionID: l.TaskSessionID, TaskID: l.TaskID, TurnID: l.TurnID, ExecutionID: exec,
-		ToolCallID: l.ToolCallID, ParentToolCallID: l.ParentToolCallID, ToolStatus: l.ToolStatus}
+		ToolCallID: l.ToolCallID, ParentToolCallID: l.ParentToolCallID, ToolStatus: l.ToolStatus, Usage: l.Usage}
 	if len(l.SubagentTask) > 0 && string(l.SubagentTask) != "null" {
 		f.Payload = new(Payload)
 		if err := json.Unmarshal(l.SubagentTask, f.Payload); err != nil {

@@ -65,8 +65,20 @@ type Frame struct {
 	// (docs/CONTRACT.md §3.4).
 	StartedAt time.Time
 	EndedAt   time.Time
+	// Usage is the run's usage as a source read it (nil: not reported).
+	Usage *Usage
 	// Payload may be nil: the frame then carries identity and statuses only.
 	Payload *Payload
+}
+
+// Usage is a subagent run's usage, summed over its model requests, each
+// counted once; a nil field was not reported.
+type Usage struct {
+	InputTokens      *int64 `json:"input_tokens,omitempty"`
+	OutputTokens     *int64 `json:"output_tokens,omitempty"`
+	CacheReadTokens  *int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens *int64 `json:"cache_write_tokens,omitempty"`
+	Requests         *int64 `json:"requests,omitempty"`
 }
 
 // Source says how a row came to exist. It is write-once (AC-1a).
@@ -112,10 +124,20 @@ type Subagent struct {
 	AgentStatus      *string `json:"agent_status"`
 	ToolStatus       *string `json:"tool_status"`
 	IsAsync          bool    `json:"is_async"`
-	TotalTokens      *int64  `json:"total_tokens"`
-	ToolUseCount     *int64  `json:"tool_use_count"`
-	DurationMs       *int64  `json:"duration_ms"`
-	Source           Source  `json:"source"`
+	// TotalTokens is Kandev's figure: the subagent's final request's
+	// tokens ("context at completion"), not what the run spent.
+	TotalTokens  *int64 `json:"total_tokens"`
+	ToolUseCount *int64 `json:"tool_use_count"`
+	DurationMs   *int64 `json:"duration_ms"`
+	// The run's usage, summed over its model requests (each once), where a
+	// source reported it (a transcript, an SDK's task usage, ACP's child
+	// usage): NULL when not reported, never 0 for unknown.
+	InputTokens      *int64 `json:"input_tokens"`
+	OutputTokens     *int64 `json:"output_tokens"`
+	CacheReadTokens  *int64 `json:"cache_read_tokens"`
+	CacheWriteTokens *int64 `json:"cache_write_tokens"`
+	Requests         *int64 `json:"requests"`
+	Source           Source `json:"source"`
 	// ObservedAt is the first observation of a recognisable frame; it is not
 	// a start time (AC-1a).
 	ObservedAt time.Time `json:"observed_at"`

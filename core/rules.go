@@ -89,6 +89,22 @@ func Normalize(f Frame) (Subagent, Verdict) {
 		}
 		v.Anomalous = neg[0] || neg[1] || neg[2]
 	}
+	// The run's usage (docs/CONTRACT.md §3.5): a reported 0 is 0, a
+	// negative reading NULL and anomalous, like any metric.
+	if u := f.Usage; u != nil {
+		for _, m := range []struct {
+			in  *int64
+			out **int64
+		}{{u.InputTokens, &row.InputTokens}, {u.OutputTokens, &row.OutputTokens},
+			{u.CacheReadTokens, &row.CacheReadTokens}, {u.CacheWriteTokens, &row.CacheWriteTokens},
+			{u.Requests, &row.Requests}} {
+			if m.in != nil {
+				var neg bool
+				*m.out, neg = metric(a, *m.in, 0)
+				v.Anomalous = v.Anomalous || neg
+			}
+		}
+	}
 	return row, v
 }
 

@@ -8,7 +8,10 @@ import (
 
 // Every name the bridge writes, on OpenTelemetry's GenAI semantic
 // conventions (status: development; docs/CONTRACT.md §9 maps each
-// column). A renaming of the conventions changes this file alone.
+// column) as they stand in open-telemetry/semantic-conventions-genai at
+// the revision conventions.txt names, beside this file, with every name
+// (a test holds the two to each other, and the OTLP export to both). A
+// renaming of the conventions changes these two files alone.
 const (
 	instrumentationName = "github.com/subagentctx/subagentctx/otelbridge"
 
@@ -35,21 +38,31 @@ const (
 	toolCallID = "gen_ai.tool.call.id"
 	toolType   = "gen_ai.tool.type"
 
-	transferInternal   = "gen_ai.execute_tool.transfer.internal"
 	transferMode       = "gen_ai.transfer.mode"
 	transferTargetType = "gen_ai.transfer.target.type"
 	transferTargetName = "gen_ai.transfer.target.name"
 
-	agentID          = "gen_ai.agent.id"
 	agentName        = "gen_ai.agent.name"
 	agentDescription = "gen_ai.agent.description"
 	conversationID   = "gen_ai.conversation.id"
 	requestModel     = "gen_ai.request.model"
+	errorType        = "error.type"
 
-	// The record's own, namespaced: the conventions' usage attributes are
-	// input and output tokens, which no provider reports apart here, and
-	// they have no total.
+	// An agent's usage: the run's, where a source reported it (never
+	// total_tokens, which is its final request's). input_tokens includes
+	// the cached ones, as the conventions ask; Anthropic reports them
+	// apart.
+	usageInput      = "gen_ai.usage.input_tokens"
+	usageOutput     = "gen_ai.usage.output_tokens"
+	usageCacheRead  = "gen_ai.usage.cache_read.input_tokens"
+	usageCacheWrite = "gen_ai.usage.cache_creation.input_tokens"
+
+	// The record's own, namespaced: total_tokens is the final request's
+	// figure, no usage of the conventions'; the agent id is a per-run
+	// instance id, which gen_ai.agent.id is not for.
 	ns               = "subagentctx."
+	agentID          = ns + "agent_id"
+	requests         = ns + "requests"
 	totalTokens      = ns + "total_tokens"
 	toolUseCount     = ns + "tool_use_count"
 	durationMs       = ns + "duration_ms"
@@ -101,9 +114,8 @@ func idAttributes(row core.Subagent) attrs {
 func toolAttributes(row core.Subagent) []attribute.KeyValue {
 	a := idAttributes(row)
 	a = append(a, attribute.String(operationName, opExecuteTool), attribute.String(toolName, subagentTool),
-		attribute.String(toolType, "function"), attribute.Bool(transferInternal, true),
-		attribute.String(transferMode, modeReturn), attribute.String(transferTargetType, targetAgent),
-		attribute.Bool(isAsync, row.IsAsync))
+		attribute.String(toolType, "function"), attribute.String(transferMode, modeReturn),
+		attribute.String(transferTargetType, targetAgent), attribute.Bool(isAsync, row.IsAsync))
 	a.text(transferTargetName, row.SubagentType)
 	a.text(toolStatus, row.ToolStatus)
 	return a
@@ -119,6 +131,19 @@ func agentAttributes(row core.Subagent) []attribute.KeyValue {
 	a.text(requestModel, row.Model)
 	a.text(agentStatus, row.AgentStatus)
 	a.number(totalTokens, row.TotalTokens)
+	if row.InputTokens != nil {
+		in := *row.InputTokens
+		for _, c := range []*int64{row.CacheReadTokens, row.CacheWriteTokens} {
+			if c != nil {
+				in += *c
+			}
+		}
+		a.number(usageInput, &in)
+	}
+	a.number(usageOutput, row.OutputTokens)
+	a.number(usageCacheRead, row.CacheReadTokens)
+	a.number(usageCacheWrite, row.CacheWriteTokens)
+	a.number(requests, row.Requests)
 	a.number(toolUseCount, row.ToolUseCount)
 	a.number(durationMs, row.DurationMs)
 	return a

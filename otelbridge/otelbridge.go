@@ -328,6 +328,7 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Su
 		}
 		for _, s := range []trace.Span{agentSpan, toolSpan} {
 			s.SetStatus(codes.Error, *why)
+			s.SetAttributes(attribute.String(errorType, *why))
 		}
 	}
 	agentSpan.End(trace.WithTimestamp(end))

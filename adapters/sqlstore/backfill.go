@@ -45,12 +45,14 @@ func (s *Store) newest() string {
 // historyValue is the value the backfill gives a column of a pair's row
 // from its newest message r (docs/CONTRACT.md §4.1): the message's id, the
 // 'unknown' execution, source 'backfill', the pass's time (the one
-// argument), NULL for the agent's lifecycle (a message never carries it,
-// docs/CONTRACT.md §3.4), and the message's reading for every other column.
+// argument), NULL for a live-only column (a message never carries it,
+// docs/CONTRACT.md §3.4, §3.5), and the message's reading for every other
+// column.
 func historyValue(column string) string {
-	switch column {
-	case storekit.StartedAtColumn, "ended_at":
+	if storekit.ColumnNamed(column).LiveOnly {
 		return "NULL"
+	}
+	switch column {
 	case "id":
 		return "r.message_id"
 	case "agent_execution_id":

@@ -420,15 +420,17 @@ func MessageColumns() []string {
 // identity (the message's id, session, task and tool call id) and what the
 // backfill sets itself (agent_execution_id 'unknown', source 'backfill',
 // updated_at): turn_id, the columns read from the metadata, observed_at
-// and settled_at, in declaration order. The agent's own lifecycle
-// (started_at, ended_at) is not among them: a message never carries it, and
-// history leaves it NULL (docs/CONTRACT.md §3.4).
+// and settled_at, in declaration order. The live-only columns (the agent's
+// own lifecycle, the run's usage) are not among them: a message never
+// carries them, and history leaves them NULL (docs/CONTRACT.md §3.4, §3.5).
 func HistoryColumns() []storekit.Column {
 	var out []storekit.Column
 	for _, c := range storekit.Columns {
 		switch c.Name {
-		case "id", "task_session_id", "task_id", "tool_call_id", "agent_execution_id", "source", "updated_at",
-			storekit.StartedAtColumn, "ended_at":
+		case "id", "task_session_id", "task_id", "tool_call_id", "agent_execution_id", "source", "updated_at":
+			continue
+		}
+		if c.LiveOnly {
 			continue
 		}
 		out = append(out, c)

@@ -47,6 +47,9 @@ func mergeExpr(c storekit.Column, stored, incoming ref) string {
 		return "CASE WHEN " + s + " = 1 OR " + in + " = 1 THEN 1 ELSE 0 END"
 	case storekit.RuleLastWrite:
 		return in
+	case storekit.RuleLargest:
+		return "CASE WHEN " + in + " IS NOT NULL AND (" + s + " IS NULL OR " + in + " > " + s + ") THEN " + in +
+			" ELSE " + s + " END"
 	case storekit.RuleEarliest:
 		return "CASE WHEN " + in + " IS NOT NULL AND (" + s + " IS NULL OR " + in + " <= " + s + ") THEN " + in +
 			" ELSE " + s + " END"

@@ -114,6 +114,33 @@ func TestClaudeSourcesThroughTheCommandLine(t *testing.T) {
 			t.Errorf("stale: %v, want %v (the launch since its task_started):\n%s", listed, want, r.stdout)
 		}
 
+		// docs/CONTRACT.md §3.5: the transcripts fill the run's usage of
+		// every row their agent names (a1b2c3d4 in three sessions,
+		// e5f6a7b8's synchronous run in s1); one names no row; a second
+		// run changes nothing.
+		var filled transcriptsReport
+		r = cli(t, "", "--db", e.DSN, "transcripts", "--json", "../../claude/testdata/transcripts").want(t, 0)
+		if err := json.Unmarshal([]byte(r.stdout), &filled); err != nil {
+			t.Fatal(err)
+		}
+		if want := (transcriptsReport{Files: 3, Matched: 4, NoRow: 1, SkippedLines: 1}); filled != want {
+			t.Errorf("transcripts: %+v, want %+v", filled, want)
+		}
+		run := listRows(t, e.DSN, "s1")["toolu_bg"]
+		for col, want := range map[string]any{"input_tokens": 8.0, "output_tokens": 508.0, "cache_read_tokens": 27120.0,
+			"cache_write_tokens": 5760.0, "requests": 2.0, "started_at": "2026-12-05T09:00:01.25Z"} {
+			if run[col] != want {
+				t.Errorf("after transcripts, toolu_bg's %s = %v, want %v", col, run[col], want)
+			}
+		}
+		r = cli(t, "", "--db", e.DSN, "transcripts", "--json", "../../claude/testdata/transcripts").want(t, 0)
+		if err := json.Unmarshal([]byte(r.stdout), &filled); err != nil {
+			t.Fatal(err)
+		}
+		if want := (transcriptsReport{Files: 3, AlreadyComplete: 4, NoRow: 1, SkippedLines: 1}); filled != want {
+			t.Errorf("transcripts again: %+v, want %+v", filled, want)
+		}
+
 		out := cli(t, "", "--db", e.DSN, "export").want(t, 0).stdout
 		if !strings.Contains(out, `"started_at":`) || !strings.Contains(out, `"ended_at":`) {
 			t.Errorf("export lacks started_at or ended_at:\n%s", out)

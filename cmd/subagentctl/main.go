@@ -62,6 +62,11 @@ commands:
                                          or an open tool call, started (or first observed) more than DURATION
                                          ago (default 1h), oldest first, at most N (default 100); exit 0 none,
                                          1 some
+  transcripts [--json] PATH...           fill the rows with the run's usage (input, output, cache read and
+                                         cache write tokens, requests), start and end from Claude Code subagent
+                                         transcripts: files agent-<agentId>.jsonl, or directories walked for
+                                         them; rows matched by agent id; says how many rows it filled, were
+                                         already complete, or had no row; a second run changes nothing
   activation [--json]                    the activation state and keys
   health [--since DURATION|TIME] [--pairs N] [--json]
                                          exit 0 healthy, 1 shortfall, 3 not activated, 2 error; the window
@@ -213,7 +218,8 @@ func init() {
 			fs.DurationVar(&o.olderThan, "older-than", time.Hour, "")
 			fs.IntVar(&o.limit, "limit", 0, "")
 		}, args: none("stale"), run: cmdStale},
-		"activation": {flags: jsonOnly, args: none("activation"), run: cmdActivation},
+		"transcripts": {flags: jsonOnly, run: cmdTranscripts, args: func([]string) error { return nil }},
+		"activation":  {flags: jsonOnly, args: none("activation"), run: cmdActivation},
 		"export": {flags: func(fs *flag.FlagSet, o *opts) {
 			fs.StringVar(&o.since, "since", "", "")
 			fs.StringVar(&o.until, "until", "", "")

@@ -57,17 +57,33 @@ func num(p *int64) string {
 func printRows(w io.Writer, rows []core.Subagent) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OBSERVED_AT\tTOOL_CALL_ID\tEXECUTION\tPARENT\tTYPE\tTOOL_STATUS\tAGENT_STATUS\t"+
-		"ASYNC\tAGENT_ENDED_AT\tTOKENS\tTOOL_USES\tDURATION_MS\tSOURCE")
+		"ASYNC\tAGENT_ENDED_AT\tFINAL_TOKENS\tRUN_TOKENS\tREQUESTS\tTOOL_USES\tDURATION_MS\tSOURCE")
 	for _, r := range rows {
 		fmt.Fprintf(
-			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout),
+			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout),
 			shown(r.ToolCallID), shown(r.AgentExecutionID), str(r.ParentToolCallID), str(r.SubagentType),
 			str(r.ToolStatus), str(r.AgentStatus), r.IsAsync, instantOrDash(r.EndedAt),
-			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.Source,
+			num(r.TotalTokens), num(runTokens(r)), num(r.Requests), num(r.ToolUseCount), num(r.DurationMs), r.Source,
 		)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d rows (\"-\" is NULL: not reported, never 0)\n", len(rows))
+	fmt.Fprintf(w, "%d rows (\"-\" is NULL: not reported, never 0; FINAL_TOKENS is total_tokens, the final "+
+		"request's; RUN_TOKENS the run's input, output and cache tokens)\n", len(rows))
+}
+
+// runTokens is the run's tokens — input, output, cache read and cache
+// write — where its usage was reported (nil otherwise).
+func runTokens(r core.Subagent) *int64 {
+	if r.InputTokens == nil && r.OutputTokens == nil {
+		return nil
+	}
+	var n int64
+	for _, p := range []*int64{r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens} {
+		if p != nil {
+			n += *p
+		}
+	}
+	return &n
 }
 
 // instantOrDash is an instant as the tables print it, "-" for NULL.
@@ -115,7 +131,8 @@ func printTree(w io.Writer, rows []core.Subagent) {
 		}
 		walk(turn.Roots, "")
 	}
-	fmt.Fprintf(w, "%d rows (\"-\" is NULL: not reported, never 0)\n", len(rows))
+	fmt.Fprintf(w, "%d rows (\"-\" is NULL: not reported, never 0; FINAL_TOKENS is total_tokens, the final "+
+		"request's; RUN_TOKENS the run's input, output and cache tokens)\n", len(rows))
 }
 
 func describe(r core.Subagent) string {
@@ -174,7 +191,7 @@ func printStats(w io.Writer, st report.Stats) {
 	fmt.Fprintf(
 		w, "  fan-out/turn    %s (subagents→turns); %d rows without a turn\n", strings.Join(fan, " "), st.RowsWithoutTurn,
 	)
-	printMetric(w, "total_tokens", st.TotalTokens)
+	printMetric(w, "total_tokens (each run's final request, not its spend)", st.TotalTokens)
 	printMetric(w, "tool_use_count", st.ToolUseCount)
 	printMetric(w, "duration_ms", st.DurationMs)
 	if st.DistinctExecutions != nil {

@@ -61,15 +61,25 @@ var Columns = []Column{
 	{Name: "duration_ms", Type: Int64, Nullable: true, Rule: RuleFillForward, Min: canon.MinDurationMs,
 		Metadata: task("duration_ms"),
 		field:    nullInt(func(s *core.Subagent) **int64 { return &s.DurationMs })},
+	{Name: "input_tokens", Type: Int64, Nullable: true, Rule: RuleLargest, LiveOnly: true,
+		field: nullInt(func(s *core.Subagent) **int64 { return &s.InputTokens })},
+	{Name: "output_tokens", Type: Int64, Nullable: true, Rule: RuleLargest, LiveOnly: true,
+		field: nullInt(func(s *core.Subagent) **int64 { return &s.OutputTokens })},
+	{Name: "cache_read_tokens", Type: Int64, Nullable: true, Rule: RuleLargest, LiveOnly: true,
+		field: nullInt(func(s *core.Subagent) **int64 { return &s.CacheReadTokens })},
+	{Name: "cache_write_tokens", Type: Int64, Nullable: true, Rule: RuleLargest, LiveOnly: true,
+		field: nullInt(func(s *core.Subagent) **int64 { return &s.CacheWriteTokens })},
+	{Name: "requests", Type: Int64, Nullable: true, Rule: RuleLargest, LiveOnly: true,
+		field: nullInt(func(s *core.Subagent) **int64 { return &s.Requests })},
 	{Name: "source", Type: Text, Rule: RuleWriteOnce, Default: string(core.SourceLive),
 		field: text(func(s *core.Subagent) *string { return (*string)(&s.Source) })},
 	{Name: "observed_at", Type: Time, Rule: RuleWriteOnce,
 		field: timestamp(func(s *core.Subagent) *time.Time { return &s.ObservedAt })},
 	{Name: SettledAtColumn, Type: Time, Nullable: true, Rule: RuleFirstWins,
 		field: nullTime(func(s *core.Subagent) **time.Time { return &s.SettledAt })},
-	{Name: StartedAtColumn, Type: Time, Nullable: true, Rule: RuleEarliest,
+	{Name: StartedAtColumn, Type: Time, Nullable: true, Rule: RuleEarliest, LiveOnly: true,
 		field: nullTime(func(s *core.Subagent) **time.Time { return &s.StartedAt })},
-	{Name: "ended_at", Type: Time, Nullable: true, Rule: RuleEnd,
+	{Name: "ended_at", Type: Time, Nullable: true, Rule: RuleEnd, LiveOnly: true,
 		field: nullTime(func(s *core.Subagent) **time.Time { return &s.EndedAt })},
 	{Name: "updated_at", Type: Time, Rule: RuleLastWrite,
 		field: timestamp(func(s *core.Subagent) *time.Time { return &s.UpdatedAt })},
@@ -140,8 +150,11 @@ type Column struct {
 	// Min is the least value a metric keeps, on the live path and in
 	// history alike: a reported value below it is NULL (AC-7a), a negative
 	// one anomalous on the live path (AC-9).
-	Min   int64
-	field field
+	Min int64
+	// LiveOnly columns are never in a host's message: history (the
+	// migration pass) leaves them NULL, and only live frames fill them.
+	LiveOnly bool
+	field    field
 }
 
 // Type is a column's kind of value; each SQL dialect maps it to a type.
@@ -187,6 +200,11 @@ const (
 	// RuleEarliest instants keep the earlier of the two; NULL never blanks
 	// a stored one (started_at: a subagent's first start).
 	RuleEarliest
+	// RuleLargest integers keep the larger of the two; NULL never blanks a
+	// stored one: a later, larger reading of a run's usage replaces a
+	// smaller one, a partial reading never lowers a complete one (the run's
+	// usage, docs/CONTRACT.md §3.5).
+	RuleLargest
 	// RuleEnd instants are first wins, except that a row whose incoming
 	// started_at is later than its stored end was woken again after it
 	// stopped: it takes the incoming end, NULL until the agent ends again
@@ -198,7 +216,7 @@ var ruleNames = [...]string{
 	RuleKey: "key", RuleWriteOnce: "write-once", RuleFirstWins: "first wins", RuleFillForward: "fill forward",
 	RuleFrozenOnceSettled: "frozen once settled", RuleSticky: "sticky", RuleLastWrite: "last write",
 	RuleEarliest: "earliest", RuleEnd: "first end, reopened by a later start",
-	RuleAgentStatus: "fill forward, unknown never over an end",
+	RuleAgentStatus: "fill forward, unknown never over an end", RuleLargest: "largest",
 }
 
 func (r Rule) String() string { return ruleNames[r] }
@@ -206,11 +224,12 @@ func (r Rule) String() string { return ruleNames[r] }
 // TakesIncoming reports whether the merged row takes the incoming value of
 // a column with this rule. storedNull and incomingNull say which side is
 // NULL (for a Sticky boolean, false counts as NULL: "not reported");
-// later says whether the incoming instant is later than the stored one
-// (instants only); settled says whether the stored row has settled_at.
+// greater says whether the incoming value is greater than the stored one
+// (a later instant, a larger integer); settled says whether the stored row
+// has settled_at.
 // RuleEnd's reopening is Reopens; RuleAgentStatus's exception,
 // KeepsEndedStatus.
-func (r Rule) TakesIncoming(storedNull, incomingNull, later, settled bool) bool {
+func (r Rule) TakesIncoming(storedNull, incomingNull, greater, settled bool) bool {
 	switch r {
 	case RuleFirstWins, RuleEnd:
 		return storedNull
@@ -221,7 +240,9 @@ func (r Rule) TakesIncoming(storedNull, incomingNull, later, settled bool) bool 
 	case RuleLastWrite:
 		return true
 	case RuleEarliest:
-		return !incomingNull && (storedNull || !later)
+		return !incomingNull && (storedNull || !greater)
+	case RuleLargest:
+		return !incomingNull && (storedNull || greater)
 	}
 	return false // RuleKey, RuleWriteOnce
 }
@@ -257,9 +278,10 @@ type field interface {
 	clone(*core.Subagent, *canon.Arena)
 	canon(*core.Subagent)
 	format(*core.Subagent) string
-	// later reports whether incoming's value is a later instant than
-	// stored's (false for any other type, or a NULL side).
-	later(stored, incoming *core.Subagent) bool
+	// greater reports whether incoming's value is greater than stored's —
+	// a later instant, a larger integer — (false for text and booleans, or
+	// a NULL side).
+	greater(stored, incoming *core.Subagent) bool
 	// check validates the value (docs/CONTRACT.md §2) without boxing it:
 	// Validate runs on every write.
 	check(c *Column, s *core.Subagent) error
@@ -274,7 +296,7 @@ func (f text) null(s *core.Subagent) bool         { return false }
 func (f text) take(dst, src *core.Subagent)       { *f(dst) = *f(src) }
 func (f text) clone(*core.Subagent, *canon.Arena) {}
 func (f text) canon(*core.Subagent)               {}
-func (f text) later(_, _ *core.Subagent) bool     { return false }
+func (f text) greater(_, _ *core.Subagent) bool   { return false }
 func (f text) format(s *core.Subagent) string     { return fmt.Sprintf("%q", *f(s)) }
 func (f text) check(c *Column, s *core.Subagent) error {
 	v := *f(s)
@@ -301,7 +323,7 @@ func (f boolean) null(s *core.Subagent) bool          { return !*f(s) }
 func (f boolean) take(dst, src *core.Subagent)        { *f(dst) = *f(src) }
 func (f boolean) clone(*core.Subagent, *canon.Arena)  {}
 func (f boolean) canon(*core.Subagent)                {}
-func (f boolean) later(_, _ *core.Subagent) bool      { return false }
+func (f boolean) greater(_, _ *core.Subagent) bool    { return false }
 func (f boolean) format(s *core.Subagent) string      { return fmt.Sprint(*f(s)) }
 func (f boolean) check(*Column, *core.Subagent) error { return nil }
 
@@ -315,10 +337,10 @@ func (f timestamp) set(s *core.Subagent, v any) {
 		*f(s) = v.(time.Time)
 	}
 }
-func (f timestamp) null(*core.Subagent) bool             { return false }
-func (f timestamp) take(dst, src *core.Subagent)         { *f(dst) = *f(src) }
-func (f timestamp) later(stored, in *core.Subagent) bool { return f(in).After(*f(stored)) }
-func (f timestamp) clone(*core.Subagent, *canon.Arena)   {}
+func (f timestamp) null(*core.Subagent) bool               { return false }
+func (f timestamp) take(dst, src *core.Subagent)           { *f(dst) = *f(src) }
+func (f timestamp) greater(stored, in *core.Subagent) bool { return f(in).After(*f(stored)) }
+func (f timestamp) clone(*core.Subagent, *canon.Arena)     {}
 func (f timestamp) canon(s *core.Subagent) {
 	if !isCanonical(*f(s)) {
 		*f(s) = CanonicalTime(*f(s))
@@ -355,8 +377,8 @@ func (f nullText) clone(s *core.Subagent, a *canon.Arena) {
 		*p = a.Text(**p)
 	}
 }
-func (f nullText) canon(*core.Subagent)           {}
-func (f nullText) later(_, _ *core.Subagent) bool { return false }
+func (f nullText) canon(*core.Subagent)             {}
+func (f nullText) greater(_, _ *core.Subagent) bool { return false }
 func (f nullText) check(c *Column, s *core.Subagent) error {
 	switch p := *f(s); {
 	case p == nil:
@@ -398,8 +420,11 @@ func (f nullInt) clone(s *core.Subagent, a *canon.Arena) {
 		*p = a.Int(**p)
 	}
 }
-func (f nullInt) canon(*core.Subagent)           {}
-func (f nullInt) later(_, _ *core.Subagent) bool { return false }
+func (f nullInt) canon(*core.Subagent) {}
+func (f nullInt) greater(stored, in *core.Subagent) bool {
+	s, i := *f(stored), *f(in)
+	return s != nil && i != nil && *i > *s
+}
 func (f nullInt) check(_ *Column, s *core.Subagent) error {
 	if p := *f(s); p != nil && *p < 0 {
 		return errNegative
@@ -431,7 +456,7 @@ func (f nullTime) set(s *core.Subagent, v any) {
 }
 func (f nullTime) null(s *core.Subagent) bool   { return *f(s) == nil }
 func (f nullTime) take(dst, src *core.Subagent) { *f(dst) = *f(src) }
-func (f nullTime) later(stored, in *core.Subagent) bool {
+func (f nullTime) greater(stored, in *core.Subagent) bool {
 	s, i := *f(stored), *f(in)
 	return s != nil && i != nil && i.After(*s)
 }

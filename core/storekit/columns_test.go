@@ -111,9 +111,10 @@ func TestMergeFollowsTheDeclaredRules(t *testing.T) {
 					}
 					merged := Merge(&stored, incoming)
 					want := c.Format(&stored)
-					later := c.Type == Time && !c.IsNull(&stored) && !c.IsNull(&incoming) // changed: an hour later
+					// changed: an hour later, one more
+					greater := (c.Type == Time || c.Type == Int64) && !c.IsNull(&stored) && !c.IsNull(&incoming)
 					switch {
-					case c.Rule.TakesIncoming(c.IsNull(&stored), c.IsNull(&incoming), later, settled):
+					case c.Rule.TakesIncoming(c.IsNull(&stored), c.IsNull(&incoming), greater, settled):
 						want = c.Format(&incoming)
 					case c.Rule == RuleEnd && Reopens(&stored, &incoming):
 						want = c.Format(&incoming) // woken again: the incoming run's end

@@ -60,7 +60,7 @@ func MergeInto(stored, incoming *core.Subagent) {
 	settled := stored.SettledAt != nil
 	reopened, keepStatus := Reopens(stored, incoming), KeepsEndedStatus(stored, incoming)
 	for _, f := range mergedFields {
-		take := f.col.Rule.TakesIncoming(f.null(stored), f.null(incoming), f.later(stored, incoming), settled)
+		take := f.col.Rule.TakesIncoming(f.null(stored), f.null(incoming), f.greater(stored, incoming), settled)
 		switch f.col.Rule {
 		case RuleEnd:
 			take = take || reopened

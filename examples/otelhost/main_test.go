@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,12 +135,18 @@ func TestSpansThroughOTLP(t *testing.T) {
 	launch.Settled = true // an async launch: the call returns once the subagent starts
 	// Its end, reported later (an SDK's task_notification, a hook's
 	// SubagentStop): only then has it spans, the agent's ending there.
+	// The parent's run usage, from its transcript: input_tokens on the span
+	// counts the cached ones too.
+	usage := frame("parent", "", "completed", 5*time.Second, core.Payload{TotalTokens: 9000, AgentID: "agent-7"})
+	in, out, read, write, reqs := int64(130), int64(512), int64(6000), int64(1000), int64(3)
+	usage.Usage = &core.Usage{InputTokens: &in, OutputTokens: &out, CacheReadTokens: &read, CacheWriteTokens: &write,
+		Requests: &reqs}
 	end := frame("async", "", "", 7*time.Second, core.Payload{Status: "completed"})
 	end.EndedAt = t0.Add(7 * time.Second)
 	for _, f := range []core.Frame{
 		frame("parent", "", "in_progress", 0, core.Payload{SubagentType: "planner", Description: "Plan it", Model: "opus"}),
 		frame("child", "parent", "failed", 2*time.Second, core.Payload{SubagentType: "explorer", TotalTokens: 1200}),
-		frame("parent", "", "completed", 5*time.Second, core.Payload{TotalTokens: 9000, AgentID: "agent-7"}),
+		usage,
 		launch,
 		frame("open", "", "in_progress", 3*time.Second, core.Payload{SubagentType: "writer"}),
 		end,
@@ -193,7 +200,7 @@ func TestSpansThroughOTLP(t *testing.T) {
 	pa := attributes(parent.agent)
 	for k, want := range map[string]string{
 		"gen_ai.agent.name": "planner", "gen_ai.agent.description": "Plan it", "gen_ai.request.model": "opus",
-		"gen_ai.agent.id": "agent-7", "subagentctx.total_tokens": "9000", "subagentctx.task_session_id": "sess",
+		"subagentctx.agent_id": "agent-7", "subagentctx.total_tokens": "9000", "subagentctx.task_session_id": "sess",
 		"subagentctx.agent_execution_id": "exec", "subagentctx.source": "live",
 	} {
 		if pa[k] != want {
@@ -205,7 +212,7 @@ func TestSpansThroughOTLP(t *testing.T) {
 	}
 	pt := attributes(parent.tool)
 	for k, want := range map[string]string{
-		"gen_ai.execute_tool.transfer.internal": "true", "gen_ai.transfer.mode": "return_to_caller",
+		"gen_ai.transfer.mode":        "return_to_caller",
 		"gen_ai.transfer.target.type": "agent", "gen_ai.transfer.target.name": "planner",
 	} {
 		if pt[k] != want {
@@ -213,8 +220,33 @@ func TestSpansThroughOTLP(t *testing.T) {
 		}
 	}
 	if child.agent.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR ||
-		parent.agent.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
-		t.Error("the failed subagent is not an error, or the completed one is")
+		parent.agent.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR ||
+		attributes(child.agent)["error.type"] != "failed" || attributes(child.tool)["error.type"] != "failed" {
+		t.Error("the failed subagent is not an error of type failed, or the completed one is")
+	}
+	for k, want := range map[string]string{"gen_ai.usage.input_tokens": "7130", "gen_ai.usage.output_tokens": "512",
+		"gen_ai.usage.cache_read.input_tokens": "6000", "gen_ai.usage.cache_creation.input_tokens": "1000",
+		"subagentctx.requests": "3"} {
+		if got := pa[k]; got != want {
+			t.Errorf("parent's run usage %s = %q, want %q (input with the cached ones)", k, got, want)
+		}
+	}
+	if _, ok := attributes(child.agent)["gen_ai.usage.input_tokens"]; ok {
+		t.Error("a run whose usage was not reported has gen_ai.usage.input_tokens (from total_tokens?)")
+	}
+	// Every name exported is one the bridge lists (otelbridge/conventions.txt).
+	listed, err := os.ReadFile("../../otelbridge/conventions.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rows {
+		for _, span := range []*tracepb.Span{p.tool, p.agent} {
+			for k := range attributes(span) {
+				if !slices.Contains(strings.Split(string(listed), "\n"), k) {
+					t.Errorf("span attribute %s is not in otelbridge/conventions.txt", k)
+				}
+			}
+		}
 	}
 	if attributes(async.tool)["subagentctx.is_async"] != "true" || async.tool.EndTimeUnixNano !=
 		uint64(t0.Add(time.Second).UnixNano()) || async.agent.EndTimeUnixNano != uint64(end.EndedAt.UnixNano()) {

@@ -149,7 +149,7 @@ const (
 // (a test checks they hold what the column declaration declares).
 type Arena struct {
 	texts      [12]string
-	ints       [6]int64
+	ints       [8]int64
 	times      [3]time.Time
 	nt, ni, nm int
 }

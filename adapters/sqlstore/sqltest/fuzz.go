@@ -64,6 +64,14 @@ func FuzzMerge(f *testing.F, d *Driver) {
 			if b[1]&0x20 != 0 {
 				fr.EndedAt = t0.Add(time.Duration(b[6]>>2)*4*time.Second + time.Duration(b[0])*time.Microsecond)
 			}
+			// A reading of the run's usage, smaller or larger than the last.
+			if b[4]&0x40 != 0 {
+				in, requests := int64(b[5])-10, int64(b[6]%5)
+				fr.Usage = &core.Usage{InputTokens: &in, Requests: &requests}
+				if b[4]&0x01 != 0 {
+					fr.Usage.OutputTokens = &requests
+				}
+			}
 			if b[2]&0x80 != 0 {
 				fr.Payload = nil
 			}

@@ -43,6 +43,11 @@ UPDATE task_session_subagents AS t SET task_id = r.task_id,
 		total_tokens = COALESCE(t.total_tokens, r.total_tokens),
 		tool_use_count = COALESCE(t.tool_use_count, r.tool_use_count),
 		duration_ms = COALESCE(t.duration_ms, r.duration_ms),
+		input_tokens = CASE WHEN t.input_tokens IS NOT NULL AND (NULL IS NULL OR t.input_tokens > NULL) THEN t.input_tokens ELSE NULL END,
+		output_tokens = CASE WHEN t.output_tokens IS NOT NULL AND (NULL IS NULL OR t.output_tokens > NULL) THEN t.output_tokens ELSE NULL END,
+		cache_read_tokens = CASE WHEN t.cache_read_tokens IS NOT NULL AND (NULL IS NULL OR t.cache_read_tokens > NULL) THEN t.cache_read_tokens ELSE NULL END,
+		cache_write_tokens = CASE WHEN t.cache_write_tokens IS NOT NULL AND (NULL IS NULL OR t.cache_write_tokens > NULL) THEN t.cache_write_tokens ELSE NULL END,
+		requests = CASE WHEN t.requests IS NOT NULL AND (NULL IS NULL OR t.requests > NULL) THEN t.requests ELSE NULL END,
 		source = 'backfill',
 		observed_at = r.observed_at,
 		settled_at = COALESCE(r.settled_at, t.settled_at),
@@ -100,8 +105,8 @@ UPDATE task_session_subagents AS t SET task_id = r.task_id,
 		AND NOT EXISTS (SELECT 1 FROM task_session_subagents o WHERE o.task_session_id = t.task_session_id AND o.tool_call_id = t.tool_call_id
 			AND ((EXTRACT(EPOCH FROM o.observed_at) * 1000000)::bigint < (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint OR ((EXTRACT(EPOCH FROM o.observed_at) * 1000000)::bigint = (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint AND o.agent_execution_id COLLATE "C" < t.agent_execution_id COLLATE "C")));
 
-INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, started_at, ended_at, updated_at)
-	SELECT r.message_id, r.task_session_id, r.task_id, r.turn_id, 'unknown', r.tool_call_id, r.parent_tool_call_id, r.subagent_type, r.description, r.agent_id, r.child_session_id, r.model, r.agent_status, r.tool_status, r.is_async, r.total_tokens, r.tool_use_count, r.duration_ms, 'backfill', r.observed_at, r.settled_at, NULL, NULL, ?
+INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id, tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, requests, source, observed_at, settled_at, started_at, ended_at, updated_at)
+	SELECT r.message_id, r.task_session_id, r.task_id, r.turn_id, 'unknown', r.tool_call_id, r.parent_tool_call_id, r.subagent_type, r.description, r.agent_id, r.child_session_id, r.model, r.agent_status, r.tool_status, r.is_async, r.total_tokens, r.tool_use_count, r.duration_ms, NULL, NULL, NULL, NULL, NULL, 'backfill', r.observed_at, r.settled_at, NULL, NULL, ?
 	FROM (SELECT e.message_id, e.task_session_id, e.task_id, e.tool_call_id, e.recoverable, e.created,
 		e.turn_id,
 		e.parent_tool_call_id,

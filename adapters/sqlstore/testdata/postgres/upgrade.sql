@@ -49,6 +49,16 @@ UPDATE task_session_subagents AS t SET task_id = b.task_id,
 DELETE FROM task_session_subagents WHERE task_session_subagents.agent_execution_id = 'unknown' AND task_session_subagents.source = 'backfill'
 	AND EXISTS (SELECT 1 FROM task_session_subagents o WHERE o.task_session_id = task_session_subagents.task_session_id AND o.tool_call_id = task_session_subagents.tool_call_id AND o.agent_execution_id <> 'unknown');
 
+ALTER TABLE task_session_subagents ADD COLUMN input_tokens BIGINT;
+
+ALTER TABLE task_session_subagents ADD COLUMN output_tokens BIGINT;
+
+ALTER TABLE task_session_subagents ADD COLUMN cache_read_tokens BIGINT;
+
+ALTER TABLE task_session_subagents ADD COLUMN cache_write_tokens BIGINT;
+
+ALTER TABLE task_session_subagents ADD COLUMN requests BIGINT;
+
 ALTER TABLE task_session_subagents ADD COLUMN started_at TIMESTAMPTZ;
 
 ALTER TABLE task_session_subagents ADD COLUMN ended_at TIMESTAMPTZ;
