@@ -139,10 +139,11 @@ type toolResult struct {
 	TotalToolUseCount *int64 `json:"totalToolUseCount"`
 }
 
-// launchFrame is the frame of the Agent tool call id: its input, and its
-// result when it has returned (failed says the call returned an error).
-func (s *Stream) launchFrame(id Identity, at time.Time, tool, parent string, in *toolInput, res *toolResult,
-	failed bool) core.Frame {
+// launch is the frame of the Agent tool call id — its input, and its
+// result when it has returned (failed says the call returned an error) —
+// then the reports held for the agent its result names.
+func (s *Stream) launch(id Identity, at time.Time, tool, parent string, in *toolInput, res *toolResult,
+	failed bool) []core.Frame {
 	f := s.frame(id, at)
 	f.ToolCallID, f.ParentToolCallID, f.ToolStatus = tool, parent, "in_progress"
 	p := f.Payload
@@ -172,7 +173,7 @@ func (s *Stream) launchFrame(id Identity, at time.Time, tool, parent string, in 
 	if p.AgentID != "" {
 		s.learn(p.AgentID, tool)
 	}
-	return f
+	return append([]core.Frame{f}, s.release(p.AgentID, tool)...)
 }
 
 // frame is a frame of the stream's identity observed at at, with an empty

@@ -66,8 +66,7 @@ func (s *Stream) Hook(id Identity, line []byte) ([]core.Frame, error) {
 				res = &toolResult{} // a response in another shape: the call returned, no more is known
 			}
 		}
-		f := s.launchFrame(id, at, e.ToolUseID, "", &in, res, e.Event == "PostToolUseFailure")
-		return append([]core.Frame{f}, s.release(f.Payload.AgentID, e.ToolUseID)...), nil
+		return s.launch(id, at, e.ToolUseID, "", &in, res, e.Event == "PostToolUseFailure"), nil
 	}
 	return nil, nil
 }

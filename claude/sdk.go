@@ -96,12 +96,10 @@ func (s *Stream) blocks(id Identity, at time.Time, parent string, blocks []block
 		case b.Type == "tool_use" && toolNames[b.Name] && b.ID != "":
 			var in toolInput
 			_ = json.Unmarshal(b.Input, &in) // an input without these fields still launches
-			out = append(out, s.launchFrame(id, at, b.ID, parent, &in, nil, false))
+			out = append(out, s.launch(id, at, b.ID, parent, &in, nil, false)...)
 		case b.Type == "tool_result" && s.calls[b.ToolUseID]:
-			f := s.launchFrame(id, at, b.ToolUseID, "", nil, res, b.IsError)
+			out = append(out, s.launch(id, at, b.ToolUseID, "", nil, res, b.IsError)...)
 			res = nil // one message's tool_use_result is its first result's
-			out = append(out, f)
-			out = append(out, s.release(f.Payload.AgentID, b.ToolUseID)...)
 		}
 	}
 	return out

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/subagentctx/subagentctx/claude"
 	"github.com/subagentctx/subagentctx/core"
@@ -159,19 +158,14 @@ func readTranscript(path string) (claude.Transcript, error) {
 }
 
 // holds reports whether row already holds what f would write: the merge
-// would change no column but updated_at.
+// would change no column but the write's own (observed_at, updated_at).
 func holds(row core.Subagent, f core.Frame) bool {
 	next, _ := core.Normalize(f)
-	next.ObservedAt = row.ObservedAt
 	merged := storekit.Merge(&row, next)
-	same := func(a, b *time.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(*b)) }
 	for _, c := range storekit.Columns {
-		if c.Type == storekit.Time {
-			continue
-		}
-		if c.Format(&merged) != c.Format(&row) {
+		if c.Name != "observed_at" && c.Name != "updated_at" && c.Format(&merged) != c.Format(&row) {
 			return false
 		}
 	}
-	return same(merged.StartedAt, row.StartedAt) && same(merged.EndedAt, row.EndedAt)
+	return true
 }

@@ -208,7 +208,7 @@ const (
 	// RuleEnd instants are first wins, except that a row whose incoming
 	// started_at is later than its stored end was woken again after it
 	// stopped: it takes the incoming end, NULL until the agent ends again
-	// (ended_at, docs/CONTRACT.md §3.4; Reopens).
+	// (ended_at, docs/CONTRACT.md §3.4; reopens).
 	RuleEnd
 )
 
@@ -227,8 +227,8 @@ func (r Rule) String() string { return ruleNames[r] }
 // greater says whether the incoming value is greater than the stored one
 // (a later instant, a larger integer); settled says whether the stored row
 // has settled_at.
-// RuleEnd's reopening is Reopens; RuleAgentStatus's exception,
-// KeepsEndedStatus.
+// RuleEnd's reopening is reopens; RuleAgentStatus's exception,
+// keepsEndedStatus.
 func (r Rule) TakesIncoming(storedNull, incomingNull, greater, settled bool) bool {
 	switch r {
 	case RuleFirstWins, RuleEnd:

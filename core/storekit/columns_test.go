@@ -116,7 +116,7 @@ func TestMergeFollowsTheDeclaredRules(t *testing.T) {
 					switch {
 					case c.Rule.TakesIncoming(c.IsNull(&stored), c.IsNull(&incoming), greater, settled):
 						want = c.Format(&incoming)
-					case c.Rule == RuleEnd && Reopens(&stored, &incoming):
+					case c.Rule == RuleEnd && reopens(&stored, &incoming):
 						want = c.Format(&incoming) // woken again: the incoming run's end
 					}
 					if got := c.Format(&merged); got != want {

@@ -58,7 +58,7 @@ func Merge(stored *core.Subagent, incoming core.Subagent) core.Subagent {
 // otherwise.
 func MergeInto(stored, incoming *core.Subagent) {
 	settled := stored.SettledAt != nil
-	reopened, keepStatus := Reopens(stored, incoming), KeepsEndedStatus(stored, incoming)
+	reopened, keepStatus := reopens(stored, incoming), keepsEndedStatus(stored, incoming)
 	for _, f := range mergedFields {
 		take := f.col.Rule.TakesIncoming(f.null(stored), f.null(incoming), f.greater(stored, incoming), settled)
 		switch f.col.Rule {
@@ -78,17 +78,17 @@ func MergeInto(stored, incoming *core.Subagent) {
 // an end, not an outcome (docs/CONTRACT.md §3.4).
 const AgentStatusUnknown = "unknown"
 
-// KeepsEndedStatus reports whether stored keeps its agent status against
+// keepsEndedStatus reports whether stored keeps its agent status against
 // incoming (RuleAgentStatus): incoming says AgentStatusUnknown and
 // stored's agent has ended.
-func KeepsEndedStatus(stored, incoming *core.Subagent) bool {
+func keepsEndedStatus(stored, incoming *core.Subagent) bool {
 	return stored.EndedAt != nil && incoming.AgentStatus != nil && *incoming.AgentStatus == AgentStatusUnknown
 }
 
-// Reopens reports whether incoming reopens stored's ended agent (RuleEnd):
+// reopens reports whether incoming reopens stored's ended agent (RuleEnd):
 // it reports a start later than stored's end: the agent was woken again
 // after it stopped, and the row takes the incoming end (NULL: running).
-func Reopens(stored, incoming *core.Subagent) bool {
+func reopens(stored, incoming *core.Subagent) bool {
 	return stored.EndedAt != nil && incoming.StartedAt != nil && incoming.StartedAt.After(*stored.EndedAt)
 }
 
