@@ -646,12 +646,14 @@ func (r *Recorder) write(s *shard) {
 				return
 			}
 			r.observe(len(batch), time.Since(start), err)
+			// The state first: a caller that sees its frames written
+			// (Flush) reads the state that wrote them.
+			r.unreachable.Store(err != nil && passing(err))
 			for i, e := range rowErrs {
 				r.resolve(r.ctx, batch[i], e)
 			}
 			s.advance(len(rowErrs))
 			batch = batch[len(rowErrs):]
-			r.unreachable.Store(err != nil && passing(err))
 			switch {
 			case err == nil:
 			case !passing(err):
