@@ -236,7 +236,9 @@ func TestBusyIsA503WithRetryAfter(t *testing.T) {
 }
 
 // TestTooLongOffersShorterRanges: an overview whose reads outlast the read
-// timeout is a 503 page that says so and links the shorter ranges.
+// timeout is a 503 page that says so and links the shorter ranges, also
+// when it has fewer turns than reads (7 for the overview's 8), so that the
+// last read finds every turn taken by reads that ran out of time.
 func TestTooLongOffersShorterRanges(t *testing.T) {
 	s := memory.New()
 	slow := wrapped{Source: s, around: func(ctx context.Context, read func(context.Context) error) error {

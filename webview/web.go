@@ -747,7 +747,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, dat
 		r.Context(), slog.LevelWarn, "subagentctx: webview: page failed", slog.String("path", r.URL.Path),
 		slog.Any("error", err),
 	)
-	busy := errors.Is(err, errBusy)
+	// A page some of whose reads ran out of time took too long, even where
+	// others then found every turn taken by them: a shorter range helps.
+	busy := errors.Is(err, errBusy) && !errors.Is(err, errTooLong)
 	if !busy && !errors.Is(err, errTooLong) && !errors.Is(err, core.ErrUnavailable) {
 		http.Error(w, "the store could not be read; see the server's log", http.StatusInternalServerError)
 		return
