@@ -28,8 +28,9 @@ import (
 // newest session's page, each beside the same answers written by hand
 // (baselines/overview.*.sql, baselines/session.*.sql: plain GROUP BYs,
 // the dialect's percentiles, one listing — every figure the overview
-// shows: its breakdowns over all rows and over the failed ones, the
-// failures' first page, the timeline in the page's buckets; no health
+// shows: its breakdowns over all rows and over the failed ones, the run's
+// tokens beside the final request's, the failures' first page, the agents
+// with no end seen, the timeline in the page's buckets; no health
 // check of the last hour, no coverage, no rendering).
 func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string, n int) ([]result, error) {
 	now := time.Now().UTC()
@@ -85,8 +86,12 @@ func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string
 			}
 			var took time.Duration
 			bucket := strconv.FormatInt(int64(pageBucket(p.since, p.until)/time.Second), 10)
+			// The page's "no end seen" list: started an hour before now
+			// (webview.WithStaleAfter's default).
+			staleBefore := strconv.FormatFloat(float64(now.Add(-time.Hour).UnixMicro())/1e6, 'f', 6, 64)
 			for _, q := range statements(p.statements, dialect) {
 				q = strings.ReplaceAll(q, "{bucket_s}", bucket)
+				q = strings.ReplaceAll(q, "{stale_before_s}", staleBefore)
 				d, err := timed(ctx, s, q, args[:placeholders(q)]...)
 				if err != nil {
 					return nil, fmt.Errorf("%s by hand: %w\n%s", p.what, err, q)

@@ -109,7 +109,7 @@ func charts(t report.Timeline, now time.Time) []chart {
 	}{
 		{"Subagents", func(b report.Bucket) *big.Int { return big.NewInt(b.Invocations) }},
 		{"Failed", func(b report.Bucket) *big.Int { return big.NewInt(b.Failed) }},
-		{"Tokens (reported)", func(b report.Bucket) *big.Int {
+		{"Final-request tokens (reported)", func(b report.Bucket) *big.Int {
 			if b.TotalTokens.Sum == nil {
 				return new(big.Int)
 			}

@@ -76,6 +76,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"failedStatuses":      canon.FailedToolStatuses,
 	"failedAgentStatuses": canon.FailedAgentStatuses,
 	"since":               report.Since,
+	"runTokens":           report.RunTokens,
 	"unended":             func(r core.Subagent) bool { return storekit.Unended(&r) },
 	"head":                func(title string, refresh int) head { return head{title, refresh} },
 }).ParseFS(assets, "assets/*.html"))

@@ -342,11 +342,17 @@ func TestOverviewAnswers(t *testing.T) {
 		}
 		return f
 	}
+	// What b and d spent (§3.5): 100 + 20 + 5000 + 0 over three requests,
+	// and 7000 + 3000 (a child session's input and output alone).
+	spent := func(f core.Frame, u core.Usage) core.Frame { f.Usage = &u; return f }
 	testenv.Record(t, s, []core.Frame{
 		row("s1", "a", "", "explorer", "opus", "completed", n(1000), n(1000), t0),
-		row("s1", "b", "a", "explorer", "opus", "failed", n(400), n(3000), t0.Add(time.Second)),
+		spent(row("s1", "b", "a", "explorer", "opus", "failed", n(400), n(3000), t0.Add(time.Second)),
+			core.Usage{InputTokens: n(100), OutputTokens: n(20), CacheReadTokens: n(5000), CacheWriteTokens: n(0),
+				Requests: n(3)}),
 		row("s1", "c", "", "reviewer", "", "error", nil, nil, t0.Add(2*time.Second)),
-		row("s1", "d", "", "", "opus", "cancelled", n(2_000_000), n(61_000), t0.Add(3*time.Second)),
+		spent(row("s1", "d", "", "", "opus", "cancelled", n(2_000_000), n(61_000), t0.Add(3*time.Second)),
+			core.Usage{InputTokens: n(7000), OutputTokens: n(3000)}),
 		row("s2", "a", "", "explorer", "opus", "completed", nil, nil, t0.Add(-2*time.Hour)),
 		row("s3", "a", "", "explorer", "opus", "completed", nil, nil, t0.Add(-3*time.Hour)),
 	})
@@ -386,6 +392,16 @@ func TestOverviewAnswers(t *testing.T) {
 		strings.Count(failed, `href="/session?id=s1"`) != 3 || !strings.Contains(failed, "What the failed ones cost") ||
 		!strings.Contains(failed, `title="2000400">2 M`) {
 		t.Errorf("the failures, newest first, with what they cost:\n%s", failed)
+	}
+	// The run's tokens beside the final request's: opus' three rows spent
+	// 15,120 with one not reporting (the same in what the failed ones
+	// cost: b and d); each failure's own, or "not reported" (c), never 0.
+	runCells := regexp.MustCompile(`title="15120">15.1 k</td><td class="n">7.56 k</td><td class="n">1</td>`)
+	if !runCells.MatchString(hour[:strings.Index(hour, `<h2 id="failures">`)]) ||
+		!strings.Contains(failed, `title="15120">15.1 k</td><td class="n">7.56 k</td><td class="n">0</td>`) ||
+		!strings.Contains(failed, `title="10000">10 k</td>`) || !strings.Contains(failed, `title="5120">5.12 k</td>`) ||
+		!strings.Contains(failed, `<td class="n unreported">not reported</td>`) {
+		t.Errorf("run tokens:\n%s", hour)
 	}
 	// Paging by key: two sessions, then the third, never one twice.
 	next := regexp.MustCompile(`<a href="([^"]+)">next sessions`).FindStringSubmatch(all)
@@ -538,7 +554,7 @@ func TestOverviewOverTime(t *testing.T) {
 	}{{"1h", "minute", time.Minute}, {"24h", "hour", time.Hour}, {"30d", "day", 24 * time.Hour}} {
 		_, body := get(t, h, "GET", "/?range="+c.rng)
 		for _, caption := range []string{"Subagents per " + c.bucket, "Failed per " + c.bucket,
-			"Tokens (reported) per " + c.bucket} {
+			"Final-request tokens (reported) per " + c.bucket} {
 			if !strings.Contains(body, caption) {
 				t.Errorf("range %s: no chart %q", c.rng, caption)
 			}

@@ -42,14 +42,19 @@ func (s *Store) overviewGroupsStatement(q report.OverviewQuery) (string, []any) 
 	cols := append([]string{by, "count(*) AS n",
 		"SUM(CASE WHEN " + failed() + " THEN 1 ELSE 0 END) AS failed",
 		"SUM(CASE WHEN " + unended + " THEN 1 ELSE 0 END) AS unended",
-		"count(duration_ms) AS duration_n"}, overviewMetrics()...)
+		"count(duration_ms) AS duration_n"}, overviewSums()...)
 	return "SELECT " + strings.Join(cols, ", ") + "\nFROM " + s.windowed(q.Since) + " WHERE " + where +
 		" GROUP BY " + by, args
 }
 
 // groupFigures are the summed columns of overviewGroupsStatement's rows.
-var groupFigures = []string{"n", "failed", "unended", "duration_n", "total_tokens_n", "total_tokens_hi",
-	"total_tokens_lo", "tool_use_count_n", "tool_use_count_hi", "tool_use_count_lo"}
+var groupFigures = func() []string {
+	cols := []string{"n", "failed", "unended", "duration_n"}
+	for _, m := range overviewMetrics {
+		cols = append(cols, m+"_n", m+"_hi", m+"_lo")
+	}
+	return cols
+}()
 
 // breakdownGroups sums the combinations' rows into one breakdown's groups:
 // a row per value (as k) and source.

@@ -533,7 +533,7 @@ func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Ove
 			for _, m := range []struct {
 				col string
 				dst *report.Metric
-			}{{"total_tokens", &f.TotalTokens}, {"tool_use_count", &f.ToolUseCount}} {
+			}{{"total_tokens", &f.TotalTokens}, {"run_tokens", &f.RunTokens}, {"tool_use_count", &f.ToolUseCount}} {
 				hi, err1 := integer(r[m.col+"_hi"])
 				lo, err2 := integer(r[m.col+"_lo"])
 				if err := errors.Join(err1, err2); err != nil {
@@ -611,7 +611,8 @@ func sumFigures(g *report.Group) {
 	a := &g.All
 	a.Invocations, a.Failed, a.NoEnd = l.Invocations+b.Invocations, l.Failed+b.Failed, l.NoEnd+b.NoEnd
 	for _, m := range []struct{ dst, l, b *report.Metric }{
-		{&a.TotalTokens, &l.TotalTokens, &b.TotalTokens}, {&a.ToolUseCount, &l.ToolUseCount, &b.ToolUseCount},
+		{&a.TotalTokens, &l.TotalTokens, &b.TotalTokens}, {&a.RunTokens, &l.RunTokens, &b.RunTokens},
+		{&a.ToolUseCount, &l.ToolUseCount, &b.ToolUseCount},
 	} {
 		sum := new(big.Int)
 		for _, p := range []*report.Metric{m.l, m.b} {

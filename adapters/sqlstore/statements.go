@@ -168,7 +168,25 @@ func (s *Store) pairFlags(since time.Time, messages, rows string, activeArgs []a
 	return q, append(args, activeArgs...)
 }
 
-// metricColumns are the metric columns statistics sum (report.Stats).
+// metricParts are a metric's SQL over one row: an expression that is NULL
+// when the row did not report it (what count() counts), and the value's
+// high and low 32 bits, which the sums add apart so that no sum can pass
+// 64 bits on any dialect. run_tokens (report.RunTokens) is four columns,
+// each split apart, so that a row's own sum cannot pass 64 bits either.
+func metricParts(m string) (reported, hi, lo string) {
+	if m != "run_tokens" {
+		return m, m + " / 4294967296", m + " % 4294967296"
+	}
+	usage := []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+	var his, los []string
+	for _, c := range usage {
+		his = append(his, "COALESCE("+c+" / 4294967296, 0)")
+		los = append(los, "COALESCE("+c+" % 4294967296, 0)")
+	}
+	return "COALESCE(" + strings.Join(usage, ", ") + ")", strings.Join(his, " + "), strings.Join(los, " + ")
+}
+
+// metricColumns are the metrics statistics sum (report.Stats), by name.
 func metricColumns() []string {
 	var out []string
 	for _, m := range new(report.Stats).Metrics() {
@@ -200,12 +218,12 @@ func (s *Store) statsStatement(where string) string {
 			"' THEN agent_execution_id END) AS executions",
 	}
 	for _, m := range metricColumns() {
+		reported, hi, lo := metricParts(m)
 		for _, src := range metricSources {
-			v := fmt.Sprintf("CASE WHEN source = '%s' THEN %s END", src, m)
-			cols = append(cols,
-				fmt.Sprintf("count(%s) AS %s_%s_n", v, m, src),
-				fmt.Sprintf("SUM(%s / 4294967296) AS %s_%s_hi", v, m, src),
-				fmt.Sprintf("SUM(%s %% 4294967296) AS %s_%s_lo", v, m, src))
+			when := "CASE WHEN source = '" + string(src) + "' THEN "
+			name := m + "_" + string(src)
+			cols = append(cols, "count("+when+reported+" END) AS "+name+"_n",
+				"SUM("+when+hi+" END) AS "+name+"_hi", "SUM("+when+lo+" END) AS "+name+"_lo")
 		}
 	}
 	return "SELECT " + strings.Join(cols, ",\n\t") + "\nFROM " + Table + where
@@ -296,13 +314,17 @@ func failed() string {
 		strings.Join(storekit.FailedAgentStatuses(), "', '") + "'))"
 }
 
-// overviewMetrics are a group's token and tool-use figures: how many rows
-// reported each, and its exact sum in high and low 32 bits.
-func overviewMetrics() []string {
+// overviewMetrics are a group's token and tool-use figures (the metrics
+// of report.Figures, by name): how many rows reported each, and its exact
+// sum in high and low 32 bits.
+var overviewMetrics = []string{"total_tokens", "run_tokens", "tool_use_count"}
+
+// overviewSums are overviewMetrics' columns of a group's row.
+func overviewSums() []string {
 	var cols []string
-	for _, m := range []string{"total_tokens", "tool_use_count"} {
-		cols = append(cols, fmt.Sprintf("count(%[1]s) AS %[1]s_n", m),
-			fmt.Sprintf("SUM(%[1]s / 4294967296) AS %[1]s_hi", m), fmt.Sprintf("SUM(%[1]s %% 4294967296) AS %[1]s_lo", m))
+	for _, m := range overviewMetrics {
+		reported, hi, lo := metricParts(m)
+		cols = append(cols, "count("+reported+") AS "+m+"_n", "SUM("+hi+") AS "+m+"_hi", "SUM("+lo+") AS "+m+"_lo")
 	}
 	return cols
 }
@@ -325,7 +347,7 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	var groups, durations []string
 	combination := strings.Join(overviewDimensions, ", ") + ", source"
 	figures := append([]string{"count(*) AS n", "SUM(failed) AS failed", "SUM(unended) AS unended",
-		"count(duration_ms) AS duration_n"}, overviewMetrics()...)
+		"count(duration_ms) AS duration_n"}, overviewSums()...)
 	for _, dim := range overviewDimensions {
 		cols := []string{"'" + dim + "' AS dim", dim + " AS k", "source"}
 		for _, f := range figures {
@@ -343,7 +365,8 @@ func (s *Store) overviewStatement(q report.OverviewQuery) (string, []any) {
 	}
 	limit := fmt.Sprint(q.GroupsOrDefault())
 	sql := `WITH w AS MATERIALIZED (SELECT tool_status, agent_status, subagent_type, model, source, duration_ms,
-		total_tokens, tool_use_count, CASE WHEN ` + failed() + ` THEN 1 ELSE 0 END AS failed,
+		total_tokens, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, tool_use_count,
+		CASE WHEN ` + failed() + ` THEN 1 ELSE 0 END AS failed,
 		CASE WHEN ` + unended + ` THEN 1 ELSE 0 END AS unended
 	FROM ` + s.windowed(q.Since) + ` WHERE ` + where + `),
 g AS MATERIALIZED (SELECT ` + combination + `, ` + strings.Join(figures, ", ") + `
@@ -353,18 +376,22 @@ r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY d
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, ` + d.Bytewise("k") + `) AS place
 	FROM c GROUP BY dim, k),
 d AS MATERIALIZED (` + d.NearestRanks(durations) + `)
-SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.unended, c.duration_n, c.total_tokens_n,
-	c.total_tokens_hi, c.total_tokens_lo, c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo,
-	CAST(NULL AS BIGINT) AS rn, CAST(NULL AS BIGINT) AS value
+SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.unended, c.duration_n,
+	c.total_tokens_n, c.total_tokens_hi, c.total_tokens_lo, c.run_tokens_n, c.run_tokens_hi, c.run_tokens_lo,
+	c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo, CAST(NULL AS BIGINT) AS rn,
+	CAST(NULL AS BIGINT) AS value
 FROM c JOIN r ON r.dim = c.dim AND ` + same("r", "c") + ` WHERE r.place <= ` + limit + `
 UNION ALL
-SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	NULL, NULL, NULL
 FROM r WHERE r.place > ` + limit + ` GROUP BY r.dim
 UNION ALL
-SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, d.rn, d.value
+SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	NULL, d.rn, d.value
 FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + ` WHERE r.place <= ` + limit + `
 UNION ALL
-SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	NULL, NULL, NULL
 FROM w GROUP BY w.source`
 	return sql, args
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -63,7 +64,8 @@ func printRows(w io.Writer, rows []core.Subagent) {
 			tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ObservedAt.UTC().Format(timeLayout),
 			shown(r.ToolCallID), shown(r.AgentExecutionID), str(r.ParentToolCallID), str(r.SubagentType),
 			str(r.ToolStatus), str(r.AgentStatus), r.IsAsync, instantOrDash(r.EndedAt),
-			num(r.TotalTokens), num(runTokens(r)), num(r.Requests), num(r.ToolUseCount), num(r.DurationMs), r.Source,
+			num(r.TotalTokens), bigOrDash(report.RunTokens(r)), num(r.Requests), num(r.ToolUseCount), num(r.DurationMs),
+			r.Source,
 		)
 	}
 	tw.Flush()
@@ -71,19 +73,12 @@ func printRows(w io.Writer, rows []core.Subagent) {
 		"request's; RUN_TOKENS the run's input, output and cache tokens)\n", len(rows))
 }
 
-// runTokens is the run's tokens — input, output, cache read and cache
-// write — where its usage was reported (nil otherwise).
-func runTokens(r core.Subagent) *int64 {
-	if r.InputTokens == nil && r.OutputTokens == nil {
-		return nil
+// bigOrDash is an exact figure, "-" for not reported.
+func bigOrDash(v *big.Int) string {
+	if v == nil {
+		return "-"
 	}
-	var n int64
-	for _, p := range []*int64{r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens} {
-		if p != nil {
-			n += *p
-		}
-	}
-	return &n
+	return v.String()
 }
 
 // instantOrDash is an instant as the tables print it, "-" for NULL.
@@ -191,7 +186,10 @@ func printStats(w io.Writer, st report.Stats) {
 	fmt.Fprintf(
 		w, "  fan-out/turn    %s (subagents→turns); %d rows without a turn\n", strings.Join(fan, " "), st.RowsWithoutTurn,
 	)
-	printMetric(w, "total_tokens (each run's final request, not its spend)", st.TotalTokens)
+	printMetric(w, "total_tokens", st.TotalTokens)
+	printMetric(w, "run_tokens", st.RunTokens)
+	fmt.Fprintln(w, "                  (total_tokens is each run's final request, not its spend; run_tokens what "+
+		"each run spent: input, output and cache tokens, where its usage was read)")
 	printMetric(w, "tool_use_count", st.ToolUseCount)
 	printMetric(w, "duration_ms", st.DurationMs)
 	if st.DistinctExecutions != nil {

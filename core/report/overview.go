@@ -107,8 +107,13 @@ type Figures struct {
 	// background launch or an open call with no end seen (docs/CONTRACT.md
 	// §3.4). Running now, or never came back: the stale read tells them
 	// apart by age.
-	NoEnd        int64  `json:"no_end"`
+	NoEnd int64 `json:"no_end"`
+	// TotalTokens sums total_tokens: each run's final request, not what
+	// the runs spent. RunTokens sums what they spent (RunTokens of each
+	// row), over the rows whose run's usage was reported; each row's own,
+	// never a parent's added to its children's.
 	TotalTokens  Metric `json:"total_tokens"`
+	RunTokens    Metric `json:"run_tokens"`
 	ToolUseCount Metric `json:"tool_use_count"`
 	// Duration is nil in the status breakdowns, which give no
 	// percentiles.

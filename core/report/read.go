@@ -182,19 +182,25 @@ type MetricStats struct {
 
 // Add counts one row's value (nil: not reported) from a row of the given
 // source; Finish computes the averages after the last one.
-func (m *MetricStats) Add(source core.Source, v *int64) {
+func (m *MetricStats) Add(source core.Source, v *int64) { m.AddSum(source, bigOf(v)) }
+
+// AddSum is Add for a value that may pass 64 bits (RunTokens').
+func (m *MetricStats) AddSum(source core.Source, v *big.Int) {
 	part := &m.Live
 	if source == core.SourceBackfill {
 		part = &m.Backfill
 	}
 	for _, x := range []*Metric{&m.All, part} {
-		x.Add(v)
+		x.AddSum(v)
 	}
 }
 
 // Add counts one value (nil: not reported); Finish computes the average
 // after the last one.
-func (m *Metric) Add(v *int64) {
+func (m *Metric) Add(v *int64) { m.AddSum(bigOf(v)) }
+
+// AddSum is Add for a value that may pass 64 bits (RunTokens').
+func (m *Metric) AddSum(v *big.Int) {
 	if v == nil {
 		m.Unreported++
 		return
@@ -203,7 +209,14 @@ func (m *Metric) Add(v *int64) {
 	if m.Sum == nil {
 		m.Sum = new(big.Int)
 	}
-	m.Sum.Add(m.Sum, big.NewInt(*v))
+	m.Sum.Add(m.Sum, v)
+}
+
+func bigOf(v *int64) *big.Int {
+	if v == nil {
+		return nil
+	}
+	return big.NewInt(*v)
 }
 
 // Finish computes the averages once every row has been added.
@@ -279,6 +292,7 @@ type Stats struct {
 	FanOutPerTurn   []FanOut    `json:"fan_out_per_turn"`
 	RowsWithoutTurn int64       `json:"rows_without_turn"`
 	TotalTokens     MetricStats `json:"total_tokens"`
+	RunTokens       MetricStats `json:"run_tokens"`
 	ToolUseCount    MetricStats `json:"tool_use_count"`
 	DurationMs      MetricStats `json:"duration_ms"`
 	// DistinctExecutions excludes 'unknown', which means unrecorded, never
@@ -294,7 +308,8 @@ type Stats struct {
 	UnknownSessions int64             `json:"unknown_sessions"`
 }
 
-// Metrics returns the three metrics with their column names.
+// Metrics returns the metrics with their names: a column's, or
+// run_tokens, the run's usage summed (RunTokens).
 func (s *Stats) Metrics() []struct {
 	Column string
 	Stats  *MetricStats
@@ -302,7 +317,25 @@ func (s *Stats) Metrics() []struct {
 	return []struct {
 		Column string
 		Stats  *MetricStats
-	}{{"total_tokens", &s.TotalTokens}, {"tool_use_count", &s.ToolUseCount}, {"duration_ms", &s.DurationMs}}
+	}{{"total_tokens", &s.TotalTokens}, {"run_tokens", &s.RunTokens}, {"tool_use_count", &s.ToolUseCount},
+		{"duration_ms", &s.DurationMs}}
+}
+
+// RunTokens is what a subagent's run spent in tokens: its input, output,
+// cache read and cache write tokens summed, over its model requests, each
+// once (docs/CONTRACT.md §3.5); nil when none of them was reported. Exact
+// whatever the values (the sum of four may pass 64 bits).
+func RunTokens(r core.Subagent) *big.Int {
+	var sum *big.Int
+	for _, p := range []*int64{r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens} {
+		if p != nil {
+			if sum == nil {
+				sum = new(big.Int)
+			}
+			sum.Add(sum, big.NewInt(*p))
+		}
+	}
+	return sum
 }
 
 // Reader is the read side a store may offer beyond core.Store: activation

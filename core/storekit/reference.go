@@ -128,7 +128,7 @@ func groupOf(value *string, rows []core.Subagent, durations bool) report.Group {
 
 func figuresOf(rows []core.Subagent, durations bool) report.Figures {
 	f := report.Figures{Invocations: int64(len(rows))}
-	var tokens, uses report.Metric
+	var tokens, run, uses report.Metric
 	var ms []int64
 	for _, r := range rows {
 		if canon.Failed(r.ToolStatus, r.AgentStatus) {
@@ -138,14 +138,16 @@ func figuresOf(rows []core.Subagent, durations bool) report.Figures {
 			f.NoEnd++
 		}
 		tokens.Add(r.TotalTokens)
+		run.AddSum(report.RunTokens(r))
 		uses.Add(r.ToolUseCount)
 		if r.DurationMs != nil {
 			ms = append(ms, *r.DurationMs)
 		}
 	}
 	tokens.Finish()
+	run.Finish()
 	uses.Finish()
-	f.TotalTokens, f.ToolUseCount = tokens, uses
+	f.TotalTokens, f.RunTokens, f.ToolUseCount = tokens, run, uses
 	if durations {
 		slices.Sort(ms)
 		d := DistributionOf(int64(len(rows)), ms)
@@ -556,6 +558,7 @@ func StatsOf(rows []core.Subagent, a report.Activation, q report.StatsQuery) rep
 			executions[r.AgentExecutionID] = true
 		}
 		st.TotalTokens.Add(r.Source, r.TotalTokens)
+		st.RunTokens.AddSum(r.Source, report.RunTokens(r))
 		st.ToolUseCount.Add(r.Source, r.ToolUseCount)
 		st.DurationMs.Add(r.Source, r.DurationMs)
 		if f := first[r.TaskSessionID]; f == nil || r.ObservedAt.Before(*f) {

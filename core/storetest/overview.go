@@ -27,8 +27,9 @@ func (s *suite) window() time.Time {
 
 // seedWindow writes n random rows observed in the test's window (three
 // sessions; live and backfilled; statuses, types and models from small
-// pools with byte-order traps and unreported values; metrics unreported,
-// small, or large enough that their sum passes 64 bits) and returns them
+// pools with byte-order traps and unreported values; metrics and the
+// run's usage unreported, small, or large enough that their sum passes 64
+// bits) and returns them
 // as stored.
 func (s *suite) seedWindow(t *testing.T, n int) (start time.Time, rows []core.Subagent) {
 	t.Helper()
@@ -67,6 +68,7 @@ func (s *suite) seedWindow(t *testing.T, n int) (start time.Time, rows []core.Su
 			uses := rng.Int64N(40)
 			f.Payload.ToolUseCount = &uses
 		}
+		f.Usage = s.usage(rng)
 		row, _ := core.Normalize(f)
 		if rng.IntN(4) == 0 {
 			row.AgentExecutionID, row.Source, row.ID = core.UnknownExecution, core.SourceBackfill, s.id("message", fmt.Sprint(i))
@@ -82,6 +84,23 @@ func (s *suite) seedWindow(t *testing.T, n int) (start time.Time, rows []core.Su
 		t.Fatalf("%d rows stored, want %d", len(rows), n)
 	}
 	return start, rows
+}
+
+// usage is a run's usage as sources report it: none (nil), some of it
+// (an ACP child's input and output alone), or all of it, with values
+// whose sum over one row passes 64 bits.
+func (s *suite) usage(rng *rand.Rand) *core.Usage {
+	n := func() *int64 {
+		v := []int64{0, 1 << 62, rng.Int64N(100_000)}[rng.IntN(3)]
+		return &v
+	}
+	switch rng.IntN(3) {
+	case 0:
+		return nil
+	case 1:
+		return &core.Usage{InputTokens: n(), OutputTokens: n()}
+	}
+	return &core.Usage{InputTokens: n(), OutputTokens: n(), CacheReadTokens: n(), CacheWriteTokens: n(), Requests: n()}
 }
 
 // testOverview: the overview of a window equals the reference

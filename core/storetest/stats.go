@@ -97,7 +97,8 @@ func testStats(t *testing.T, s *suite) {
 }
 
 // testStatsSums: a statistic never fails because of the values stored:
-// sums past 64 bits are exact, on every adapter alike.
+// sums past 64 bits are exact, on every adapter alike, also the run's
+// tokens, whose four columns pass 64 bits within one row (§3.5).
 func testStatsSums(t *testing.T, s *suite) {
 	r, ok := s.Store.(report.Reader)
 	if !ok {
@@ -107,6 +108,7 @@ func testStatsSums(t *testing.T, s *suite) {
 	for i, v := range []int64{1 << 62, 1 << 62, math.MaxInt64, 1} {
 		f := s.bare(sess, fmt.Sprint(i), 0)
 		f.Payload.TotalTokens, f.Payload.DurationMs = v, v
+		f.Usage = &core.Usage{InputTokens: &v, CacheReadTokens: &v}
 		row, _ := core.Normalize(f)
 		if i == 3 {
 			row.Source = core.SourceBackfill
@@ -132,6 +134,16 @@ func testStatsSums(t *testing.T, s *suite) {
 			t.Errorf("average %v, want %v", m.All.Average, avg)
 		}
 	}
+	twice := func(v *big.Int) string { return new(big.Int).Lsh(v, 1).String() }
+	if got, want := showMetrics(st.RunTokens), fmt.Sprintf("all {4 0 %s %s} live {3 0 %s %s} backfill {1 0 2 2}",
+		twice(all), fmt.Sprint(2*avgOf(all, 4)), twice(live), fmt.Sprint(2*avgOf(live, 3))); got != want {
+		t.Errorf("run tokens: %s, want %s", got, want)
+	}
+}
+
+func avgOf(sum *big.Int, n int64) float64 {
+	avg, _ := new(big.Rat).SetFrac(sum, big.NewInt(n)).Float64()
+	return avg
 }
 
 func showMetrics(m report.MetricStats) string {
