@@ -4,6 +4,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // Every name the bridge writes, on OpenTelemetry's GenAI semantic
@@ -26,6 +27,14 @@ const (
 	metricBatchRetries  = "subagentctx.recorder.batch.retries"
 	// The record's subagents with no end seen (Metrics.ObserveStale).
 	metricStale = "subagentctx.subagents.stale"
+	// The conventions' agent and tool metrics, one measurement per run
+	// that ended (WithMetrics): the invoke_agent span's duration, the
+	// execute_tool span's, and the run's own tool calls (tool_use_count)
+	// and model requests (requests) where reported.
+	metricAgentDuration  = "gen_ai.invoke_agent.duration"
+	metricAgentToolCalls = "gen_ai.invoke_agent.tool_calls"
+	metricAgentRequests  = "gen_ai.invoke_agent.inference_calls"
+	metricToolDuration   = "gen_ai.execute_tool.duration"
 	// One plain name for both outcomes, as PromQL reads labels
 	// (sum by (outcome) (…)); each instrument has its own values.
 	attrOutcome = "outcome"
@@ -147,4 +156,34 @@ func agentAttributes(row core.Subagent) []attribute.KeyValue {
 	a.number(toolUseCount, row.ToolUseCount)
 	a.number(durationMs, row.DurationMs)
 	return a
+}
+
+// agentMetricAttributes are an ended run's attributes on the agent
+// metrics: its agent's name and model, and its failure; nothing per run
+// (no ids), so that a metric's series stay few.
+func agentMetricAttributes(row core.Subagent) []attribute.KeyValue {
+	var a attrs
+	a.text(agentName, row.SubagentType)
+	a.text(requestModel, row.Model)
+	a.text(errorType, failure(row))
+	return a
+}
+
+// toolMetricAttributes are the same for the tool call that launched it.
+func toolMetricAttributes(row core.Subagent) []attribute.KeyValue {
+	a := attrs{attribute.String(toolName, subagentTool), attribute.String(toolType, "function")}
+	a.text(errorType, failure(row))
+	return a
+}
+
+// failure is why a row failed — its tool call's failed status, else its
+// agent's — or nil.
+func failure(row core.Subagent) *string {
+	if !canon.Failed(row.ToolStatus, row.AgentStatus) {
+		return nil
+	}
+	if row.ToolStatus != nil && canon.IsFailedToolStatus(*row.ToolStatus) {
+		return row.ToolStatus
+	}
+	return row.AgentStatus
 }

@@ -14,7 +14,7 @@ var written = []string{
 	usageCacheWrite, agentID, requests, totalTokens, toolUseCount, durationMs, taskSessionID, taskID, turnID,
 	agentExecutionID, parentToolCallID, rowID, source, toolStatus, agentStatus, isAsync, metricFrames,
 	metricFramesPending, metricQueueDepth, metricReady, metricLastWrite, metricBatchDuration, metricBatchRetries,
-	metricStale, attrOutcome,
+	metricStale, metricAgentDuration, metricAgentToolCalls, metricAgentRequests, metricToolDuration, attrOutcome,
 }
 
 // TestConventionsListed: conventions.txt lists exactly the names

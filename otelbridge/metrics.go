@@ -23,6 +23,9 @@ type Metrics struct {
 	duration metric.Float64Histogram
 	retries  metric.Int64Counter
 	meter    metric.Meter
+	// The agent metrics a Bridge measures (WithMetrics).
+	agentDuration, toolDuration metric.Float64Histogram
+	toolCalls, requests         metric.Int64Histogram
 }
 
 var _ core.Observer = (*Metrics)(nil)
@@ -41,7 +44,48 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("Batches kept and retried while the database was unavailable.")); err != nil {
 		return nil, err
 	}
+	// A subagent runs for seconds to an hour; it makes a few to hundreds
+	// of tool calls and model requests.
+	runs := metric.WithExplicitBucketBoundaries(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600)
+	calls := metric.WithExplicitBucketBoundaries(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+	if m.agentDuration, err = m.meter.Float64Histogram(metricAgentDuration, metric.WithUnit("s"), runs,
+		metric.WithDescription("How long a subagent ran: its invoke_agent span, from its own start to its own "+
+			"end where reported.")); err != nil {
+		return nil, err
+	}
+	if m.toolDuration, err = m.meter.Float64Histogram(metricToolDuration, metric.WithUnit("s"), runs,
+		metric.WithDescription("How long the tool call that launched a subagent took: its execute_tool span "+
+			"(a background launch returns at once).")); err != nil {
+		return nil, err
+	}
+	if m.toolCalls, err = m.meter.Int64Histogram(metricAgentToolCalls, metric.WithUnit("{tool_call}"), calls,
+		metric.WithDescription("The tool calls a subagent's run made, where reported.")); err != nil {
+		return nil, err
+	}
+	if m.requests, err = m.meter.Int64Histogram(metricAgentRequests, metric.WithUnit("{inference_call}"), calls,
+		metric.WithDescription("The model requests a subagent's run made (its own, not its children's), where "+
+			"reported.")); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// measure records an ended run on the agent metrics (nil m: none).
+func (m *Metrics) measure(ctx context.Context, row core.Subagent) {
+	if m == nil {
+		return
+	}
+	start, end := runOf(row)
+	agent := metric.WithAttributes(agentMetricAttributes(row)...)
+	m.agentDuration.Record(ctx, end.Sub(start).Seconds(), agent)
+	m.toolDuration.Record(ctx, row.SettledAt.Sub(row.ObservedAt).Seconds(),
+		metric.WithAttributes(toolMetricAttributes(row)...))
+	if row.ToolUseCount != nil {
+		m.toolCalls.Record(ctx, *row.ToolUseCount, agent)
+	}
+	if row.Requests != nil {
+		m.requests.Record(ctx, *row.Requests, agent)
+	}
 }
 
 // Batch implements core.Observer.

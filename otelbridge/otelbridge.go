@@ -25,6 +25,7 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -33,7 +34,6 @@ import (
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
-	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
 // Option configures a Bridge.
@@ -74,6 +74,14 @@ func WithStore(store Sessions) Option { return func(b *Bridge) { b.store = store
 // settles later, lack what the forgotten frames said).
 func WithPending(n int) Option { return func(b *Bridge) { b.maxPending = max(n, 1) } }
 
+// WithMetrics makes the live path measure each run that ended on the
+// conventions' agent and tool metrics (docs/CONTRACT.md §9): the
+// invoke_agent span's duration, the execute_tool span's, and the run's
+// tool calls and model requests where reported — once per run, when its
+// spans leave. A replay measures nothing: it re-sends history, which the
+// metrics, about what runs now, would count twice.
+func WithMetrics(m *Metrics) Option { return func(b *Bridge) { b.metrics = m } }
+
 // Bridge turns settled rows into spans.
 type Bridge struct {
 	tracer     trace.Tracer
@@ -81,6 +89,7 @@ type Bridge struct {
 	queue      chan core.Subagent
 	maxPending int
 	store      Sessions
+	metrics    *Metrics
 
 	mu      sync.Mutex
 	pending map[core.RowKey]*core.Subagent // the live rows not settled yet
@@ -267,6 +276,7 @@ func (b *Bridge) live(ctx context.Context, settled []core.Subagent) {
 		if s != nil {
 			if i, ok := s.at[row.Key()]; ok && s.rows[i].SettledAt != nil && !storekit.Unended(&s.rows[i]) {
 				b.emit(ctx, s.rows[i], parentOf(s.rows, s.parents[i]), traceOf(s.rows, s.parents, i))
+				b.metrics.measure(ctx, s.rows[i])
 				continue
 			}
 		}
@@ -278,6 +288,7 @@ func (b *Bridge) live(ctx context.Context, settled []core.Subagent) {
 			parent = &p
 		}
 		b.emit(ctx, row, parent, idsOf(row).trace)
+		b.metrics.measure(ctx, row)
 	}
 }
 
@@ -309,23 +320,11 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Su
 	tool, toolSpan := b.tracer.Start(withIDs(parent, ids.trace, ids.tool), toolSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(row.ObservedAt),
 		trace.WithAttributes(toolAttributes(row)...))
-	// The agent's span runs from its own start to its own end where a
-	// source reported them, else over its tool call (docs/CONTRACT.md §3.4).
-	start, end := row.ObservedAt, *row.SettledAt
-	if row.StartedAt != nil {
-		start = *row.StartedAt
-	}
-	if row.EndedAt != nil {
-		end = *row.EndedAt
-	}
+	start, end := runOf(row)
 	_, agentSpan := b.tracer.Start(withIDs(tool, ids.trace, ids.agent), agentSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start),
 		trace.WithAttributes(agentAttributes(row)...))
-	if canon.Failed(row.ToolStatus, row.AgentStatus) {
-		why := row.ToolStatus // the tool call's failure, else the agent's
-		if why == nil || !canon.IsFailedToolStatus(*why) {
-			why = row.AgentStatus
-		}
+	if why := failure(row); why != nil {
 		for _, s := range []trace.Span{agentSpan, toolSpan} {
 			s.SetStatus(codes.Error, *why)
 			s.SetAttributes(attribute.String(errorType, *why))
@@ -333,6 +332,20 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Su
 	}
 	agentSpan.End(trace.WithTimestamp(end))
 	toolSpan.End(trace.WithTimestamp(*row.SettledAt))
+}
+
+// runOf is the span of a settled row's agent: from its own start to its
+// own end where a source reported them, else over its tool call
+// (docs/CONTRACT.md §3.4).
+func runOf(row core.Subagent) (start, end time.Time) {
+	start, end = row.ObservedAt, *row.SettledAt
+	if row.StartedAt != nil {
+		start = *row.StartedAt
+	}
+	if row.EndedAt != nil {
+		end = *row.EndedAt
+	}
+	return start, end
 }
 
 // parentContext is where a row's execute_tool span starts: its parent

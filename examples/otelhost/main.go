@@ -48,11 +48,23 @@ func Tracing(lc fx.Lifecycle, endpoint string) (trace.TracerProvider, error) {
 
 // Bridge puts the record on the host's TracerProvider: the recorder hands
 // it each written row (through fxmodule's option group), and it sends a
-// subagent's spans once its row settles, never waiting on the exporter.
+// subagent's spans once its row settles, never waiting on the exporter;
+// where the host has RecorderMetrics, it also measures each run that
+// ended on the conventions' agent metrics.
 var Bridge = fx.Options(
-	fx.Provide(func(lc fx.Lifecycle, tp trace.TracerProvider, store core.Store) *otelbridge.Bridge {
-		b := otelbridge.New(tp, otelbridge.WithStore(store)) // spans from the stored rows: the replay's
-		lc.Append(fx.StopHook(b.Close))
+	fx.Provide(func(in struct {
+		fx.In
+		LC      fx.Lifecycle
+		TP      trace.TracerProvider
+		Store   core.Store
+		Metrics *otelbridge.Metrics `optional:"true"`
+	}) *otelbridge.Bridge {
+		opts := []otelbridge.Option{otelbridge.WithStore(in.Store)} // spans from the stored rows: the replay's
+		if in.Metrics != nil {
+			opts = append(opts, otelbridge.WithMetrics(in.Metrics))
+		}
+		b := otelbridge.New(in.TP, opts...)
+		in.LC.Append(fx.StopHook(b.Close))
 		return b
 	}),
 	fx.Provide(fx.Annotate(

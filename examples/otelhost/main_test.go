@@ -442,13 +442,21 @@ func TestLiveSpansAreTheRecord(t *testing.T) {
 }
 
 // metricsReceiver is an OTLP/HTTP metrics endpoint: it decodes each
-// export's protobuf and keeps the last value of each instrument's points.
+// export's protobuf and keeps the last value of each instrument's points,
+// by name and outcome (name{outcome}), or by name and every attribute
+// (name{k=v,…}, sorted).
 type metricsReceiver struct {
 	mu     sync.Mutex
-	points map[string]int64   // integer sums and gauges, by name and outcome
-	floats map[string]float64 // floating-point gauges, by name
-	counts map[string]uint64  // histograms' counts, by name and outcome
-	units  map[string]string  // each instrument's unit
+	points map[string]int64   // integer sums and gauges
+	floats map[string]float64 // floating-point gauges
+	counts map[string]uint64  // histograms' counts
+	sums   map[string]float64 // histograms' sums
+	units  map[string]string  // each instrument's unit, by name
+}
+
+func newMetricsReceiver() *metricsReceiver {
+	return &metricsReceiver{points: map[string]int64{}, floats: map[string]float64{}, counts: map[string]uint64{},
+		sums: map[string]float64{}, units: map[string]string{}}
 }
 
 func (r *metricsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -467,12 +475,18 @@ func (r *metricsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			for _, m := range sm.Metrics {
 				r.units[m.Name] = m.Unit
 				key := func(kvs []*commonpb.KeyValue) string {
+					var all []string
 					for _, kv := range kvs {
 						if kv.Key == "outcome" {
 							return m.Name + "{" + kv.Value.GetStringValue() + "}"
 						}
+						all = append(all, kv.Key+"="+kv.Value.GetStringValue())
 					}
-					return m.Name
+					if all == nil {
+						return m.Name
+					}
+					slices.Sort(all)
+					return m.Name + "{" + strings.Join(all, ",") + "}"
 				}
 				for _, p := range append(m.GetSum().GetDataPoints(), m.GetGauge().GetDataPoints()...) {
 					if _, ok := p.Value.(*metricspb.NumberDataPoint_AsDouble); ok {
@@ -482,7 +496,7 @@ func (r *metricsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 					}
 				}
 				for _, p := range m.GetHistogram().GetDataPoints() {
-					r.counts[key(p.Attributes)] = p.Count
+					r.counts[key(p.Attributes)], r.sums[key(p.Attributes)] = p.Count, p.GetSum()
 				}
 			}
 		}
@@ -500,8 +514,7 @@ func (r *metricsReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // the last write's time, every batch's write duration — with their values
 // after the recorder drained at stop.
 func TestMetricsThroughOTLP(t *testing.T) {
-	rcv := &metricsReceiver{points: map[string]int64{}, floats: map[string]float64{}, counts: map[string]uint64{},
-		units: map[string]string{}}
+	rcv := newMetricsReceiver()
 	start := time.Now()
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
@@ -533,6 +546,91 @@ func TestMetricsThroughOTLP(t *testing.T) {
 	}
 	if u := rcv.units["subagentctx.recorder.frames"]; u != "{frame}" {
 		t.Errorf("the frames' unit is %q, want {frame}", u)
+	}
+}
+
+// TestAgentMetricsThroughOTLP (docs/CONTRACT.md §9, Metrics): with the
+// bridge measuring (WithMetrics), each run that ended is measured once on
+// the conventions' agent metrics — its invoke_agent span's duration (a
+// background run's to its reported end), its execute_tool span's, its
+// tool calls and model requests where reported — with the agent's name,
+// model and failure and nothing per run; a run that never ended is not
+// measured, nor is a replay.
+func TestAgentMetricsThroughOTLP(t *testing.T) {
+	rcv := newMetricsReceiver()
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	spans := httptest.NewServer(&receiver{})
+	defer spans.Close()
+	var rec *core.Recorder
+	var store core.Store
+	var bridge *otelbridge.Bridge
+	app := fxtest.New(t,
+		fxmodule.Memory,
+		Bridge,
+		fx.Provide(otelbridge.NewMetrics),
+		fx.Provide(func(lc fx.Lifecycle) (trace.TracerProvider, error) { return Tracing(lc, spans.URL+"/v1/traces") }),
+		fx.Provide(func(lc fx.Lifecycle) (metric.MeterProvider, error) {
+			return Meters(lc, srv.URL+"/v1/metrics", time.Hour) // exported at stop
+		}),
+		fx.Populate(&rec, &store, &bridge),
+	)
+	app.RequireStart()
+	uses, reqs := int64(7), int64(3)
+	done := frame("parent", "", "completed", 5*time.Second, core.Payload{ToolUseCount: &uses})
+	done.Usage = &core.Usage{Requests: &reqs}
+	launch := frame("async", "", "pending", time.Second, core.Payload{SubagentType: "reviewer", IsAsync: true})
+	launch.Settled = true
+	end := frame("async", "", "", 7*time.Second, core.Payload{Status: "completed"})
+	end.EndedAt = t0.Add(7 * time.Second)
+	for _, f := range []core.Frame{
+		frame("parent", "", "in_progress", 0, core.Payload{SubagentType: "planner", Model: "opus"}),
+		frame("child", "parent", "failed", 2*time.Second, core.Payload{SubagentType: "explorer"}),
+		done, launch, end,
+		frame("open", "", "in_progress", 3*time.Second, core.Payload{SubagentType: "writer"}),
+	} {
+		rec.Record(context.Background(), f)
+	}
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	exported := store.(report.Exporter).Export(context.Background(), report.ExportQuery{})
+	if n, err := bridge.Replay(context.Background(), exported); err != nil || n != 3 {
+		t.Fatalf("replay: %d, %v", n, err)
+	}
+	app.RequireStop()
+
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	const planner = "gen_ai.agent.name=planner,gen_ai.request.model=opus"
+	const task = "gen_ai.tool.name=Task,gen_ai.tool.type=function"
+	want := map[string]struct {
+		count uint64
+		sum   float64
+	}{
+		"gen_ai.invoke_agent.duration{" + planner + "}":                              {1, 5},
+		"gen_ai.invoke_agent.duration{error.type=failed,gen_ai.agent.name=explorer}": {1, 0},
+		"gen_ai.invoke_agent.duration{gen_ai.agent.name=reviewer}":                   {1, 6},
+		"gen_ai.execute_tool.duration{" + task + "}":                                 {2, 5},
+		"gen_ai.execute_tool.duration{error.type=failed," + task + "}":               {1, 0},
+		"gen_ai.invoke_agent.tool_calls{" + planner + "}":                            {1, 7},
+		"gen_ai.invoke_agent.inference_calls{" + planner + "}":                       {1, 3},
+	}
+	for k, w := range want {
+		if rcv.counts[k] != w.count || rcv.sums[k] != w.sum {
+			t.Errorf("%s: %d measurements summing %v, want %d summing %v", k, rcv.counts[k], rcv.sums[k], w.count, w.sum)
+		}
+	}
+	for k := range rcv.counts {
+		if _, ok := want[k]; !ok && strings.HasPrefix(k, "gen_ai.") {
+			t.Errorf("%s measured (%d), which no run that ended gives", k, rcv.counts[k])
+		}
+	}
+	for name, unit := range map[string]string{"gen_ai.invoke_agent.duration": "s", "gen_ai.execute_tool.duration": "s",
+		"gen_ai.invoke_agent.tool_calls": "{tool_call}", "gen_ai.invoke_agent.inference_calls": "{inference_call}"} {
+		if rcv.units[name] != unit {
+			t.Errorf("%s's unit is %q, want %q", name, rcv.units[name], unit)
+		}
 	}
 }
 
