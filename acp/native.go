@@ -55,9 +55,10 @@ type child struct {
 	name, kind     string
 	task           string // the prompt: content, for WithContent only
 	state          string
-	snapshots      bool      // the state came as a snapshot object (the 2026-09-24 draft)
-	started, ended time.Time // the snapshots' latest running, and the idle after it
-	toolStatus     string    // the referencing tool call's status (snapshots)
+	snapshots      bool        // the state came as a snapshot object (the 2026-09-24 draft)
+	started, ended time.Time   // the snapshots' latest running, and the idle after it
+	toolStatus     string      // the referencing tool call's status (snapshots)
+	usage          *core.Usage // the snapshots' latest usage, where one carried it
 	spawned        time.Time
 	parentChildKey string // the parent session's own row, when it is a child too
 	size           int    // what it counts toward the tracker's byte bound
@@ -88,6 +89,9 @@ func (t *Tracker) nativeUpdate(id Identity, acpSession string, upd jsonMap) []co
 	}
 	if snap := upd.object("state"); snap != nil {
 		t.snapshot(c, snap.str("state"))
+		if u := usageOf(snap.object("usage")); u != nil {
+			c.usage = u
+		}
 	} else if state := upd.first("state", "status"); state != "" && nativeTerminal[c.state] == "" {
 		c.state = state // a terminal state is final
 	}
@@ -115,6 +119,32 @@ func (t *Tracker) snapshot(c *child, state string) {
 		c.ended = t.now()
 	}
 	c.state = state
+}
+
+// usageOf reads a snapshot's usage, ACP's Usage {inputTokens,
+// outputTokens, totalTokens, thoughtTokens?, cachedReadTokens?,
+// cachedWriteTokens?}: the child session's, across its turns, so a later
+// reading of a run woken again is the larger one (docs/CONTRACT.md §3.5).
+// Each figure as the agent reports it (ACP does not yet say whether its
+// input counts the cached tokens); totalTokens and thoughtTokens have no
+// column of their own, and the model requests are not reported. nil when
+// none of the four is.
+func usageOf(m jsonMap) *core.Usage {
+	var u core.Usage
+	some := false
+	for _, f := range []struct {
+		key string
+		dst **int64
+	}{{"inputTokens", &u.InputTokens}, {"outputTokens", &u.OutputTokens},
+		{"cachedReadTokens", &u.CacheReadTokens}, {"cachedWriteTokens", &u.CacheWriteTokens}} {
+		if n, ok := m.integer(f.key); ok {
+			*f.dst, some = &n, true
+		}
+	}
+	if !some {
+		return nil
+	}
+	return &u
 }
 
 // nativeReferences reads the sessions a tool call's content references: a
@@ -209,6 +239,7 @@ func (t *Tracker) nativeRow(session string, c *child) []core.Frame {
 		ObservedAt:       c.spawned,
 		StartedAt:        c.started,
 		EndedAt:          c.ended,
+		Usage:            c.usage,
 		Payload: &core.Payload{SubagentType: c.kind, Description: c.name, Prompt: c.task, Status: c.state,
 			ChildSessionID: session, IsAsync: c.snapshots},
 	}}

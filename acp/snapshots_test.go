@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -39,7 +40,8 @@ func text(p *string) string {
 // agent, idle ends it and is not success, a child woken again runs again,
 // unknown is a status and never an end, and the referencing tool call —
 // the delegation — keys the row and gives its tool status; a later send
-// to the same child changes neither.
+// to the same child changes neither; a snapshot's usage is the run's
+// (§3.5), each figure reported or NULL.
 func TestNativeSnapshots(t *testing.T) {
 	rows := fold(traffic(t, acp.NewTracker(acp.WithClock(clock())), identity("s"), "native-snapshots.jsonl"))
 	if len(rows) != 3 {
@@ -60,7 +62,20 @@ func TestNativeSnapshots(t *testing.T) {
 		t.Errorf("delegate_2: agent %s ended %v tool %s; want unknown, no end, no outcome", text(b.AgentStatus),
 			b.EndedAt, text(b.ToolStatus))
 	}
+	n := func(p *int64) string {
+		if p == nil {
+			return "NULL"
+		}
+		return fmt.Sprint(*p)
+	}
+	if got := fmt.Sprintln(n(a.InputTokens), n(a.OutputTokens), n(a.CacheReadTokens), n(a.CacheWriteTokens),
+		n(a.Requests)); got != "1200 400 200 NULL NULL\n" {
+		t.Errorf("delegate_1's usage: %s, want the snapshot's, cache writes and requests unreported", got)
+	}
 	c := rows["child-C"]
+	if got := fmt.Sprintln(n(c.InputTokens), n(c.OutputTokens), n(c.CacheReadTokens)); got != "50 10 NULL\n" {
+		t.Errorf("child-C's usage: %s", got)
+	}
 	if text(c.AgentStatus) != "idle" || c.EndedAt == nil || c.StartedAt == nil || !c.EndedAt.After(*c.StartedAt) ||
 		c.ToolStatus != nil || c.SettledAt != nil {
 		t.Errorf("child-C: agent %s started %v ended %v tool %s; want idle, ended after its start, no tool outcome",
