@@ -51,7 +51,7 @@ func main() {
 	runs := flag.Int("runs", 0, "runs per figure (default: the size's)")
 	dialects := flag.String("dialects", "sqlite,postgres", "comma-separated")
 	only := flag.String(
-		"only", "", "comma-separated measures to run: record, view, throughput, upsert, history, operate "+
+		"only", "", "comma-separated measures to run: record, view, transcript, throughput, upsert, history, operate "+
 			"(default all; -size large runs its own measure alone)",
 	)
 	rowsOut := flag.Bool("rows", false, "print the measured rows as JSON instead of the table "+
@@ -99,6 +99,13 @@ func main() {
 	}
 	if want("view") {
 		rows = append(rows, benchView())
+	}
+	if want("transcript") {
+		r, err := benchTranscript(c)
+		if err != nil {
+			log.Fatalf("transcript: %v", err)
+		}
+		rows = append(rows, r...)
 	}
 	for _, d := range c.dialects {
 		if want("throughput") {

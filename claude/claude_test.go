@@ -276,3 +276,25 @@ func TestTranscriptWithoutRequests(t *testing.T) {
 		t.Errorf("a transcript without requests: %+v, %v", tr, err)
 	}
 }
+
+// TestTranscriptOfManyRequests: a long run — more requests than the
+// reader keeps by key, each on two lines repeating its usage — is summed
+// exactly, each request once, in memory that does not grow with it.
+func TestTranscriptOfManyRequests(t *testing.T) {
+	var b strings.Builder
+	const n = 3*keptRequests + 7
+	for i := range n {
+		line := fmt.Sprintf(`{"type":"assistant","requestId":"req_%d","timestamp":"2026-12-05T09:00:00Z",`+
+			`"message":{"id":"msg_%d","model":"m","usage":{"input_tokens":%d,"output_tokens":2,`+
+			`"cache_read_input_tokens":3,"cache_creation_input_tokens":4}}}`, i, i, i)
+		b.WriteString(line + "\n" + line + "\n")
+	}
+	tr, err := ReadTranscript(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("in=%d out=%d read=%d write=%d requests=%d", n*(n-1)/2, 2*n, 3*n, 4*n, n)
+	if got := figures(tr.Usage); got != want || tr.Requests != n {
+		t.Errorf("usage %s (requests %d), want %s", got, tr.Requests, want)
+	}
+}

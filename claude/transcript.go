@@ -66,13 +66,46 @@ const maxLineBytes = 16 << 20
 // reading is one request's usage, the largest reading of each figure.
 type reading struct{ input, output, cacheRead, cacheWrite int64 }
 
+// requests are a transcript's requests read so far: the latest ones kept
+// by key, and those read before them summed, so that memory stays flat
+// whatever the transcript's size. A request's lines come together — its
+// content blocks, written as it streams — so a request is never seen
+// again once keptRequests others came after it.
+type requests struct {
+	kept  map[[2]string]*reading
+	order [][2]string // kept's keys, oldest first
+	done  reading     // the requests no longer kept, summed
+	n     int64       // requests seen
+}
+
+// keptRequests bounds the requests kept by key.
+const keptRequests = 1024
+
+// read takes a line's reading of the request k.
+func (r *requests) read(k [2]string, in, out, cacheRead, cacheWrite int64) {
+	q := r.kept[k]
+	if q == nil {
+		if len(r.order) == keptRequests {
+			old := r.kept[r.order[0]]
+			r.done = reading{r.done.input + old.input, r.done.output + old.output,
+				r.done.cacheRead + old.cacheRead, r.done.cacheWrite + old.cacheWrite}
+			delete(r.kept, r.order[0])
+			r.order = r.order[1:]
+		}
+		q = &reading{}
+		r.kept[k], r.order, r.n = q, append(r.order, k), r.n+1
+	}
+	q.input, q.output = max(q.input, in), max(q.output, out)
+	q.cacheRead, q.cacheWrite = max(q.cacheRead, cacheRead), max(q.cacheWrite, cacheWrite)
+}
+
 // ReadTranscript reads a transcript, streaming: a line that is not a JSON
 // object, an unknown type, or a partial last line is read past (Skipped),
 // never an error that loses what was read. The error is the reader's
 // only, with what was read before it.
 func ReadTranscript(r io.Reader) (Transcript, error) {
 	var t Transcript
-	requests := map[[2]string]*reading{}
+	requests := &requests{kept: map[[2]string]*reading{}}
 	br := bufio.NewReaderSize(r, 1<<16)
 	var line []byte
 	tooLong := false
@@ -111,7 +144,7 @@ func ReadTranscript(r io.Reader) (Transcript, error) {
 
 // read takes one line into the transcript; false when it is not a JSON
 // object (skipped).
-func (t *Transcript) read(line []byte, requests map[[2]string]*reading) bool {
+func (t *Transcript) read(line []byte, requests *requests) bool {
 	var l transcriptLine
 	if json.Unmarshal(line, &l) != nil {
 		t.Skipped++
@@ -133,14 +166,8 @@ func (t *Transcript) read(line []byte, requests map[[2]string]*reading) bool {
 		stop := l.Message.StopReason
 		t.Ended = stop != nil && *stop != "" && *stop != "tool_use"
 		if u := l.Message.Usage; u != nil {
-			k := [2]string{l.Message.ID, l.RequestID}
-			q := requests[k]
-			if q == nil {
-				q = &reading{}
-				requests[k] = q
-			}
-			q.input, q.output = max(q.input, u.InputTokens), max(q.output, u.OutputTokens)
-			q.cacheRead, q.cacheWrite = max(q.cacheRead, u.CacheReadTokens), max(q.cacheWrite, u.CacheCreationTokens)
+			requests.read([2]string{l.Message.ID, l.RequestID}, u.InputTokens, u.OutputTokens, u.CacheReadTokens,
+				u.CacheCreationTokens)
 		}
 	case "user":
 		t.Ended = false // a tool result or a message: the run goes on
@@ -150,15 +177,16 @@ func (t *Transcript) read(line []byte, requests map[[2]string]*reading) bool {
 
 // sum is the transcript with its requests' readings summed into its usage
 // (nil figures when it made no request: nothing was reported).
-func (t Transcript) sum(requests map[[2]string]*reading) Transcript {
-	if len(requests) == 0 {
+func (t Transcript) sum(requests *requests) Transcript {
+	if requests.n == 0 {
 		return t
 	}
-	var in, out, read, write int64
-	for _, q := range requests {
+	d := requests.done
+	in, out, read, write := d.input, d.output, d.cacheRead, d.cacheWrite
+	for _, q := range requests.kept {
 		in, out, read, write = in+q.input, out+q.output, read+q.cacheRead, write+q.cacheWrite
 	}
-	t.Requests = int64(len(requests))
+	t.Requests = requests.n
 	n := t.Requests
 	t.Usage = core.Usage{InputTokens: &in, OutputTokens: &out, CacheReadTokens: &read, CacheWriteTokens: &write,
 		Requests: &n}

@@ -121,16 +121,7 @@ func TestSpansThroughOTLP(t *testing.T) {
 	rcv := &receiver{}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	var rec *core.Recorder
-	var store core.Store
-	var bridge *otelbridge.Bridge
-	app := fxtest.New(t,
-		fxmodule.Memory,
-		Bridge,
-		fx.Provide(func(lc fx.Lifecycle) (trace.TracerProvider, error) { return Tracing(lc, srv.URL+"/v1/traces") }),
-		fx.Populate(&rec, &store, &bridge),
-	)
-	app.RequireStart()
+	app, rec, store, bridge := bridgedHost(t, srv.URL+"/v1/traces")
 	launch := frame("async", "", "pending", time.Second, core.Payload{SubagentType: "reviewer", IsAsync: true})
 	launch.Settled = true // an async launch: the call returns once the subagent starts
 	// Its end, reported later (an SDK's task_notification, a hook's
@@ -275,6 +266,23 @@ func TestSpansThroughOTLP(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// bridgedHost starts an fx host on the memory store with the Bridge, its
+// spans exported to tracesURL, and opts.
+func bridgedHost(t *testing.T, tracesURL string, opts ...fx.Option) (*fxtest.App, *core.Recorder, core.Store,
+	*otelbridge.Bridge) {
+	var rec *core.Recorder
+	var store core.Store
+	var bridge *otelbridge.Bridge
+	app := fxtest.New(t, append(opts,
+		fxmodule.Memory,
+		Bridge,
+		fx.Provide(func(lc fx.Lifecycle) (trace.TracerProvider, error) { return Tracing(lc, tracesURL) }),
+		fx.Populate(&rec, &store, &bridge),
+	)...)
+	app.RequireStart()
+	return app, rec, store, bridge
+}
 
 // tracing is the host's tracing, started, exporting to a receiver of the
 // test's own; stop the lifecycle to flush it.
@@ -562,20 +570,12 @@ func TestAgentMetricsThroughOTLP(t *testing.T) {
 	defer srv.Close()
 	spans := httptest.NewServer(&receiver{})
 	defer spans.Close()
-	var rec *core.Recorder
-	var store core.Store
-	var bridge *otelbridge.Bridge
-	app := fxtest.New(t,
-		fxmodule.Memory,
-		Bridge,
+	app, rec, store, bridge := bridgedHost(t, spans.URL+"/v1/traces",
 		fx.Provide(otelbridge.NewMetrics),
-		fx.Provide(func(lc fx.Lifecycle) (trace.TracerProvider, error) { return Tracing(lc, spans.URL+"/v1/traces") }),
 		fx.Provide(func(lc fx.Lifecycle) (metric.MeterProvider, error) {
 			return Meters(lc, srv.URL+"/v1/metrics", time.Hour) // exported at stop
 		}),
-		fx.Populate(&rec, &store, &bridge),
 	)
-	app.RequireStart()
 	uses, reqs := int64(7), int64(3)
 	done := frame("parent", "", "completed", 5*time.Second, core.Payload{ToolUseCount: &uses})
 	done.Usage = &core.Usage{Requests: &reqs}
