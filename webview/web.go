@@ -76,6 +76,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"failedStatuses":      canon.FailedToolStatuses,
 	"failedAgentStatuses": canon.FailedAgentStatuses,
 	"since":               report.Since,
+	"minStale":            func() time.Duration { return report.MinStaleAfter },
 	"runTokens":           report.RunTokens,
 	"unended":             func(r core.Subagent) bool { return storekit.Unended(&r) },
 	"head":                func(title string, refresh int) head { return head{title, refresh} },
@@ -108,13 +109,16 @@ func WithRefresh(d time.Duration) Option {
 }
 
 // WithStaleAfter sets how long a subagent may run with no end seen before
-// the view counts it as one that never came back (default 1 h): the
-// overview lists those of its window apart, and a session's page stops
-// reloading itself for them.
+// the view counts it as one that never came back: the overview lists those
+// of its window apart, and a session's page stops reloading itself for
+// them. By default the overview learns each type's threshold from the
+// durations of its window (report.StaleAfterOf: three times the type's
+// 95th percentile, at least report.MinStaleAfter), and 1 h for a type with
+// none, which is also the session page's.
 func WithStaleAfter(d time.Duration) Option {
 	return func(s *server) {
 		if d > 0 {
-			s.staleAfter = d
+			s.staleAfter, s.learnStale = d, false
 		}
 	}
 }
@@ -178,6 +182,7 @@ type server struct {
 	now            func() time.Time
 	refresh        int // seconds (WithRefresh)
 	staleAfter     time.Duration
+	learnStale     bool // each type's threshold from the overview's durations
 	readTimeout    time.Duration
 	maxReads       int
 	turnstile      *semaphore.Weighted // maxReads turns, given in the order asked
@@ -195,7 +200,7 @@ const (
 // any other method is refused (405) and any other path is 404.
 func New(src Source, opts ...Option) http.Handler {
 	s := &server{src: src, sessions: 50, turns: 25, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now,
-		refresh: 5, staleAfter: time.Hour, readTimeout: DefaultReadTimeout, maxReads: DefaultMaxReads}
+		refresh: 5, staleAfter: time.Hour, learnStale: true, readTimeout: DefaultReadTimeout, maxReads: DefaultMaxReads}
 	for _, o := range opts {
 		o(s)
 	}
@@ -279,10 +284,12 @@ type overviewPage struct {
 	Failed       report.Overview
 	Failures     []core.Subagent
 	NextFailures *report.FailureKey
-	// Stale are the window's subagents with no end seen, started more
-	// than StaleAfter ago, oldest first (docs/CONTRACT.md §5.8).
+	// Stale are the window's subagents with no end seen for longer than
+	// their type's threshold (StaleAfter), oldest first (docs/CONTRACT.md
+	// §5.8); Learnt says the thresholds were learnt from the window.
 	Stale      []core.Subagent
-	StaleAfter time.Duration
+	StaleAfter report.StaleAfter
+	Learnt     bool
 }
 
 // figuresRow is one line of a breakdown's table: a group's figures over
@@ -310,6 +317,9 @@ type window struct {
 const (
 	failuresPage = 25
 	stalePage    = 25
+	// staleLearning bounds the rows the stale read gives when each type's
+	// threshold is learnt, before those short of their own are cut.
+	staleLearning = 1000
 )
 
 // healthWindow is how far back the overview's health check reaches.
@@ -482,7 +492,15 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "subagentctx: webview: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	p := overviewPage{Window: win, Generated: now, StaleAfter: s.staleAfter}
+	p := overviewPage{Window: win, Generated: now, StaleAfter: report.StaleAfter{Default: s.staleAfter},
+		Learnt: s.learnStale}
+	// Learning the thresholds, the stale read takes every row past the
+	// least one a type can learn, to keep those past their own type's
+	// once the overview is read.
+	staleBefore, staleRead := now.Add(-s.staleAfter), stalePage
+	if s.learnStale {
+		staleBefore, staleRead = now.Add(-min(report.MinStaleAfter, s.staleAfter)), staleLearning
+	}
 	for _, r := range ranges {
 		p.Ranges = append(p.Ranges, r.name)
 	}
@@ -522,8 +540,8 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 		},
 		func(ctx context.Context) (err error) { p.Activation, err = s.src.Activation(ctx); return },
 		func(ctx context.Context) (err error) {
-			p.Stale, err = s.src.Stale(ctx, report.StaleQuery{Since: win.Since, Before: now.Add(-s.staleAfter),
-				Limit: stalePage})
+			p.Stale, err = s.src.Stale(ctx, report.StaleQuery{Since: win.Since, Before: staleBefore,
+				Limit: staleRead})
 			return
 		},
 		func(ctx context.Context) (err error) {
@@ -544,6 +562,12 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	wg.Wait()
 	err = errors.Join(errs...)
+	if s.learnStale && err == nil {
+		p.StaleAfter = report.StaleAfterOf(p.Overview, s.staleAfter)
+		if p.Stale = p.StaleAfter.Keep(p.Stale, now); len(p.Stale) > stalePage {
+			p.Stale = p.Stale[:stalePage]
+		}
+	}
 	if len(p.Sessions) > s.sessions {
 		p.Sessions = p.Sessions[:s.sessions]
 		k := p.Sessions[len(p.Sessions)-1].Key()

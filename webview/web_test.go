@@ -707,3 +707,41 @@ func TestLifecycleOnThePages(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleThresholdsLearntOnTheOverview (docs/CONTRACT.md §5.8): by
+// default the overview learns each type's threshold from the window's
+// durations — three times its 95th percentile, at least five minutes — and
+// an hour for a type with none, and shows each listed row's.
+func TestStaleThresholdsLearntOnTheOverview(t *testing.T) {
+	s := memory.New()
+	now := clock()
+	n := func(v int64) int64 { return v }
+	var frames []core.Frame
+	add := func(tool, typ string, ago time.Duration, p core.Payload) {
+		p.SubagentType, p.Description = typ, "run "+tool
+		frames = append(frames, core.Frame{TaskSessionID: "s", TaskID: "t", ExecutionID: "e", ToolCallID: tool,
+			ToolStatus: "completed", ObservedAt: now.Add(-ago), Payload: &p})
+	}
+	for i, ms := range []int64{1000, 2000, 60_000} {
+		add(fmt.Sprint("quick-", i), "quick", 20*time.Hour, core.Payload{DurationMs: n(ms)})
+	}
+	add("slow-0", "slow", 20*time.Hour, core.Payload{DurationMs: n(3_600_000)})
+	launch := core.Payload{Status: "async_launched", IsAsync: true}
+	add("bg-quick", "quick", 20*time.Minute, launch)
+	add("bg-slow", "slow", 2*time.Hour, launch)
+	add("bg-other", "other", 30*time.Minute, launch)
+	add("bg-other-old", "other", 90*time.Minute, launch)
+	testenv.Record(t, s, frames)
+	_, page := get(t, webview.New(s, webview.WithClock(clock)), "GET", "/?range=24h")
+	_, stale, _ := strings.Cut(page, `<h2 id="stale">`)
+	stale, _, _ = strings.Cut(stale, "</table>")
+	rows := regexp.MustCompile(`<td>([0-9hms]+)</td><td><a [^>]+>s</a></td><td>—</td><td>\w+</td><td>run ([\w-]+)</td>`).
+		FindAllStringSubmatch(stale, -1)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r[2]+" "+r[1])
+	}
+	if want := []string{"bg-other-old 1h0m0s", "bg-quick 5m0s"}; !slices.Equal(got, want) {
+		t.Errorf("the no-end section lists %v, want %v:\n%s", got, want, stale)
+	}
+}

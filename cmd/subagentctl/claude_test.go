@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/internal/testenv"
@@ -166,4 +167,57 @@ func TestRecordSourcesExclusive(t *testing.T) {
 			t.Errorf("record %v: stderr %q, want it to say %q", c.args, r.stderr, c.want)
 		}
 	}
+}
+
+// TestStaleThresholdsLearntPerType (docs/CONTRACT.md §5.8), on every
+// dialect: without --older-than, each type's threshold is learnt from its
+// runs — three times its 95th percentile duration, at least five minutes —
+// and an hour for a type with no duration reported, so that a quick type's
+// launch twenty minutes old is named and a slow type's two hours old is
+// not; --older-than gives one threshold to all.
+func TestStaleThresholdsLearntPerType(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		if err := kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s", "t"); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		var lines []string
+		frame := func(id, typ string, ago time.Duration, task string) {
+			at := now.Add(-ago).Format(time.RFC3339Nano)
+			lines = append(lines, fmt.Sprintf(`{"task_session_id":"s","task_id":"t","execution_id":"e",`+
+				`"tool_call_id":%q,"tool_status":"completed","observed_at":%q,"started_at":%q,`+
+				`"subagent_task":{"subagent_type":%q,%s}}`, id, at, at, typ, task))
+		}
+		for i, ms := range []int{1000, 2000, 60_000} { // p95 1 min: 3 min, floored to 5
+			frame(fmt.Sprint("quick-", i), "quick", 48*time.Hour, fmt.Sprintf(`"duration_ms":%d`, ms))
+		}
+		frame("slow-0", "slow", 48*time.Hour, `"duration_ms":3600000`) // 3 h
+		launch := `"status":"async_launched","is_async":true`
+		frame("bg-quick", "quick", 20*time.Minute, launch)
+		frame("bg-slow", "slow", 2*time.Hour, launch)
+		frame("bg-other", "other", 30*time.Minute, launch)
+		frame("bg-other-old", "other", 90*time.Minute, launch)
+		cli(t, strings.Join(lines, "\n")+"\n", "--db", e.DSN, "record", "-").want(t, 0)
+
+		named := func(args ...string) (ids []string, thresholds []any) {
+			var rows []map[string]any
+			r := cli(t, "", append([]string{"--db", e.DSN, "stale", "--json"}, args...)...).want(t, 1)
+			if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range rows {
+				ids, thresholds = append(ids, row["tool_call_id"].(string)), append(thresholds, row["threshold_seconds"])
+			}
+			return ids, thresholds
+		}
+		ids, thresholds := named()
+		if want := []string{"bg-other-old", "bg-quick"}; !slices.Equal(ids, want) ||
+			fmt.Sprint(thresholds) != "[3600 300]" {
+			t.Errorf("learnt thresholds name %v %v, want %v [3600 300]", ids, thresholds, want)
+		}
+		ids, _ = named("--older-than", "10m")
+		if want := []string{"bg-slow", "bg-other-old", "bg-other", "bg-quick"}; !slices.Equal(ids, want) {
+			t.Errorf("--older-than 10m names %v, want %v", ids, want)
+		}
+	})
 }

@@ -464,14 +464,25 @@ func cmdList(ctx context.Context, e *env, o *opts) error {
 // else its first observation) and its age in seconds.
 type staleRow struct {
 	core.Subagent
-	Since      time.Time `json:"since"`
-	AgeSeconds int64     `json:"age_seconds"`
+	Since            time.Time `json:"since"`
+	AgeSeconds       int64     `json:"age_seconds"`
+	ThresholdSeconds int64     `json:"threshold_seconds"`
 }
 
+// staleLearnt is the window whose runs teach each type's threshold when
+// --older-than is not given, and the threshold of a type it saw no
+// duration of.
+const (
+	staleLearnt  = 30 * 24 * time.Hour
+	staleDefault = time.Hour
+)
+
 // cmdStale names the subagents that never came back (docs/CONTRACT.md
-// §5.8): exit 0 when none, 1 when some, for cron.
+// §5.8): exit 0 when none, 1 when some, for cron. Without --older-than
+// each type's threshold is learnt from its durations of the last 30 days
+// (report.StaleAfterOf).
 func cmdStale(ctx context.Context, e *env, o *opts) error {
-	if o.olderThan <= 0 {
+	if o.olderThan < 0 {
 		return usagef("stale: --older-than %s, want a positive duration", o.olderThan)
 	}
 	if o.limit < 0 || o.limit > report.MaxStale {
@@ -484,19 +495,39 @@ func cmdStale(ctx context.Context, e *env, o *opts) error {
 	defer s.Close()
 	var stale report.StaleLister = s // every store reads it alike
 	now := time.Now().UTC()
-	rows, err := stale.Stale(ctx, report.StaleQuery{Before: now.Add(-o.olderThan), Limit: o.limit})
+	after := report.StaleAfter{Default: o.olderThan}
+	q := report.StaleQuery{Before: now.Add(-o.olderThan), Limit: o.limit}
+	if o.olderThan == 0 {
+		var overview report.Overviewer = s
+		ov, err := overview.Overview(ctx, report.OverviewQuery{Since: now.Add(-staleLearnt),
+			Groups: report.MaxOverviewGroups})
+		if err != nil {
+			return err
+		}
+		// Every row past the shortest threshold is read, then each kept
+		// only past its own type's.
+		after = report.StaleAfterOf(ov, staleDefault)
+		q = report.StaleQuery{Before: now.Add(-after.Shortest()), Limit: report.MaxStale}
+	}
+	rows, err := stale.Stale(ctx, q)
 	if err != nil {
 		return err
+	}
+	if o.olderThan == 0 {
+		rows = after.Keep(rows, now)
+		if limit := (report.StaleQuery{Limit: o.limit}).LimitOrDefault(); len(rows) > limit {
+			rows = rows[:limit]
+		}
 	}
 	if o.json {
 		out := make([]staleRow, len(rows))
 		for i, r := range rows {
 			since := report.Since(r)
-			out[i] = staleRow{r, since, int64(now.Sub(since) / time.Second)}
+			out[i] = staleRow{r, since, int64(now.Sub(since) / time.Second), int64(after.For(r) / time.Second)}
 		}
 		err = writeJSON(e.stdout, out)
 	} else {
-		printStale(e.stdout, rows, now)
+		printStale(e.stdout, rows, now, after, o.olderThan == 0)
 	}
 	if err == nil && len(rows) > 0 {
 		return exitError{exitFail}

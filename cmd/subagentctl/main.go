@@ -60,8 +60,10 @@ commands:
   stale [--older-than DURATION] [--limit N] [--json]
                                          the subagents that never came back: no end seen, a background launch
                                          or an open tool call, started (or first observed) more than DURATION
-                                         ago (default 1h), oldest first, at most N (default 100); exit 0 none,
-                                         1 some
+                                         ago, oldest first, at most N (default 100); exit 0 none, 1 some.
+                                         Without DURATION, each type's threshold is learnt from its runs of the
+                                         last 30 days: 3x its 95th percentile duration_ms, 5m to 7 days; 1h for
+                                         a type with no duration reported
   transcripts [--json] PATH...           fill the rows with the run's usage (input, output, cache read and
                                          cache write tokens, requests), start and end from Claude Code subagent
                                          transcripts: files agent-<agentId>.jsonl, or directories walked for
@@ -215,7 +217,7 @@ func init() {
 		}, args: none("stats"), run: cmdStats},
 		"stale": {flags: func(fs *flag.FlagSet, o *opts) {
 			jsonOnly(fs, o)
-			fs.DurationVar(&o.olderThan, "older-than", time.Hour, "")
+			fs.DurationVar(&o.olderThan, "older-than", 0, "")
 			fs.IntVar(&o.limit, "limit", 0, "")
 		}, args: none("stale"), run: cmdStale},
 		"transcripts": {flags: jsonOnly, run: cmdTranscripts, args: func([]string) error { return nil }},

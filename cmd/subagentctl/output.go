@@ -90,18 +90,26 @@ func instantOrDash(t *time.Time) string {
 }
 
 // printStale prints the agents that never came back, oldest first, with
-// how long ago they started (now - since).
-func printStale(w io.Writer, rows []core.Subagent, now time.Time) {
+// how long ago they started (now - since) and the threshold they passed.
+// Learnt says after's thresholds were learnt per type, which it then
+// says.
+func printStale(w io.Writer, rows []core.Subagent, now time.Time, after report.StaleAfter, learnt bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGE\tSINCE\tSESSION\tTURN\tTOOL_CALL_ID\tTYPE\tDESCRIPTION\tTOOL_STATUS\tAGENT_STATUS")
+	fmt.Fprintln(tw, "AGE\tTHRESHOLD\tSINCE\tSESSION\tTURN\tTOOL_CALL_ID\tTYPE\tDESCRIPTION\tTOOL_STATUS\t"+
+		"AGENT_STATUS")
 	for _, r := range rows {
 		since := report.Since(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", now.Sub(since).Truncate(time.Second),
-			since.Format(timeLayout), shown(r.TaskSessionID), str(r.TurnID), shown(r.ToolCallID), str(r.SubagentType),
-			str(r.Description), str(r.ToolStatus), str(r.AgentStatus))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", now.Sub(since).Truncate(time.Second),
+			after.For(r), since.Format(timeLayout), shown(r.TaskSessionID), str(r.TurnID), shown(r.ToolCallID),
+			str(r.SubagentType), str(r.Description), str(r.ToolStatus), str(r.AgentStatus))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d subagents with no end seen\n", len(rows))
+	if learnt {
+		fmt.Fprintf(w, "(each type's threshold learnt from its runs of the last %d days: 3x its 95th percentile "+
+			"duration_ms, at least %s; %s for a type with none)\n", staleLearnt/(24*time.Hour), report.MinStaleAfter,
+			after.Default)
+	}
 }
 
 // printTree prints the rows' nesting: per turn, each subagent with the

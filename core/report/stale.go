@@ -57,3 +57,71 @@ func Since(r core.Subagent) time.Time {
 	}
 	return canon.Time(r.ObservedAt)
 }
+
+// StaleAfter is how long a subagent may run with no end seen before it
+// counts as never come back (docs/CONTRACT.md §5.8), per subagent type as
+// the record has seen them run (StaleAfterOf), else Default.
+type StaleAfter struct {
+	ByType  map[string]time.Duration
+	Default time.Duration
+}
+
+// MinStaleAfter is the least threshold StaleAfterOf learns: a type of
+// quick runs is not stale the minute one runs long.
+const MinStaleAfter = 5 * time.Minute
+
+// What a type's threshold is learnt from: its 95th percentile duration,
+// times staleFactor, from MinStaleAfter to staleCeiling.
+const (
+	staleFactor  = 3
+	staleCeiling = 7 * 24 * time.Hour
+)
+
+// StaleAfterOf learns the thresholds from an overview's breakdown by
+// subagent type (the record's recent runs): three times the 95th
+// percentile of each listed type's reported durations (duration_ms,
+// nearest rank), at least five minutes and at most a week; def for a type
+// with no duration reported, a type not listed, and rows of no type.
+func StaleAfterOf(o Overview, def time.Duration) StaleAfter {
+	a := StaleAfter{ByType: map[string]time.Duration{}, Default: def}
+	for _, g := range o.SubagentType.Groups {
+		if g.Value == nil || g.All.Duration == nil || g.All.Duration.P95 == nil {
+			continue
+		}
+		p95 := min(max(*g.All.Duration.P95, 0), staleCeiling.Milliseconds()/staleFactor)
+		a.ByType[*g.Value] = max(MinStaleAfter, staleFactor*time.Duration(p95)*time.Millisecond)
+	}
+	return a
+}
+
+// For is the threshold of r's type.
+func (a StaleAfter) For(r core.Subagent) time.Duration {
+	if r.SubagentType != nil {
+		if d, ok := a.ByType[*r.SubagentType]; ok {
+			return d
+		}
+	}
+	return a.Default
+}
+
+// Shortest is the least of the thresholds: a stale read whose Before is
+// now less it holds every row past its own (Keep then cuts the rest).
+func (a StaleAfter) Shortest() time.Duration {
+	d := a.Default
+	for _, t := range a.ByType {
+		d = min(d, t)
+	}
+	return d
+}
+
+// Keep is the rows that have gone longer than their own type's threshold
+// with no end seen at now, in their order.
+func (a StaleAfter) Keep(rows []core.Subagent, now time.Time) []core.Subagent {
+	var out []core.Subagent
+	for _, r := range rows {
+		if now.Sub(Since(r)) > a.For(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
