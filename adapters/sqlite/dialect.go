@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -196,10 +197,17 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
 	upsert := strings.Replace(values, ","+exec+",", ","+key+",", 1) +
 		"\nON CONFLICT " + unknown + " DO UPDATE SET " + set + ",`agent_execution_id`=" + exec +
 		"\nON CONFLICT " + conflict
+	// The pure-Go driver binds numbered placeholders in time quadratic in
+	// their number; go-sqlite3 binds each argument by a C call and a copy,
+	// so there the numbered form, one argument per column, is the cheaper.
+	var order []int
+	if DriverName == "sqlite" {
+		upsert, order = positional(upsert)
+	}
 	index := "CREATE UNIQUE INDEX " + u.HistoryIndex + " ON " + t + unknown
 	present := `SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = '` + u.HistoryIndex +
 		`' AND sql = '` + strings.ReplaceAll(index, "'", "''") + `'`
-	return sqlstore.UpsertForm{Statement: upsert, Schema: []sqlstore.SchemaObject{
+	return sqlstore.UpsertForm{Statement: upsert, Args: order, Schema: []sqlstore.SchemaObject{
 		{
 			Create:  `DROP TRIGGER IF EXISTS ` + absorbTrigger,
 			Present: `SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = '` + absorbTrigger + `'`,
@@ -209,6 +217,32 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
 		{Create: `DROP INDEX IF EXISTS ` + u.HistoryIndex, Present: present},
 		{Create: index, Present: present},
 	}}
+}
+
+// positional turns the numbered placeholders of q (?N: the N-th column's
+// value) into positional ones, and returns the column each takes, in
+// order (sqlstore.UpsertForm.Args): the statement reads the key's values
+// more than once, and modernc.org/sqlite binds ?N by matching every
+// argument against every number (formatting each), a cost that grows with
+// the square of the row's width, where it binds a positional placeholder
+// by its place.
+func positional(q string) (string, []int) {
+	var b strings.Builder
+	var order []int
+	for i := 0; i < len(q); i++ {
+		b.WriteByte(q[i])
+		if q[i] != '?' {
+			continue
+		}
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		n, _ := strconv.Atoi(q[i+1 : j])
+		order = append(order, n-1)
+		i = j - 1
+	}
+	return b.String(), order
 }
 
 // NearestRanks implements sqlstore.Fragments with window functions: per

@@ -58,7 +58,7 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool) (
 		if _, ok := slices.BinarySearch(own, n); ok {
 			absorbing(n)
 		}
-		add(Statement{SQL: s.form.Statement, Args: args(&rows[i])}, n)
+		add(Statement{SQL: s.form.Statement, Args: s.upsertArgs(&rows[i])}, n)
 	}
 	return stmts, of
 }

@@ -84,7 +84,7 @@ func TestCitusPlans(t *testing.T) {
 		args   []any
 		shards int // tasks the plan must have (the shards of the sessions it names); 0: every shard
 	}{
-		{"upsert", nil, s.UpsertStatement(), sqlstore.Args(&row), 1},
+		{"upsert", nil, s.UpsertStatement(), s.UpsertArgs(&row), 1},
 		{"upsert_wave", nil, wave, append(sqlstore.Args(&row), sqlstore.Args(&other)...), 2},
 		{"list_by_session", nil, list, listArgs, 1},
 		{"list_by_turn", nil, byTurn, byTurnArgs, 0},

@@ -124,8 +124,15 @@ type UpsertParts struct {
 // the table is sharded (Citus, Sharded).
 type UpsertForm struct {
 	// Statement is run once per row, its arguments the row's values in
-	// storekit.Columns order.
+	// storekit.Columns order, or as Args orders them.
 	Statement string
+	// Args, when not nil, is the index in storekit.Columns of the value
+	// each of Statement's placeholders takes, in their order: a statement
+	// that reads a value more than once gives each reading its own
+	// positional placeholder (modernc.org/sqlite binds numbered ones
+	// matching every argument against every number, in time quadratic in
+	// the row's width).
+	Args []int
 	// Schema are the objects the upsert needs on one server, made so once
 	// the table has its declared shape (an earlier build's trigger gone).
 	Schema []SchemaObject

@@ -10,11 +10,13 @@ import (
 // What the package's external tests (the golden statements, the Citus
 // plans) read of its statements; hosts never need them.
 
-func (s *Store) WaveSQL(n int) (string, error) { return s.waveSQL(n) }
-func (s *Store) SchemaSQL() []string           { return s.schemaStatements(false) }
-func (s *Store) ShardedSchemaSQL() []string    { return s.schemaStatements(true) }
-func (s *Store) Upserting() UpsertForm         { return s.form }
-func Args(row *core.Subagent) []any            { return args(row) }
+func (s *Store) WaveSQL(n int) (string, error)       { return s.waveSQL(n) }
+func (s *Store) SchemaSQL() []string                 { return s.schemaStatements(false) }
+func (s *Store) ShardedSchemaSQL() []string          { return s.schemaStatements(true) }
+func (s *Store) Upserting() UpsertForm               { return s.form }
+func (s *Store) UpsertArgs(row *core.Subagent) []any { return s.upsertArgs(row) }
+func Args(row *core.Subagent) []any                  { return args(row) }
+
 func (s *Store) HealthSQL(since time.Time, distributed, whole bool) []struct {
 	SQL  string
 	Args []any

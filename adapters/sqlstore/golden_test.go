@@ -68,7 +68,7 @@ func TestGoldenStatements(t *testing.T) {
 					withArgs(turnRows, turnRowsArgs),
 				"schema.sql": strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
 				"upsert.sql": "-- per row; the arguments are storekit.Columns' values in order\n" +
-					s.UpsertStatement() + ";\n",
+					numbered(s.UpsertStatement(), s.Upserting().Args) + ";\n",
 				"list_by_session.sql":   withArgs(list, listArgs),
 				"list_keyset.sql":       withArgs(keyset, keysetArgs),
 				"subagent_messages.sql": s.MessagesSQL() + ";\n",
@@ -275,4 +275,26 @@ func check(t *testing.T, path, got string) {
 			got,
 		)
 	}
+}
+
+// numbered is an upsert whose placeholders are positional (args: the
+// column each takes) as the same statement with numbered ones (?N: the
+// N-th column's value), the form the SQLite dialect builds before it gives
+// the pure-Go driver the positional one: the golden statement is the same
+// whichever driver the test is built with.
+func numbered(q string, args []int) string {
+	if args == nil {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			fmt.Fprintf(&b, "?%d", args[n]+1)
+			n++
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

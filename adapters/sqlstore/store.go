@@ -416,6 +416,19 @@ func args(row *core.Subagent) []any {
 	return out
 }
 
+// upsertArgs are the upsert's arguments for row (UpsertForm.Args).
+func (s *Store) upsertArgs(row *core.Subagent) []any {
+	values := args(row)
+	if s.form.Args == nil {
+		return values
+	}
+	out := make([]any, len(s.form.Args))
+	for i, c := range s.form.Args {
+		out[i] = values[c]
+	}
+	return out
+}
+
 // Upsert writes one row in one atomic statement with storekit.Merge's
 // semantics. The statement is prepared once and executed with bound
 // arguments: the hot path builds nothing per frame. Where the dialect
@@ -440,13 +453,13 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	case isPool:
 		var stmt *sql.Stmt
 		if stmt, err = s.upsertStmt(ctx, pool); err == nil {
-			_, err = stmt.ExecContext(ctx, args(&row)...)
+			_, err = stmt.ExecContext(ctx, s.upsertArgs(&row)...)
 		}
 	default:
 		// Not a plain pool (a host's transaction, or GORM's own
 		// prepared-statement pool): the same statement through GORM, on
 		// that handle.
-		err = s.db.WithContext(ctx).Exec(s.form.Statement, args(&row)...).Error
+		err = s.db.WithContext(ctx).Exec(s.form.Statement, s.upsertArgs(&row)...).Error
 	}
 	if err != nil {
 		err = s.keyError("upsert", row.Key(), err)
