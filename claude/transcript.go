@@ -79,7 +79,7 @@ type requests struct {
 }
 
 // keptRequests bounds the requests kept by key.
-const keptRequests = 1024
+const keptRequests = 64
 
 // read takes a line's reading of the request k.
 func (r *requests) read(k [2]string, in, out, cacheRead, cacheWrite int64) {
