@@ -44,16 +44,19 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("Batches kept and retried while the database was unavailable.")); err != nil {
 		return nil, err
 	}
-	// A subagent runs for seconds to an hour; it makes a few to hundreds
-	// of tool calls and model requests.
-	runs := metric.WithExplicitBucketBoundaries(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600)
+	// The boundaries the conventions advise for each duration; a subagent
+	// makes a few to hundreds of tool calls and model requests.
+	agent := metric.WithExplicitBucketBoundaries(0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8,
+		409.6)
+	tool := metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24,
+		20.48, 40.96, 81.92)
 	calls := metric.WithExplicitBucketBoundaries(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-	if m.agentDuration, err = m.meter.Float64Histogram(metricAgentDuration, metric.WithUnit("s"), runs,
+	if m.agentDuration, err = m.meter.Float64Histogram(metricAgentDuration, metric.WithUnit("s"), agent,
 		metric.WithDescription("How long a subagent ran: its invoke_agent span, from its own start to its own "+
 			"end where reported.")); err != nil {
 		return nil, err
 	}
-	if m.toolDuration, err = m.meter.Float64Histogram(metricToolDuration, metric.WithUnit("s"), runs,
+	if m.toolDuration, err = m.meter.Float64Histogram(metricToolDuration, metric.WithUnit("s"), tool,
 		metric.WithDescription("How long the tool call that launched a subagent took: its execute_tool span "+
 			"(a background launch returns at once).")); err != nil {
 		return nil, err
