@@ -50,7 +50,7 @@ func (s *Store) overviewGroupsStatement(q report.OverviewQuery) (string, []any) 
 // groupFigures are the summed columns of overviewGroupsStatement's rows.
 var groupFigures = func() []string {
 	cols := []string{"n", "failed", "unended", "duration_n"}
-	for _, m := range overviewMetrics {
+	for _, m := range overviewMetrics() {
 		cols = append(cols, m+"_n", m+"_hi", m+"_lo")
 	}
 	return cols

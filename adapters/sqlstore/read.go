@@ -530,17 +530,14 @@ func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Ove
 		case 1:
 			f := part(group(r), *text(r["source"]))
 			f.Invocations, f.Failed, f.NoEnd = num(r, "n"), num(r, "failed"), num(r, "unended")
-			for _, m := range []struct {
-				col string
-				dst *report.Metric
-			}{{"total_tokens", &f.TotalTokens}, {"run_tokens", &f.RunTokens}, {"tool_use_count", &f.ToolUseCount}} {
-				hi, err1 := integer(r[m.col+"_hi"])
-				lo, err2 := integer(r[m.col+"_lo"])
+			for _, m := range f.Metrics() {
+				hi, err1 := integer(r[m.Column+"_hi"])
+				lo, err2 := integer(r[m.Column+"_lo"])
 				if err := errors.Join(err1, err2); err != nil {
 					return o, err
 				}
 				sum := hi.Lsh(hi, 32)
-				m.dst.Set(f.Invocations, num(r, m.col+"_n"), sum.Add(sum, lo))
+				m.Metric.Set(f.Invocations, num(r, m.Column+"_n"), sum.Add(sum, lo))
 			}
 			f.Duration = &report.Distribution{Reported: num(r, "duration_n")}
 		case 2:
@@ -610,17 +607,15 @@ func sumFigures(g *report.Group) {
 	l, b := g.Live, g.Backfill
 	a := &g.All
 	a.Invocations, a.Failed, a.NoEnd = l.Invocations+b.Invocations, l.Failed+b.Failed, l.NoEnd+b.NoEnd
-	for _, m := range []struct{ dst, l, b *report.Metric }{
-		{&a.TotalTokens, &l.TotalTokens, &b.TotalTokens}, {&a.RunTokens, &l.RunTokens, &b.RunTokens},
-		{&a.ToolUseCount, &l.ToolUseCount, &b.ToolUseCount},
-	} {
+	live, backfill := l.Metrics(), b.Metrics()
+	for i, m := range a.Metrics() {
 		sum := new(big.Int)
-		for _, p := range []*report.Metric{m.l, m.b} {
+		for _, p := range []*report.Metric{live[i].Metric, backfill[i].Metric} {
 			if p.Sum != nil {
 				sum.Add(sum, p.Sum)
 			}
 		}
-		m.dst.Set(a.Invocations, m.l.Reported+m.b.Reported, sum)
+		m.Metric.Set(a.Invocations, live[i].Metric.Reported+backfill[i].Metric.Reported, sum)
 	}
 	var reported int64
 	for _, p := range []*report.Figures{&l, &b} {

@@ -314,15 +314,20 @@ func failed() string {
 		strings.Join(storekit.FailedAgentStatuses(), "', '") + "'))"
 }
 
-// overviewMetrics are a group's token and tool-use figures (the metrics
-// of report.Figures, by name): how many rows reported each, and its exact
-// sum in high and low 32 bits.
-var overviewMetrics = []string{"total_tokens", "run_tokens", "tool_use_count"}
+// overviewMetrics are a group's metrics by name (report.Figures).
+func overviewMetrics() []string {
+	var out []string
+	for _, m := range new(report.Figures).Metrics() {
+		out = append(out, m.Column)
+	}
+	return out
+}
 
-// overviewSums are overviewMetrics' columns of a group's row.
+// overviewSums are a group's row's figures of its metrics: how many rows
+// reported each, and its exact sum in high and low 32 bits.
 func overviewSums() []string {
 	var cols []string
-	for _, m := range overviewMetrics {
+	for _, m := range overviewMetrics() {
 		reported, hi, lo := metricParts(m)
 		cols = append(cols, "count("+reported+") AS "+m+"_n", "SUM("+hi+") AS "+m+"_hi", "SUM("+lo+") AS "+m+"_lo")
 	}
