@@ -65,7 +65,7 @@ require (
 	gorm.io/gorm v1.31.2 // indirect
 	modernc.org/libc v1.66.10 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/memory v1.11.0 // indirect
+	modernc.org/memory v1.12.0 // indirect
 	modernc.org/sqlite v1.41.0 // indirect
 )
 

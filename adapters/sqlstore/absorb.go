@@ -58,7 +58,8 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool) (
 		if _, ok := slices.BinarySearch(own, n); ok {
 			absorbing(n)
 		}
-		add(Statement{SQL: s.form.Statement, Args: s.upsertArgs(&rows[i])}, n)
+		_, f, cols := s.upsertOf(&rows[i])
+		add(Statement{SQL: f.Statement, Args: upsertArgs(f, cols, &rows[i])}, n)
 	}
 	return stmts, of
 }

@@ -43,21 +43,24 @@ func TestAbsorbers(t *testing.T) {
 // TestWriteStatements: the absorbing statements, each between the
 // planner's settings and their restoring, come before the upserts they
 // serve — the pairs absorbed first before every upsert, a row absorbing
-// on its own just before its upsert — and a failed statement is charged to
-// the row it writes, or to none (an absorbing one marked errAbsorbing).
+// on its own just before its upsert — each row by the lean upsert unless it
+// reports a sparse column — and a failed statement is charged to the row
+// it writes, or to none (an absorbing one marked errAbsorbing).
 func TestWriteStatements(t *testing.T) {
 	s := &Store{form: UpsertForm{Statement: "UPSERT", Absorb: &Absorbing{Statement: "ABSORB", Plan: "PLAN",
-		Restore: "RESTORE"}}}
+		Restore: "RESTORE"}}, lean: UpsertForm{Statement: "LEAN"}}
 	r := func(tool, exec string) core.Subagent {
 		return core.Subagent{TaskSessionID: "s", ToolCallID: tool, AgentExecutionID: exec, ID: tool + exec}
 	}
 	rows := []core.Subagent{r("a", "e1"), r("b", core.UnknownExecution), r("b", "e1"), r("c", "e1")}
+	requests := int64(3)
+	rows[3].Requests = &requests
 	stmts, of := s.writeStatements(rows, []int{0, 1, 2, 3}, true)
 	var got []string
 	for _, st := range stmts {
 		got = append(got, st.SQL)
 	}
-	want := []string{"PLAN", "ABSORB", "RESTORE", "UPSERT", "UPSERT", "PLAN", "ABSORB", "RESTORE", "UPSERT", "UPSERT"}
+	want := []string{"PLAN", "ABSORB", "RESTORE", "LEAN", "LEAN", "PLAN", "ABSORB", "RESTORE", "LEAN", "UPSERT"}
 	if !slices.Equal(got, want) || !slices.Equal(of, []int{-1, -1, -1, 0, 1, -1, -1, -1, 2, 3}) {
 		t.Fatalf("statements %v of rows %v", got, of)
 	}

@@ -97,8 +97,14 @@ type Fragments interface {
 type UpsertParts struct {
 	// Insert is the INSERT … VALUES … ON CONFLICT … DO UPDATE statement,
 	// rendered by GORM in the dialect's bind syntax, one placeholder per
-	// column in storekit.Columns order.
+	// column of Columns, in their order.
 	Insert string
+	// Columns are the columns Insert names: storekit.Columns, or those
+	// without the ones a row that reports none of them need not name (the
+	// run's usage, the agent's own start), by which most rows are written.
+	// They keep storekit.Columns' order and always include the key and the
+	// id.
+	Columns []storekit.Column
 	// The rest are for absorbing history: when Insert inserts a row under
 	// an execution id, the backfilled row of its (session, tool call id)
 	// pair, if any, becomes one row with it (storekit.Absorbs,
@@ -123,10 +129,10 @@ type UpsertParts struct {
 // transaction (PostgreSQL on one server, Absorb), or by a trigger where
 // the table is sharded (Citus, Sharded).
 type UpsertForm struct {
-	// Statement is run once per row, its arguments the row's values in
-	// storekit.Columns order, or as Args orders them.
+	// Statement is run once per row, its arguments the row's values of
+	// UpsertParts.Columns in their order, or as Args orders them.
 	Statement string
-	// Args, when not nil, is the index in storekit.Columns of the value
+	// Args, when not nil, is the index in UpsertParts.Columns of the value
 	// each of Statement's placeholders takes, in their order: a statement
 	// that reads a value more than once gives each reading its own
 	// positional placeholder (modernc.org/sqlite binds numbered ones

@@ -5,17 +5,21 @@ import (
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // What the package's external tests (the golden statements, the Citus
 // plans) read of its statements; hosts never need them.
 
-func (s *Store) WaveSQL(n int) (string, error)       { return s.waveSQL(n) }
-func (s *Store) SchemaSQL() []string                 { return s.schemaStatements(false) }
-func (s *Store) ShardedSchemaSQL() []string          { return s.schemaStatements(true) }
-func (s *Store) Upserting() UpsertForm               { return s.form }
-func (s *Store) UpsertArgs(row *core.Subagent) []any { return s.upsertArgs(row) }
-func Args(row *core.Subagent) []any                  { return args(row) }
+func (s *Store) WaveSQL(n int) (string, error) { return s.waveSQL(n) }
+func (s *Store) SchemaSQL() []string           { return s.schemaStatements(false) }
+func (s *Store) ShardedSchemaSQL() []string    { return s.schemaStatements(true) }
+func (s *Store) Upserting() UpsertForm         { return s.form }
+func (s *Store) LeanUpsert() UpsertForm        { return s.lean }
+func (s *Store) UpsertArgs(row *core.Subagent) []any {
+	return upsertArgs(&s.form, storekit.Columns, row)
+}
+func Args(row *core.Subagent) []any { return args(row, storekit.Columns) }
 
 func (s *Store) HealthSQL(since time.Time, distributed, whole bool) []struct {
 	SQL  string

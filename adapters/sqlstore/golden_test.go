@@ -68,7 +68,10 @@ func TestGoldenStatements(t *testing.T) {
 					withArgs(turnRows, turnRowsArgs),
 				"schema.sql": strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
 				"upsert.sql": "-- per row; the arguments are storekit.Columns' values in order\n" +
-					numbered(s.UpsertStatement(), s.Upserting().Args) + ";\n",
+					numbered(s.UpsertStatement(), s.Upserting().Args) + ";\n\n" +
+					"-- per row that reports none of the sparse columns (the run's usage, the agent's own start);\n" +
+					"-- the arguments are the values of the others, in the same order\n" +
+					numbered(s.LeanUpsert().Statement, s.LeanUpsert().Args) + ";\n",
 				"list_by_session.sql":   withArgs(list, listArgs),
 				"list_keyset.sql":       withArgs(keyset, keysetArgs),
 				"subagent_messages.sql": s.MessagesSQL() + ";\n",

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -67,11 +68,11 @@ func excluded(c string) string { return "excluded." + c }
 func current(c string) string  { return `"` + Table + `"."` + c + `"` }
 
 // mergeSet is storekit.Merge written as the upsert's DO UPDATE, one assignment
-// per column from its declared rule (AC-14: no read-then-write). Key and
-// write-once columns are absent: they never change.
-func mergeSet() clause.Set {
+// per column of cols from its declared rule (AC-14: no read-then-write). Key
+// and write-once columns are absent: they never change.
+func mergeSet(cols []storekit.Column) clause.Set {
 	var set clause.Set
-	for _, c := range storekit.Columns {
+	for _, c := range cols {
 		if e := mergeExpr(c, current, excluded); e != "" {
 			set = append(set, clause.Assignment{Column: clause.Column{Name: c.Name}, Value: clause.Expr{SQL: e}})
 		}
@@ -156,23 +157,49 @@ func absorbing(history, target ref) string {
 	return historySet(history, target, "", nil) + ",\n\t\tid = " + history("id")
 }
 
+// sparse is whether the upsert may leave column c out for a row that has no
+// value for it: a column only some sources report (LiveOnly: the run's
+// usage, the agent's own start) whose rule keeps the stored value when the
+// frame has none, so that naming it with NULL changes nothing. Most frames
+// carry none of them; the statement without them (leanColumns) spares such
+// a frame their placeholders and merge expressions, about a tenth of the
+// pure-Go SQLite driver's upsert. The agent's end is not sparse: a NULL end
+// beside a later start reopens the run (storekit.RuleEnd).
+func sparse(c storekit.Column) bool {
+	return c.LiveOnly && (c.Rule == storekit.RuleLargest || c.Rule == storekit.RuleEarliest)
+}
+
+// leanColumns are storekit.Columns without the sparse ones.
+var leanColumns = slices.DeleteFunc(slices.Clone(storekit.Columns), sparse)
+
+// isLean is whether row has no value for any sparse column: the lean
+// upsert writes it as the whole one would.
+func isLean(row *core.Subagent) bool {
+	for _, c := range storekit.Columns {
+		if sparse(c) && !c.IsNull(row) {
+			return false
+		}
+	}
+	return true
+}
+
 // upsertParts are the parts of the upsert the dialect assembles, insert
-// being GORM's INSERT … ON CONFLICT.
-func upsertParts(insert string) UpsertParts {
-	return UpsertParts{Insert: insert, History: historyOf, Absorb: absorbing, HistoryIndex: historyIndex}
+// being GORM's INSERT … ON CONFLICT naming cols.
+func upsertParts(insert string, cols []storekit.Column) UpsertParts {
+	return UpsertParts{Insert: insert, Columns: cols, History: historyOf, Absorb: absorbing, HistoryIndex: historyIndex}
 }
 
 // renderInsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key) DO
 // UPDATE SET … from clauses, in the handle's dialect (quoting, bind
-// variables), with one placeholder per declared column of each of n rows.
-func (s *Store) renderInsert(n int) (string, error) {
-	cols := make([]clause.Column, len(storekit.Columns))
-	for i, c := range storekit.Columns {
+// variables), with one placeholder per column of cols of each of n rows.
+func (s *Store) renderInsert(n int, columns []storekit.Column) (string, error) {
+	cols := make([]clause.Column, len(columns))
+	for i, c := range columns {
 		cols[i] = clause.Column{Name: c.Name}
 	}
 	values := make([][]any, n)
 	for i := range values {
-		values[i] = make([]any, len(storekit.Columns))
+		values[i] = make([]any, len(columns))
 	}
 	key := make([]clause.Column, len(storekit.KeyColumns))
 	for i, c := range storekit.KeyColumns {
@@ -182,7 +209,7 @@ func (s *Store) renderInsert(n int) (string, error) {
 	stmt := &gorm.Statement{DB: db, Table: Table, Clauses: map[string]clause.Clause{}}
 	stmt.AddClause(clause.Insert{Table: clause.Table{Name: Table}})
 	stmt.AddClause(clause.Values{Columns: cols, Values: values})
-	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet()})
+	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet(columns)})
 	stmt.Build("INSERT", "VALUES", "ON CONFLICT")
 	return stmt.SQL.String(), stmt.Error
 }

@@ -47,15 +47,18 @@ type Store struct {
 	now    func() time.Time
 	// form is the upsert in the dialect's form (Fragments.Upsert) around
 	// the INSERT … ON CONFLICT GORM renders for this handle, built once at
-	// New (a dry run: no I/O), with how it absorbs history.
+	// New (a dry run: no I/O), with how it absorbs history; lean is its
+	// statement without the sparse columns, for a row with none of them
+	// (isLean).
 	form     UpsertForm
-	upsert   atomic.Pointer[sql.Stmt] // form.Statement, prepared on first use
-	mu       sync.Mutex               // serialises preparing it
-	owned    func() error             // closes connections the store opened; nil for a host's handle
-	checked  atomic.Bool              // the handle's settings were checked (Fragments.CheckHandle)
-	readOnly bool                     // opened read-only (Open with ReadOnly)
-	noSchema bool                     // Open creates nothing (NoSchema)
-	horizon  time.Duration            // the write horizon (WithWriteHorizon)
+	lean     UpsertForm
+	prepared [2]atomic.Pointer[sql.Stmt] // form's and lean's statements, prepared on first use
+	mu       sync.Mutex                  // serialises preparing them
+	owned    func() error                // closes connections the store opened; nil for a host's handle
+	checked  atomic.Bool                 // the handle's settings were checked (Fragments.CheckHandle)
+	readOnly bool                        // opened read-only (Open with ReadOnly)
+	noSchema bool                        // Open creates nothing (NoSchema)
+	horizon  time.Duration               // the write horizon (WithWriteHorizon)
 	// sharded is whether the table is sharded, once read: 0 not yet, 1
 	// no, 2 yes (batches are then written in waves, waves.go);
 	// waveStatements are the upserts of n rows, by n.
@@ -108,11 +111,16 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s.db, s.d, s.now = db, d, time.Now
-	insert, err := s.renderInsert(1)
-	if err != nil {
-		return nil, liberr.Errorf("render the upsert: %w", err)
+	for _, f := range []struct {
+		form *UpsertForm
+		cols []storekit.Column
+	}{{&s.form, storekit.Columns}, {&s.lean, leanColumns}} {
+		insert, err := s.renderInsert(1, f.cols)
+		if err != nil {
+			return nil, liberr.Errorf("render the upsert: %w", err)
+		}
+		*f.form = d.Upsert(upsertParts(insert, f.cols))
 	}
-	s.form = d.Upsert(upsertParts(insert))
 	return s, nil
 }
 
@@ -133,16 +141,17 @@ func configure(opts []Option) (*Store, error) {
 	return s, nil
 }
 
-// Close releases the prepared statement and, when the store opened its own
-// connections, closes them; a host's handle stays open.
+// Close releases the prepared statements and, when the store opened its
+// own connections, closes them; a host's handle stays open.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	stmt := s.upsert.Swap(nil)
-	s.mu.Unlock()
 	var err error
-	if stmt != nil {
-		err = stmt.Close()
+	s.mu.Lock()
+	for i := range s.prepared {
+		if stmt := s.prepared[i].Swap(nil); stmt != nil {
+			err = errors.Join(err, stmt.Close())
+		}
 	}
+	s.mu.Unlock()
 	if s.owned != nil {
 		err = errors.Join(err, s.owned())
 	}
@@ -406,24 +415,33 @@ func (s *Store) checkHandle(ctx context.Context) error {
 	return nil
 }
 
-// args are a row's values for the upsert's placeholders, in storekit.Columns
-// order.
-func args(row *core.Subagent) []any {
-	out := make([]any, len(storekit.Columns))
-	for i, c := range storekit.Columns {
+// args are a row's values of cols, in their order.
+func args(row *core.Subagent, cols []storekit.Column) []any {
+	out := make([]any, len(cols))
+	for i, c := range cols {
 		out[i] = c.Value(row)
 	}
 	return out
 }
 
-// upsertArgs are the upsert's arguments for row (UpsertForm.Args).
-func (s *Store) upsertArgs(row *core.Subagent) []any {
-	values := args(row)
-	if s.form.Args == nil {
+// upsertOf is the upsert that writes row — the lean one where the row has
+// no value for a sparse column — as its index in s.prepared, with its
+// form and the columns it names.
+func (s *Store) upsertOf(row *core.Subagent) (which int, f *UpsertForm, cols []storekit.Column) {
+	if isLean(row) {
+		return 1, &s.lean, leanColumns
+	}
+	return 0, &s.form, storekit.Columns
+}
+
+// upsertArgs are the arguments for row of f, which names cols (UpsertForm.Args).
+func upsertArgs(f *UpsertForm, cols []storekit.Column, row *core.Subagent) []any {
+	values := args(row, cols)
+	if f.Args == nil {
 		return values
 	}
-	out := make([]any, len(s.form.Args))
-	for i, c := range s.form.Args {
+	out := make([]any, len(f.Args))
+	for i, c := range f.Args {
 		out[i] = values[c]
 	}
 	return out
@@ -451,15 +469,17 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	case s.form.Absorb != nil && row.AgentExecutionID != core.UnknownExecution:
 		_, err = s.writeRows(ctx, []core.Subagent{row}, []int{0})
 	case isPool:
+		which, f, cols := s.upsertOf(&row)
 		var stmt *sql.Stmt
-		if stmt, err = s.upsertStmt(ctx, pool); err == nil {
-			_, err = stmt.ExecContext(ctx, s.upsertArgs(&row)...)
+		if stmt, err = s.upsertStmt(ctx, pool, which); err == nil {
+			_, err = stmt.ExecContext(ctx, upsertArgs(f, cols, &row)...)
 		}
 	default:
 		// Not a plain pool (a host's transaction, or GORM's own
 		// prepared-statement pool): the same statement through GORM, on
 		// that handle.
-		err = s.db.WithContext(ctx).Exec(s.form.Statement, s.upsertArgs(&row)...).Error
+		_, f, cols := s.upsertOf(&row)
+		err = s.db.WithContext(ctx).Exec(f.Statement, upsertArgs(f, cols, &row)...).Error
 	}
 	if err != nil {
 		err = s.keyError("upsert", row.Key(), err)
@@ -635,19 +655,23 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int)
 	if _, ok := s.d.(BoundedStatements); ok {
 		stmtCtx = context.WithoutCancel(ctx)
 	}
-	prepared, err := s.upsertStmt(ctx, pool)
-	if err != nil {
-		return -1, err
-	}
 	tx, err := pool.BeginTx(ctx, nil)
 	if err != nil {
 		return -1, err
 	}
-	upsert := tx.StmtContext(stmtCtx, prepared)
+	var upserts [len(s.prepared)]*sql.Stmt // the transaction's, of each prepared on first use
 	for k, st := range stmts {
 		var err error
 		if of[k] >= 0 {
-			_, err = upsert.ExecContext(stmtCtx, st.Args...)
+			which, _, _ := s.upsertOf(&rows[todo[of[k]]])
+			if upserts[which] == nil {
+				prepared, err := s.upsertStmt(ctx, pool, which)
+				if err != nil {
+					return -1, errors.Join(err, tx.Rollback())
+				}
+				upserts[which] = tx.StmtContext(stmtCtx, prepared)
+			}
+			_, err = upserts[which].ExecContext(stmtCtx, st.Args...)
 		} else {
 			_, err = tx.ExecContext(stmtCtx, st.SQL, st.Args...)
 		}
@@ -708,23 +732,24 @@ func (s *Store) prepareRow(row *core.Subagent) error {
 	return nil
 }
 
-// upsertStmt prepares the upsert on first use (not at construction, so a
-// store can be built while the database is down). A failed prepare is not
-// kept: the next write tries again.
-func (s *Store) upsertStmt(ctx context.Context, pool *sql.DB) (*sql.Stmt, error) {
-	if stmt := s.upsert.Load(); stmt != nil {
+// upsertStmt prepares the upsert s.prepared[which] holds (0: the whole one,
+// 1: the lean one) on first use (not at construction, so a store can be
+// built while the database is down). A failed prepare is not kept: the
+// next write tries again.
+func (s *Store) upsertStmt(ctx context.Context, pool *sql.DB, which int) (*sql.Stmt, error) {
+	if stmt := s.prepared[which].Load(); stmt != nil {
 		return stmt, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if stmt := s.upsert.Load(); stmt != nil {
+	if stmt := s.prepared[which].Load(); stmt != nil {
 		return stmt, nil
 	}
-	stmt, err := pool.PrepareContext(ctx, s.form.Statement)
+	stmt, err := pool.PrepareContext(ctx, []string{s.form.Statement, s.lean.Statement}[which])
 	if err != nil {
 		return nil, err
 	}
-	s.upsert.Store(stmt)
+	s.prepared[which].Store(stmt)
 	return stmt, nil
 }
 

@@ -87,7 +87,7 @@ func (s *Store) writeWaves(ctx context.Context, pool *sql.DB, rows []core.Subage
 	for _, w := range waves(rows, todo) {
 		values := make([]any, 0, len(w)*len(storekit.Columns))
 		for _, i := range w {
-			values = append(values, args(&rows[i])...)
+			values = append(values, args(&rows[i], storekit.Columns)...)
 		}
 		q, err := s.waveSQL(len(w))
 		if err != nil {
@@ -111,11 +111,11 @@ func (s *Store) waveSQL(n int) (string, error) {
 	if q, ok := s.waveStatements.Load(n); ok {
 		return q.(string), nil
 	}
-	insert, err := s.renderInsert(n)
+	insert, err := s.renderInsert(n, storekit.Columns)
 	if err != nil {
 		return "", fmt.Errorf("render the upsert of %d rows: %w", n, err)
 	}
-	q := s.d.Upsert(upsertParts(insert)).Statement
+	q := s.d.Upsert(upsertParts(insert, storekit.Columns)).Statement
 	s.waveStatements.Store(n, q)
 	return q, nil
 }
