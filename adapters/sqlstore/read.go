@@ -98,7 +98,7 @@ func (s *Store) Health(ctx context.Context, q report.HealthQuery) (report.Health
 }
 
 // healthRow reads one row of the health statement into h: the counts
-// (part 0), a missing pair (1) or an excess pair (2).
+// (part 0), a missing pair (1), an excess pair (2) or a doubled pair (3).
 func (s *Store) healthRow(h *report.Health, a report.Activation, r map[string]any) error {
 	num := func(col string) (*big.Int, error) { return integer(r[col]) }
 	if r["part"] == nil {
@@ -130,7 +130,7 @@ func (s *Store) healthRow(h *report.Health, a report.Activation, r map[string]an
 	}
 	switch part.Int64() {
 	case 0:
-		counts := map[string]*int64{"shortfall": &h.Shortfall, "excess": &h.Excess}
+		counts := map[string]*int64{"shortfall": &h.Shortfall, "excess": &h.Excess, "doubled": &h.Doubled}
 		var collisions int64
 		counts["collisions"] = &collisions
 		for col, into := range counts {
@@ -155,13 +155,17 @@ func (s *Store) healthRow(h *report.Health, a report.Activation, r map[string]an
 		}
 		h.Missing = append(h.Missing, report.Pair{TaskSessionID: text("task_session_id"),
 			ToolCallID: text("tool_call_id"), FirstSeen: *first})
-	case 2:
+	case 2, 3:
 		first, err := instant("recent_first")
 		if err != nil || first == nil {
-			return fmt.Errorf("an excess pair's first row %v: %v", r["recent_first"], err)
+			return fmt.Errorf("a listed pair's first row %v: %v", r["recent_first"], err)
 		}
-		h.Extra = append(h.Extra, report.Pair{TaskSessionID: text("task_session_id"),
-			ToolCallID: text("tool_call_id"), FirstSeen: *first})
+		pair := report.Pair{TaskSessionID: text("task_session_id"), ToolCallID: text("tool_call_id"), FirstSeen: *first}
+		if part.Int64() == 2 {
+			h.Extra = append(h.Extra, pair)
+		} else {
+			h.DoubledPairs = append(h.DoubledPairs, pair)
+		}
 	}
 	return nil
 }

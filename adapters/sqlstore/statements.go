@@ -57,20 +57,29 @@ func (s *Store) healthStatements(since time.Time, pairs int, distributed, whole 
 		WHERE x.created_at >= ? AND ` + s.d.HostInstant("x.created_at") + ` >= ?
 	UNION ALL
 	SELECT y.task_session_id FROM ` + Table + ` y WHERE ` + rowsIn
+	missing, excess := "p.due = 1 AND p.stored = 0", "p.recent = 1 AND p.messaged = 0"
+	doubled := "p.history = 1 AND p.keyed = 1"
 	counts := `SELECT 0 AS part,
-	COALESCE(SUM(CASE WHEN p.due = 1 AND p.stored = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
-	COALESCE(SUM(CASE WHEN p.recent = 1 AND p.messaged = 0 THEN 1 ELSE 0 END), 0) AS excess,
+	COALESCE(SUM(CASE WHEN ` + missing + ` THEN 1 ELSE 0 END), 0) AS shortfall,
+	COALESCE(SUM(CASE WHEN ` + excess + ` THEN 1 ELSE 0 END), 0) AS excess,
 	COALESCE(SUM(CASE WHEN p.executions > 1 THEN 1 ELSE 0 END), 0) AS collisions,
+	COALESCE(SUM(CASE WHEN ` + doubled + ` THEN 1 ELSE 0 END), 0) AS doubled,
 	MAX(p.last_observed_us) AS last_observed_us, MAX(p.last_write_us) AS last_write_us,
 	CAST(NULL AS TEXT) AS task_session_id, CAST(NULL AS TEXT) AS tool_call_id,
 	MIN(CASE WHEN 1 = 0 THEN p.due_first END) AS due_first, CAST(NULL AS BIGINT) AS recent_first
 FROM `
+	// A list's pair is first seen at its earliest message (part 1: due_first,
+	// a host instant), or its earliest row in the window (2) or at all (3),
+	// in microseconds (recent_first).
 	list := func(part int) string {
 		due, recent := "p.due_first", "CAST(NULL AS BIGINT)"
-		if part == 2 {
+		switch part {
+		case 2:
 			due, recent = "CASE WHEN 1 = 0 THEN p.due_first END", "p.recent_first"
+		case 3:
+			due, recent = "CASE WHEN 1 = 0 THEN p.due_first END", "p.stored_first"
 		}
-		return `SELECT ` + fmt.Sprint(part) + ` AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions,
+		return `SELECT ` + fmt.Sprint(part) + ` AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions, 0 AS doubled,
 		CAST(NULL AS BIGINT) AS last_observed_us, CAST(NULL AS BIGINT) AS last_write_us,
 		p.task_session_id, p.tool_call_id, ` + due + ` AS due_first, ` + recent + ` AS recent_first FROM `
 	}
@@ -80,7 +89,6 @@ FROM `
 	ORDER BY ` + order + `, ` + s.d.Bytewise("p.task_session_id") + `, ` + s.d.Bytewise("p.tool_call_id") + `
 	LIMIT ` + fmt.Sprint(pairs)
 	}
-	missing, excess := "p.due = 1 AND p.stored = 0", "p.recent = 1 AND p.messaged = 0"
 	// sharded is the counts and each list as statements of their own,
 	// a list run only when the counts say it holds a pair; single, one
 	// statement after the CTEs ctes (each ending ",\n").
@@ -89,6 +97,7 @@ FROM `
 			{Statement{counts + `(` + grouped + `) p`, args}, ""},
 			{Statement{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args}, "shortfall"},
 			{Statement{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args}, "excess"},
+			{Statement{list(3) + `(` + grouped + `)` + tail(doubled, "p.stored_first"), args}, "doubled"},
 		}
 	}
 	single := func(ctes, grouped string, args []any) []statement {
@@ -98,6 +107,8 @@ UNION ALL
 SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
 UNION ALL
 SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
+UNION ALL
+SELECT * FROM (` + list(3) + `p` + tail(doubled, "p.stored_first") + `) doubled
 ORDER BY 1`, args}, ""}}
 	}
 	switch {
@@ -135,7 +146,9 @@ type statement struct {
 // message created in it), messaged (a subagent message at any time),
 // recent (a row observed in it), stored (a row at any time), the known
 // executions among its rows observed in it, when each list first saw it,
-// and its latest observation and write in the window.
+// its latest observation and write in the window, whether a row of it is
+// the backfill's not absorbed (history) and whether one has an execution
+// id (keyed): both is one invocation twice, doubled.
 func (s *Store) pairFlags(since time.Time, messages, rows string, activeArgs []any) (string, []any) {
 	d := s.d
 	// Each row's instants are computed once, in its arm of the union, and
@@ -147,17 +160,20 @@ func (s *Store) pairFlags(since time.Time, messages, rows string, activeArgs []a
 		count(DISTINCT CASE WHEN u.observed_us >= ? THEN u.execution END) AS executions,
 		MIN(u.due_at) AS due_first, MIN(CASE WHEN u.observed_us >= ? THEN u.observed_us END) AS recent_first,
 		MAX(CASE WHEN u.observed_us >= ? THEN u.observed_us END) AS last_observed_us,
-		MAX(CASE WHEN u.write_us >= ? THEN u.write_us END) AS last_write_us
+		MAX(CASE WHEN u.write_us >= ? THEN u.write_us END) AS last_write_us,
+		MAX(u.history) AS history, MAX(CASE WHEN u.execution IS NULL THEN 0 ELSE 1 END) AS keyed,
+		MIN(u.observed_us) AS stored_first
 	FROM (SELECT v.task_session_id, v.tool_call_id,
 			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN 1 ELSE 0 END AS due, 1 AS messaged,
 			0 AS stored, CAST(NULL AS TEXT) AS execution,
 			CASE WHEN v.recoverable = 1 AND v.created >= ? THEN v.created END AS due_at,
-			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us
+			CAST(NULL AS BIGINT) AS observed_us, CAST(NULL AS BIGINT) AS write_us, 0 AS history
 		FROM (` + d.SubagentKeys(s.tables, messages) + `) v
 		UNION ALL
 		SELECT t.task_session_id, t.tool_call_id, 0, 0, 1,
 			CASE WHEN t.agent_execution_id <> '` + core.UnknownExecution + `' THEN t.agent_execution_id END,
-			CAST(NULL AS BIGINT), ` + d.Instant("t.observed_at") + `, ` + d.Instant("t.updated_at") + `
+			CAST(NULL AS BIGINT), ` + d.Instant("t.observed_at") + `, ` + d.Instant("t.updated_at") + `,
+			CASE WHEN ` + backfilled("t") + ` THEN 1 ELSE 0 END
 		FROM ` + Table + ` t WHERE ` + rows + `) u
 	GROUP BY u.task_session_id, u.tool_call_id`
 	atOrAfter := storekit.CeilMicro(since).UnixMicro()

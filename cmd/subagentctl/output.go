@@ -262,8 +262,10 @@ func printHealth(w io.Writer, h report.Health) {
 	}
 	fmt.Fprintf(w, "health: %s (since %s)\n  shortfall      %d (subagent messages with no row: the alarm)\n"+
 		"  excess         %d (rows with no subagent message: reported, never an alarm)\n"+
-		"  collisions     %s\n  last observed  %s\n  last write     %s\n",
-		verdict, h.Since.UTC().Format(time.RFC3339Nano), h.Shortfall, h.Excess, collisions,
+		"  collisions     %s\n"+
+		"  doubled        %d (invocations held twice, history beside a live row: an earlier release's writer)\n"+
+		"  last observed  %s\n  last write     %s\n",
+		verdict, h.Since.UTC().Format(time.RFC3339Nano), h.Shortfall, h.Excess, collisions, h.Doubled,
 		at(h.LastObservedAt), at(h.LastWriteAt))
 	if h.WriterSilent() {
 		fmt.Fprintln(w, "  the writer has produced nothing in the window")
@@ -280,6 +282,7 @@ func printHealth(w io.Writer, h report.Health) {
 	}
 	pairs("missing", h.Missing, h.Shortfall)
 	pairs("excess", h.Extra, h.Excess)
+	pairs("doubled", h.DoubledPairs, h.Doubled)
 }
 
 // exportJSONLine writes each row as one JSON object per line.

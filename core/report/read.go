@@ -98,6 +98,12 @@ type Health struct {
 	// de-duplicated. Nil when no execution id may be read as an identity
 	// (capture_only).
 	Collisions *int64 `json:"collisions"`
+	// Doubled, reported and never an alarm: pairs of the sessions the
+	// check reads that hold one invocation twice — the backfill's row, not
+	// absorbed, beside a row under an execution id — which an earlier
+	// release's writer leaves during a rolling deploy (docs/CONTRACT.md
+	// §3.2) and later passes do not merge.
+	Doubled int64 `json:"doubled"`
 	// LastObservedAt is MAX(observed_at) at or after capture_since;
 	// LastWriteAt is MAX(updated_at) after it. Both nil: the writer has
 	// produced nothing since activation.
@@ -105,9 +111,13 @@ type Health struct {
 	LastWriteAt    *time.Time `json:"last_write_at"`
 	// Missing lists the shortfall's pairs and Extra the excess's, the
 	// earliest first (then by session and tool call id, byte by byte), at
-	// most HealthQuery.Pairs each; the counts above are always exact.
+	// most HealthQuery.Pairs each (as DoubledPairs, below); the counts above
+	// are always exact.
 	Missing []Pair `json:"missing"`
 	Extra   []Pair `json:"excess_pairs"`
+	// DoubledPairs lists the doubled pairs the same way, each first seen at
+	// its earliest row's observed_at.
+	DoubledPairs []Pair `json:"doubled_pairs"`
 }
 
 // Pair is one (session, tool call id) pair the health check names, with
