@@ -78,11 +78,13 @@ func (m *Metrics) measure(ctx context.Context, row core.Subagent) {
 	if m == nil {
 		return
 	}
-	start, end := runOf(row)
 	agent := metric.WithAttributes(agentMetricAttributes(row)...)
-	m.agentDuration.Record(ctx, end.Sub(start).Seconds(), agent)
-	m.toolDuration.Record(ctx, row.SettledAt.Sub(row.ObservedAt).Seconds(),
-		metric.WithAttributes(toolMetricAttributes(row)...))
+	if start, end, ok := runOf(row); ok { // a run that ended before it started measured nothing
+		m.agentDuration.Record(ctx, end.Sub(start).Seconds(), agent)
+	}
+	if took := row.SettledAt.Sub(row.ObservedAt); took >= 0 {
+		m.toolDuration.Record(ctx, took.Seconds(), metric.WithAttributes(toolMetricAttributes(row)...))
+	}
 	if row.ToolUseCount != nil {
 		m.toolCalls.Record(ctx, *row.ToolUseCount, agent)
 	}

@@ -320,7 +320,7 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Su
 	tool, toolSpan := b.tracer.Start(withIDs(parent, ids.trace, ids.tool), toolSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(row.ObservedAt),
 		trace.WithAttributes(toolAttributes(row)...))
-	start, end := runOf(row)
+	start, end, _ := runOf(row)
 	_, agentSpan := b.tracer.Start(withIDs(tool, ids.trace, ids.agent), agentSpanName(row),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start),
 		trace.WithAttributes(agentAttributes(row)...))
@@ -331,13 +331,15 @@ func (b *Bridge) emit(ctx context.Context, row core.Subagent, parentRow *core.Su
 		}
 	}
 	agentSpan.End(trace.WithTimestamp(end))
-	toolSpan.End(trace.WithTimestamp(*row.SettledAt))
+	toolSpan.End(trace.WithTimestamp(latest(row.ObservedAt, *row.SettledAt)))
 }
 
 // runOf is the span of a settled row's agent: from its own start to its
 // own end where a source reported them, else over its tool call
-// (docs/CONTRACT.md §3.4).
-func runOf(row core.Subagent) (start, end time.Time) {
+// (docs/CONTRACT.md §3.4). An end before the start (two sources whose
+// clocks disagree, or frames out of order) measures nothing: ok is false,
+// and the span ends where it starts.
+func runOf(row core.Subagent) (start, end time.Time, ok bool) {
 	start, end = row.ObservedAt, *row.SettledAt
 	if row.StartedAt != nil {
 		start = *row.StartedAt
@@ -345,7 +347,16 @@ func runOf(row core.Subagent) (start, end time.Time) {
 	if row.EndedAt != nil {
 		end = *row.EndedAt
 	}
-	return start, end
+	return start, latest(start, end), !end.Before(start)
+}
+
+// latest is the later of a start and an end: the end, unless it comes
+// first.
+func latest(start, end time.Time) time.Time {
+	if end.Before(start) {
+		return start
+	}
+	return end
 }
 
 // parentContext is where a row's execute_tool span starts: its parent

@@ -563,7 +563,8 @@ func TestMetricsThroughOTLP(t *testing.T) {
 // background run's to its reported end), its execute_tool span's, its
 // tool calls and model requests where reported — with the agent's name,
 // model and failure and nothing per run; a run that never ended is not
-// measured, nor is a replay.
+// measured, nor is a replay, nor a run whose reported end precedes its
+// reported start.
 func TestAgentMetricsThroughOTLP(t *testing.T) {
 	rcv := newMetricsReceiver()
 	srv := httptest.NewServer(rcv)
@@ -583,10 +584,14 @@ func TestAgentMetricsThroughOTLP(t *testing.T) {
 	launch.Settled = true
 	end := frame("async", "", "", 7*time.Second, core.Payload{Status: "completed"})
 	end.EndedAt = t0.Add(7 * time.Second)
+	// Two sources whose clocks disagree: an end before the start measures
+	// no run (its tool call, 0 s, is measured).
+	skewed := frame("skewed", "", "completed", 8*time.Second, core.Payload{SubagentType: "tester"})
+	skewed.StartedAt, skewed.EndedAt = t0.Add(10*time.Second), t0.Add(4*time.Second)
 	for _, f := range []core.Frame{
 		frame("parent", "", "in_progress", 0, core.Payload{SubagentType: "planner", Model: "opus"}),
 		frame("child", "parent", "failed", 2*time.Second, core.Payload{SubagentType: "explorer"}),
-		done, launch, end,
+		done, launch, end, skewed,
 		frame("open", "", "in_progress", 3*time.Second, core.Payload{SubagentType: "writer"}),
 	} {
 		rec.Record(context.Background(), f)
@@ -595,7 +600,7 @@ func TestAgentMetricsThroughOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	exported := store.(report.Exporter).Export(context.Background(), report.ExportQuery{})
-	if n, err := bridge.Replay(context.Background(), exported); err != nil || n != 3 {
+	if n, err := bridge.Replay(context.Background(), exported); err != nil || n != 4 {
 		t.Fatalf("replay: %d, %v", n, err)
 	}
 	app.RequireStop()
@@ -611,7 +616,7 @@ func TestAgentMetricsThroughOTLP(t *testing.T) {
 		"gen_ai.invoke_agent.duration{" + planner + "}":                              {1, 5},
 		"gen_ai.invoke_agent.duration{error.type=failed,gen_ai.agent.name=explorer}": {1, 0},
 		"gen_ai.invoke_agent.duration{gen_ai.agent.name=reviewer}":                   {1, 6},
-		"gen_ai.execute_tool.duration{" + task + "}":                                 {2, 5},
+		"gen_ai.execute_tool.duration{" + task + "}":                                 {3, 5},
 		"gen_ai.execute_tool.duration{error.type=failed," + task + "}":               {1, 0},
 		"gen_ai.invoke_agent.tool_calls{" + planner + "}":                            {1, 7},
 		"gen_ai.invoke_agent.inference_calls{" + planner + "}":                       {1, 3},
