@@ -267,7 +267,8 @@ func placeGroups(dim string, groups []map[string]any, limit int) ([]*string, []m
 	var rows []map[string]any
 	for _, g := range groups {
 		if p, ok := place[keyOf(g["k"])]; ok {
-			r := map[string]any{"part": int64(1), "dim": dim, "place": p, "k": keyOf(g["k"]).arg(), "source": g["source"]}
+			r := map[string]any{"part": int64(overviewGroup), "dim": dim, "place": p, "k": keyOf(g["k"]).arg(),
+				"source": g["source"]}
 			for _, c := range groupFigures {
 				r[c] = g[c]
 			}
@@ -275,7 +276,7 @@ func placeGroups(dim string, groups []map[string]any, limit int) ([]*string, []m
 		}
 	}
 	if others > 0 {
-		rows = append(rows, map[string]any{"part": int64(2), "dim": dim, "n": otherRows, "failed": others})
+		rows = append(rows, map[string]any{"part": int64(overviewOthers), "dim": dim, "n": otherRows, "failed": others})
 	}
 	return listed, rows
 }
@@ -297,7 +298,7 @@ func rowsPerSource(groups []map[string]any) []map[string]any {
 	}
 	var rows []map[string]any
 	for source, n := range per {
-		rows = append(rows, map[string]any{"part": int64(4), "source": source, "n": n})
+		rows = append(rows, map[string]any{"part": int64(overviewSources), "source": source, "n": n})
 	}
 	return rows
 }
@@ -415,7 +416,7 @@ func (s *Store) durationRanks(tx *gorm.DB, q report.OverviewQuery, dim string, l
 		if !ok {
 			return nil, fmt.Errorf("the %s %v's bucket from %d holds no row of rank %d", dim, w.k.arg(), lo, w.rank)
 		}
-		out = append(out, map[string]any{"part": int64(3), "dim": dim, "k": w.k.arg(),
+		out = append(out, map[string]any{"part": int64(overviewRank), "dim": dim, "k": w.k.arg(),
 			"place": int64(w.place), "source": w.source, "n": w.m, "rn": w.rank, "value": c.at})
 	}
 	return out, nil

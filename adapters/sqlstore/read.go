@@ -97,8 +97,8 @@ func (s *Store) Health(ctx context.Context, q report.HealthQuery) (report.Health
 	return h, nil
 }
 
-// healthRow reads one row of the health statement into h: the counts
-// (part 0), a missing pair (1), an excess pair (2) or a doubled pair (3).
+// healthRow reads one row of the health statement into h: the counts, a
+// missing pair, an excess pair or a doubled pair, as its part says.
 func (s *Store) healthRow(h *report.Health, a report.Activation, r map[string]any) error {
 	num := func(col string) (*big.Int, error) { return integer(r[col]) }
 	if r["part"] == nil {
@@ -129,7 +129,7 @@ func (s *Store) healthRow(h *report.Health, a report.Activation, r map[string]an
 		return &t, nil
 	}
 	switch part.Int64() {
-	case 0:
+	case healthCounts:
 		counts := map[string]*int64{"shortfall": &h.Shortfall, "excess": &h.Excess, "doubled": &h.Doubled}
 		var collisions int64
 		counts["collisions"] = &collisions
@@ -148,20 +148,20 @@ func (s *Store) healthRow(h *report.Health, a report.Activation, r map[string]an
 		}
 		h.LastWriteAt, err = instant("last_write_us")
 		return err
-	case 1:
+	case healthMissing:
 		first, err := s.d.ParseHostInstant(r["due_first"])
 		if err != nil || first == nil {
 			return fmt.Errorf("a missing pair's first message %v: %v", r["due_first"], err)
 		}
 		h.Missing = append(h.Missing, report.Pair{TaskSessionID: text("task_session_id"),
 			ToolCallID: text("tool_call_id"), FirstSeen: *first})
-	case 2, 3:
+	case healthExcess, healthDoubled:
 		first, err := instant("recent_first")
 		if err != nil || first == nil {
 			return fmt.Errorf("a listed pair's first row %v: %v", r["recent_first"], err)
 		}
 		pair := report.Pair{TaskSessionID: text("task_session_id"), ToolCallID: text("tool_call_id"), FirstSeen: *first}
-		if part.Int64() == 2 {
+		if part.Int64() == healthExcess {
 			h.Extra = append(h.Extra, pair)
 		} else {
 			h.DoubledPairs = append(h.DoubledPairs, pair)
@@ -519,7 +519,7 @@ func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Ove
 	}
 	durations := map[ranks][]int64{} // rank, value, rank, value…
 	for _, r := range rows {
-		if p := num(r, "part"); p == 4 {
+		if p := num(r, "part"); p == overviewSources {
 			if *text(r["source"]) == string(core.SourceBackfill) {
 				o.Backfill = num(r, "n")
 			} else {
@@ -531,7 +531,7 @@ func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Ove
 			return o, fmt.Errorf("an overview row of no breakdown: %v", r)
 		}
 		switch num(r, "part") {
-		case 1:
+		case overviewGroup:
 			f := part(group(r), *text(r["source"]))
 			f.Invocations, f.Failed, f.NoEnd = num(r, "n"), num(r, "failed"), num(r, "unended")
 			for _, m := range f.Metrics() {
@@ -544,10 +544,10 @@ func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Ove
 				m.Metric.Set(f.Invocations, num(r, m.Column+"_n"), sum.Add(sum, lo))
 			}
 			f.Duration = &report.Distribution{Reported: num(r, "duration_n")}
-		case 2:
+		case overviewOthers:
 			b := into[*text(r["dim"])]
 			b.OtherRows, b.Others = num(r, "n"), num(r, "failed")
-		case 3:
+		case overviewRank:
 			k := ranks{key{*text(r["dim"]), num(r, "place")}, *text(r["source"])}
 			durations[k] = append(durations[k], num(r, "rn"), num(r, "value"))
 		}

@@ -59,7 +59,7 @@ func (s *Store) healthStatements(since time.Time, pairs int, distributed, whole 
 	SELECT y.task_session_id FROM ` + Table + ` y WHERE ` + rowsIn
 	missing, excess := "p.due = 1 AND p.stored = 0", "p.recent = 1 AND p.messaged = 0"
 	doubled := "p.history = 1 AND p.keyed = 1"
-	counts := `SELECT 0 AS part,
+	counts := `SELECT ` + fmt.Sprint(healthCounts) + ` AS part,
 	COALESCE(SUM(CASE WHEN ` + missing + ` THEN 1 ELSE 0 END), 0) AS shortfall,
 	COALESCE(SUM(CASE WHEN ` + excess + ` THEN 1 ELSE 0 END), 0) AS excess,
 	COALESCE(SUM(CASE WHEN p.executions > 1 THEN 1 ELSE 0 END), 0) AS collisions,
@@ -68,15 +68,15 @@ func (s *Store) healthStatements(since time.Time, pairs int, distributed, whole 
 	CAST(NULL AS TEXT) AS task_session_id, CAST(NULL AS TEXT) AS tool_call_id,
 	MIN(CASE WHEN 1 = 0 THEN p.due_first END) AS due_first, CAST(NULL AS BIGINT) AS recent_first
 FROM `
-	// A list's pair is first seen at its earliest message (part 1: due_first,
-	// a host instant), or its earliest row in the window (2) or at all (3),
-	// in microseconds (recent_first).
+	// A list's pair is first seen at its earliest message (missing:
+	// due_first, a host instant), or its earliest row in the window (excess)
+	// or at all (doubled), in microseconds (recent_first).
 	list := func(part int) string {
 		due, recent := "p.due_first", "CAST(NULL AS BIGINT)"
 		switch part {
-		case 2:
+		case healthExcess:
 			due, recent = "CASE WHEN 1 = 0 THEN p.due_first END", "p.recent_first"
-		case 3:
+		case healthDoubled:
 			due, recent = "CASE WHEN 1 = 0 THEN p.due_first END", "p.stored_first"
 		}
 		return `SELECT ` + fmt.Sprint(part) + ` AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions, 0 AS doubled,
@@ -95,20 +95,20 @@ FROM `
 	sharded := func(grouped string, args []any) []statement {
 		return []statement{
 			{Statement{counts + `(` + grouped + `) p`, args}, ""},
-			{Statement{list(1) + `(` + grouped + `)` + tail(missing, "p.due_first"), args}, "shortfall"},
-			{Statement{list(2) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args}, "excess"},
-			{Statement{list(3) + `(` + grouped + `)` + tail(doubled, "p.stored_first"), args}, "doubled"},
+			{Statement{list(healthMissing) + `(` + grouped + `)` + tail(missing, "p.due_first"), args}, "shortfall"},
+			{Statement{list(healthExcess) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args}, "excess"},
+			{Statement{list(healthDoubled) + `(` + grouped + `)` + tail(doubled, "p.stored_first"), args}, "doubled"},
 		}
 	}
 	single := func(ctes, grouped string, args []any) []statement {
 		return []statement{{Statement{`WITH ` + ctes + `p AS MATERIALIZED (` + grouped + `)
 ` + counts + `p
 UNION ALL
-SELECT * FROM (` + list(1) + `p` + tail(missing, "p.due_first") + `) missing
+SELECT * FROM (` + list(healthMissing) + `p` + tail(missing, "p.due_first") + `) missing
 UNION ALL
-SELECT * FROM (` + list(2) + `p` + tail(excess, "p.recent_first") + `) excess
+SELECT * FROM (` + list(healthExcess) + `p` + tail(excess, "p.recent_first") + `) excess
 UNION ALL
-SELECT * FROM (` + list(3) + `p` + tail(doubled, "p.stored_first") + `) doubled
+SELECT * FROM (` + list(healthDoubled) + `p` + tail(doubled, "p.stored_first") + `) doubled
 ORDER BY 1`, args}, ""}}
 	}
 	switch {
@@ -129,6 +129,20 @@ ORDER BY 1`, args}, ""}}
 	`+activeSessions+`) z),
 `, grouped, append(activeArgs, args...))
 }
+
+// The kinds of row a statement of several says in its part column: the
+// health check's and the overview's.
+const (
+	healthCounts  = 0 // the counts, one row
+	healthMissing = 1 // a missing pair
+	healthExcess  = 2 // an excess pair
+	healthDoubled = 3 // a doubled pair
+
+	overviewGroup   = 1 // a breakdown's group and source: its figures
+	overviewOthers  = 2 // a breakdown's groups past the limit, summed
+	overviewRank    = 3 // a group's duration at a nearest rank
+	overviewSources = 4 // the window's rows of one source
+)
 
 // statement is a health statement.
 type statement struct {
@@ -397,21 +411,24 @@ r AS MATERIALIZED (SELECT dim, k, SUM(n) AS n, ROW_NUMBER() OVER (PARTITION BY d
 		ORDER BY SUM(n) DESC, CASE WHEN k IS NULL THEN 1 ELSE 0 END, ` + d.Bytewise("k") + `) AS place
 	FROM c GROUP BY dim, k),
 d AS MATERIALIZED (` + d.NearestRanks(durations) + `)
-SELECT 1 AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.unended, c.duration_n,
+SELECT ` + fmt.Sprint(overviewGroup) + ` AS part, c.dim, c.k, r.place, c.source, c.n, c.failed, c.unended, c.duration_n,
 	c.total_tokens_n, c.total_tokens_hi, c.total_tokens_lo, c.run_tokens_n, c.run_tokens_hi, c.run_tokens_lo,
 	c.tool_use_count_n, c.tool_use_count_hi, c.tool_use_count_lo, CAST(NULL AS BIGINT) AS rn,
 	CAST(NULL AS BIGINT) AS value
 FROM c JOIN r ON r.dim = c.dim AND ` + same("r", "c") + ` WHERE r.place <= ` + limit + `
 UNION ALL
-SELECT 2, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT ` + fmt.Sprint(overviewOthers) + `, r.dim, NULL, NULL, NULL, SUM(r.n), count(*), ` +
+		`NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	NULL, NULL, NULL
 FROM r WHERE r.place > ` + limit + ` GROUP BY r.dim
 UNION ALL
-SELECT 3, d.dim, d.k, r.place, d.source, d.m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT ` + fmt.Sprint(overviewRank) + `, d.dim, d.k, r.place, d.source, d.m, ` +
+		`NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	NULL, d.rn, d.value
 FROM d JOIN r ON r.dim = d.dim AND ` + same("r", "d") + ` WHERE r.place <= ` + limit + `
 UNION ALL
-SELECT 4, NULL, NULL, NULL, w.source, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT ` + fmt.Sprint(overviewSources) + `, NULL, NULL, NULL, w.source, count(*), ` +
+		`NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	NULL, NULL, NULL
 FROM w GROUP BY w.source`
 	return sql, args
