@@ -655,23 +655,35 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int)
 	if _, ok := s.d.(BoundedStatements); ok {
 		stmtCtx = context.WithoutCancel(ctx)
 	}
+	// The forms of the upsert the rows need, prepared before the
+	// transaction takes a connection: on a pool of one, a prepare inside it
+	// would wait for that connection for ever.
+	var prepared, upserts [len(s.prepared)]*sql.Stmt
+	forms := make([]int, len(stmts))
+	for k := range stmts {
+		if of[k] < 0 {
+			continue
+		}
+		forms[k], _, _ = s.upsertOf(&rows[todo[of[k]]])
+		if prepared[forms[k]] == nil {
+			if prepared[forms[k]], err = s.upsertStmt(ctx, pool, forms[k]); err != nil {
+				return -1, err
+			}
+		}
+	}
 	tx, err := pool.BeginTx(ctx, nil)
 	if err != nil {
 		return -1, err
 	}
-	var upserts [len(s.prepared)]*sql.Stmt // the transaction's, of each prepared on first use
+	for i, stmt := range prepared {
+		if stmt != nil {
+			upserts[i] = tx.StmtContext(stmtCtx, stmt)
+		}
+	}
 	for k, st := range stmts {
 		var err error
 		if of[k] >= 0 {
-			which, _, _ := s.upsertOf(&rows[todo[of[k]]])
-			if upserts[which] == nil {
-				prepared, err := s.upsertStmt(ctx, pool, which)
-				if err != nil {
-					return -1, errors.Join(err, tx.Rollback())
-				}
-				upserts[which] = tx.StmtContext(stmtCtx, prepared)
-			}
-			_, err = upserts[which].ExecContext(stmtCtx, st.Args...)
+			_, err = upserts[forms[k]].ExecContext(stmtCtx, st.Args...)
 		} else {
 			_, err = tx.ExecContext(stmtCtx, st.SQL, st.Args...)
 		}
