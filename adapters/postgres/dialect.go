@@ -316,6 +316,15 @@ func (Dialect) Pipeline(ctx context.Context, pool *sql.DB, stmts []sqlstore.Stat
 				continue
 			}
 			if _, err := c.Conn().Prepare(ctx, st.SQL, st.SQL); err != nil {
+				// A Parse the server completed in a statement that then
+				// failed (its statement_timeout firing before the Sync)
+				// leaves the statement on the server but not in pgx's
+				// map, and every later Prepare of it on this connection is
+				// refused as existing (42P05): the connection is dropped,
+				// and the write retried on another.
+				if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42P05" {
+					return errors.Join(err, driver.ErrBadConn)
+				}
 				return err
 			}
 		}

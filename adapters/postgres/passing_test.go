@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -287,5 +289,52 @@ func TestBatchPastItsDeadlineNamesItsRefusedRows(t *testing.T) {
 	rowErrs, err = e.Store.UpsertBatch(ctx, batch)
 	if err != nil || rowErrs[1] != nil || !errors.Is(rowErrs[0], core.ErrConstraint) {
 		t.Fatalf("the batch again: %v, %v; want the refused row's constraint alone", rowErrs, err)
+	}
+}
+
+// TestStatementLeftOnTheServerDropsTheConnection (docs/CONTRACT.md §6.1):
+// a connection on which the server holds a statement pgx does not know it
+// prepared — what a Parse that completed in a statement then cancelled by
+// its statement_timeout leaves — refuses every later prepare of it (42P05);
+// the write on it is the database's passing state, the connection is
+// dropped, and the next write, on a fresh one, succeeds. On a pool of one
+// connection, where nothing else would replace it.
+func TestStatementLeftOnTheServerDropsTheConnection(t *testing.T) {
+	e := testenv.Postgres().Env(t)
+	e.Session(t, "s1")
+	db, err := postgres.OpenDB(e.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, _ := db.DB()
+	pool.SetMaxOpenConns(1)
+	t.Cleanup(func() { pool.Close() })
+	s, err := postgres.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The name pgx v5 gives a statement it prepares under its own text
+	// (newer releases deallocate one their own failed Describe left; one
+	// left by any other way still refuses the next prepare).
+	digest := sha256.Sum256([]byte(s.UpsertStatement()))
+	name := `"stmt_` + hex.EncodeToString(digest[:24]) + `"`
+	if err := db.Exec(`PREPARE ` + name + ` AS ` + s.UpsertStatement()).Error; err != nil {
+		t.Fatal(err)
+	}
+	// A row with the run's usage and no execution: the whole upsert alone.
+	requests := int64(2)
+	row, _ := core.Normalize(core.Frame{TaskSessionID: "s1", TaskID: "task-s1", ToolCallID: "tc-1",
+		ObservedAt: time.Now(), Usage: &core.Usage{Requests: &requests}})
+	rowErrs, err := s.UpsertBatch(context.Background(), []core.Subagent{row})
+	if !errors.Is(err, core.ErrUnavailable) || errors.Join(rowErrs...) != nil {
+		t.Fatalf("on the connection holding the statement: %v, rows %v; want the database unavailable", err, rowErrs)
+	}
+	if rowErrs, err := s.UpsertBatch(context.Background(), []core.Subagent{row}); err != nil ||
+		errors.Join(rowErrs...) != nil {
+		t.Fatalf("on a fresh connection: %v, rows %v", err, rowErrs)
+	}
+	rows, err := s.ListBySession(context.Background(), "s1", core.Page{})
+	if err != nil || len(rows) != 1 || rows[0].Requests == nil || *rows[0].Requests != 2 {
+		t.Fatalf("stored: %+v, %v", rows, err)
 	}
 }
