@@ -169,14 +169,18 @@ func sparse(c storekit.Column) bool {
 	return c.LiveOnly && (c.Rule == storekit.RuleLargest || c.Rule == storekit.RuleEarliest)
 }
 
-// leanColumns are storekit.Columns without the sparse ones.
-var leanColumns = slices.DeleteFunc(slices.Clone(storekit.Columns), sparse)
+// leanColumns are storekit.Columns without the sparse ones, which
+// sparseColumns are.
+var (
+	leanColumns   = slices.DeleteFunc(slices.Clone(storekit.Columns), sparse)
+	sparseColumns = slices.DeleteFunc(slices.Clone(storekit.Columns), func(c storekit.Column) bool { return !sparse(c) })
+)
 
 // isLean is whether row has no value for any sparse column: the lean
 // upsert writes it as the whole one would.
 func isLean(row *core.Subagent) bool {
-	for _, c := range storekit.Columns {
-		if sparse(c) && !c.IsNull(row) {
+	for _, c := range sparseColumns {
+		if !c.IsNull(row) {
 			return false
 		}
 	}

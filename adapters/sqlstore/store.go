@@ -660,11 +660,13 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int)
 	// would wait for that connection for ever.
 	var prepared, upserts [len(s.prepared)]*sql.Stmt
 	forms := make([]int, len(stmts))
-	for k := range stmts {
+	for k, st := range stmts {
 		if of[k] < 0 {
 			continue
 		}
-		forms[k], _, _ = s.upsertOf(&rows[todo[of[k]]])
+		if st.SQL == s.lean.Statement { // written by writeStatements, which chose the form
+			forms[k] = 1
+		}
 		if prepared[forms[k]] == nil {
 			if prepared[forms[k]], err = s.upsertStmt(ctx, pool, forms[k]); err != nil {
 				return -1, err
