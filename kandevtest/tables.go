@@ -66,12 +66,13 @@ const (
 // TurnsTable is the name of the turns table CreateTables makes.
 const TurnsTable = "task_session_turns"
 
-// CreateTables creates the host tables, if absent, under the given names.
+// CreateTables creates the host tables, if absent, under the given names
+// (Kandev's for those not given: its meta table is kandev_meta).
 func CreateTables(ctx context.Context, db *gorm.DB, tables sqlstore.Tables) error {
 	if err := tables.Validate(); err != nil {
 		return err
 	}
-	t := tables.WithDefaults()
+	t := kandevNames(tables)
 	q := func(name string) string { return `"` + name + `"` }
 	stmts := []string{
 		fmt.Sprintf(sessionsDDL, q(t.Sessions)),
@@ -103,7 +104,7 @@ func CreateTables(ctx context.Context, db *gorm.DB, tables sqlstore.Tables) erro
 // once failed creating them ("relation with OID … does not exist") while
 // other schemas were being dropped; a group per schema shares nothing.
 func Distribute(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, shards int) error {
-	t := tables.WithDefaults()
+	t := kandevNames(tables)
 	q := func(name string) string { return `"` + name + `"` }
 	for _, stmt := range []string{
 		`ALTER TABLE ` + q(TurnsTable) + ` DROP CONSTRAINT ` + q(TurnsTable+"_pkey") +
@@ -123,6 +124,18 @@ func Distribute(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, shards
 		}
 	}
 	return nil
+}
+
+// kandevNames fills the names not given with Kandev's.
+func kandevNames(t sqlstore.Tables) sqlstore.Tables {
+	k := sqlstore.KandevTables()
+	for _, f := range []struct{ name, preset *string }{{&t.Sessions, &k.Sessions}, {&t.Messages, &k.Messages},
+		{&t.Meta, &k.Meta}} {
+		if *f.name == "" {
+			*f.name = *f.preset
+		}
+	}
+	return t
 }
 
 // InsertSession inserts a host session (ignored when it exists).

@@ -98,8 +98,8 @@ func TestCitusMetaCreatedAsReference(t *testing.T) {
 		}
 	}
 	e := d.Env(t)
-	if method, _, _ := placed(t, e.DB, "kandev_meta"); method != "n" {
-		t.Errorf("kandev_meta created by the pass: method %q, want a reference table (n)", method)
+	if method, _, _ := placed(t, e.DB, sqlstore.DefaultMetaTable); method != "n" {
+		t.Errorf("%s created by the pass: method %q, want a reference table (n)", sqlstore.DefaultMetaTable, method)
 	}
 	quiet := backfill.WithLogger(testlog.Discard)
 	if r := backfill.New(e.Store, quiet).Run(context.Background()); r.Failed() {

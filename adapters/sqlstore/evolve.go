@@ -206,7 +206,11 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 			if len(r.diffs) > 0 {
 				return fmt.Errorf("%w: %s", ErrShape, strings.Join(r.diffs, "; "))
 			}
-			stmts := s.schemaStatements(sharded)
+			meta, _, err := s.metaTable(ctx, tx)
+			if err != nil {
+				return fmt.Errorf("check the meta table: %w", err)
+			}
+			stmts := s.schemaStatements(sharded, meta)
 			if sharded { // Citus refuses a function's DDL after this transaction's work on the table: see below
 				stmts = stmts[:len(stmts)-len(s.form.Sharded)]
 			}
@@ -260,11 +264,12 @@ func (s *Store) catalog(db *gorm.DB) (TableInfo, map[int]string, error) {
 		return info, nil, fmt.Errorf("read the table's shape: %w", err)
 	}
 	versions := map[int]string{}
-	if ok, err := s.tableExists(ctx, db, s.tables.Meta); err != nil || !ok {
+	meta, ok, err := s.metaTable(ctx, db)
+	if err != nil || !ok {
 		return info, versions, err
 	}
 	var kv []struct{ Key, Value string }
-	q := `SELECT "key", value FROM ` + quote(s.tables.Meta) + ` WHERE "key" LIKE ?`
+	q := `SELECT "key", value FROM ` + quote(meta) + ` WHERE "key" LIKE ?`
 	if err := db.Raw(q, "subagent_context_schema_v%").Scan(&kv).Error; err != nil {
 		return info, nil, fmt.Errorf("read the recorded versions: %w", err)
 	}
@@ -341,15 +346,19 @@ func (s *Store) write(conn *gorm.DB, begin string, fn func(tx *gorm.DB) error) e
 func (s *Store) writeKey(db *gorm.DB, key, value string) (bool, error) {
 	// Read first: a key in place costs no write, so a role that may only
 	// read the meta table passes a pass with nothing to do.
+	meta, _, err := s.metaTable(db.Statement.Context, db)
+	if err != nil {
+		return false, fmt.Errorf("find the meta table: %w", err)
+	}
 	var n int64
-	if err := db.Raw(`SELECT count(*) FROM `+quote(s.tables.Meta)+` WHERE "key" = ?`, key).Scan(&n).Error; err != nil {
+	if err := db.Raw(`SELECT count(*) FROM `+quote(meta)+` WHERE "key" = ?`, key).Scan(&n).Error; err != nil {
 		return false, fmt.Errorf("read %s: %w", key, err)
 	}
 	if n > 0 {
 		return false, nil
 	}
 	res := db.Exec(
-		`INSERT INTO `+quote(s.tables.Meta)+` ("key", value) VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`, key, value,
+		`INSERT INTO `+quote(meta)+` ("key", value) VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`, key, value,
 	)
 	if res.Error != nil {
 		return false, fmt.Errorf("write %s: %w", key, res.Error)

@@ -11,11 +11,11 @@ import (
 // What the package's external tests (the golden statements, the Citus
 // plans) read of its statements; hosts never need them.
 
-func (s *Store) WaveSQL(n int) (string, error) { return s.waveSQL(n) }
-func (s *Store) SchemaSQL() []string           { return s.schemaStatements(false) }
-func (s *Store) ShardedSchemaSQL() []string    { return s.schemaStatements(true) }
-func (s *Store) Upserting() UpsertForm         { return s.form }
-func (s *Store) LeanUpsert() UpsertForm        { return s.lean }
+func (s *Store) WaveSQL(n int) (string, error)  { return s.waveSQL(n) }
+func (s *Store) SchemaSQL(meta string) []string { return s.schemaStatements(false, meta) }
+func (s *Store) ShardedSchemaSQL() []string     { return s.schemaStatements(true, DefaultMetaTable) }
+func (s *Store) Upserting() UpsertForm          { return s.form }
+func (s *Store) LeanUpsert() UpsertForm         { return s.lean }
 func (s *Store) UpsertArgs(row *core.Subagent) []any {
 	return upsertArgs(&s.form, storekit.Columns, row)
 }

@@ -66,7 +66,7 @@ func TestGoldenStatements(t *testing.T) {
 					"\n-- of the turns before a cursor\n" + withArgs(back, backArgs) +
 					"\n-- every row of the page's turns (two, and the rows without one)\n" +
 					withArgs(turnRows, turnRowsArgs),
-				"schema.sql": strings.Join(s.SchemaSQL(), ";\n\n") + ";\n",
+				"schema.sql": strings.Join(s.SchemaSQL(sqlstore.DefaultMetaTable), ";\n\n") + ";\n",
 				"upsert.sql": "-- per row; the arguments are storekit.Columns' values in order\n" +
 					numbered(s.UpsertStatement(), s.Upserting().Args) + ";\n\n" +
 					"-- per row that reports none of the sparse columns (the run's usage, the agent's own start);\n" +
@@ -103,8 +103,9 @@ func TestGoldenStatements(t *testing.T) {
 					a.Statement + ";\n\n-- the settings as they were\n" + a.Restore + ";\n"
 			}
 			if d.Name == "postgres" {
+				sharded := s.ShardedSchemaSQL()[len(s.SchemaSQL(sqlstore.DefaultMetaTable))-len(s.Upserting().Schema):]
 				files["schema_sharded.sql"] = "-- on a sharded table, what the upsert needs there in place of the one " +
-					"server's\n" + strings.Join(s.ShardedSchemaSQL()[len(s.SchemaSQL())-len(s.Upserting().Schema):], ";\n\n") + ";\n"
+					"server's\n" + strings.Join(sharded, ";\n\n") + ";\n"
 				wave, err := s.WaveSQL(2)
 				if err != nil {
 					t.Fatal(err)
@@ -190,7 +191,11 @@ func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 		t.Fatalf("upgrade: %s", r)
 	}
 	schema := map[string]bool{}
-	for _, q := range s.SchemaSQL() {
+	meta, err := s.MetaTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range s.SchemaSQL(meta) {
 		schema[q] = true // the table step's, not the upgrade's
 	}
 	var out []string

@@ -41,10 +41,13 @@ type Grant struct {
 }
 
 // Grants are the table privileges part needs, with the host's table names
-// t (defaults filled in). PartMigrate's are those it needs besides owning
+// t (defaults filled in; an empty meta table is DefaultMetaTable). PartMigrate's are those it needs besides owning
 // the table it creates (and CREATE on the schema).
 func Grants(t Tables, part Part) ([]Grant, error) {
 	t = t.WithDefaults()
+	if t.Meta == "" {
+		t.Meta = DefaultMetaTable
+	}
 	switch part {
 	case PartMigrate:
 		return []Grant{
@@ -99,7 +102,11 @@ func (s *Store) CheckPrivileges(ctx context.Context, part Part) error {
 	if !ok {
 		return nil
 	}
-	grants, err := Grants(s.tables, part)
+	tables, _, err := s.tablesIn(ctx, s.db.WithContext(ctx))
+	if err != nil {
+		return s.opError("check the role's privileges", err)
+	}
+	grants, err := Grants(tables, part)
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,11 @@ func (s *Store) Prune(ctx context.Context, before time.Time, opts ...PruneOption
 // force and whether this call moved it.
 func (s *Store) advanceBoundary(ctx context.Context, t time.Time) (time.Time, bool, error) {
 	db := s.db.WithContext(ctx)
-	meta := quote(s.tables.Meta)
+	name, _, err := s.metaTable(ctx, db)
+	if err != nil {
+		return t, false, err
+	}
+	meta := quote(name)
 	for {
 		var current []string
 		if err := db.Raw(`SELECT value FROM `+meta+` WHERE "key" = ?`, storekit.PrunedBeforeKey).

@@ -26,13 +26,14 @@ func (s *Store) Activation(ctx context.Context) (report.Activation, error) {
 func (s *Store) activation(db *gorm.DB) (report.Activation, error) {
 	// No meta table: no pass ever ran here, so no key is present — not
 	// activated, which is what every reader must say (health: exit 3).
-	if ok, err := s.tableExists(db.Statement.Context, db, s.tables.Meta); err != nil {
+	meta, ok, err := s.metaTable(db.Statement.Context, db)
+	if err != nil {
 		return report.Activation{}, s.opError("read activation keys", err)
 	} else if !ok {
 		return storekit.NewActivation(nil), nil
 	}
 	var kv []struct{ Key, Value string }
-	err := db.Raw(`SELECT "key", value FROM `+quote(s.tables.Meta)+` WHERE "key" IN ?`,
+	err = db.Raw(`SELECT "key", value FROM `+quote(meta)+` WHERE "key" IN ?`,
 		[]string{storekit.CaptureSinceKey, storekit.ExecutionSinceKey, storekit.BackfillThroughKey,
 			storekit.PrunedBeforeKey}).
 		Scan(&kv).Error

@@ -146,16 +146,17 @@ func (s *Store) buildIndexes(info TableInfo, names []string, outside bool) []str
 }
 
 // metaDDL creates the meta table if absent (docs/CONTRACT.md §2).
-func metaDDL(t Tables) string {
-	return `CREATE TABLE IF NOT EXISTS ` + quote(t.Meta) + ` (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
+func metaDDL(meta string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + quote(meta) + ` (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`
 }
 
 // schemaStatements is the whole DDL of the store, every statement
 // idempotent: the table, its indexes, the meta table, the dialect's extras
-// and what its upsert needs where the table is (sharded: Placement).
-func (s *Store) schemaStatements(sharded bool) []string {
+// and what its upsert needs where the table is (sharded: Placement); meta
+// is the meta table's name (MetaTable).
+func (s *Store) schemaStatements(sharded bool, meta string) []string {
 	out := append([]string{TableDDL(s.d, Table, s.tables)}, IndexDDL(s.d)...)
-	out = append(out, metaDDL(s.tables))
+	out = append(out, metaDDL(meta))
 	for _, o := range append(s.d.SchemaExtras(), s.upsertObjects(sharded)...) {
 		out = append(out, o.Create)
 	}

@@ -64,6 +64,9 @@ type Store struct {
 	// waveStatements are the upserts of n rows, by n.
 	sharded        atomic.Int32
 	waveStatements sync.Map
+	// metaFound is the meta table found in the database when the host
+	// names none (MetaTable), once found.
+	metaFound atomic.Pointer[string]
 }
 
 var (
@@ -76,7 +79,7 @@ var (
 // Option configures a Store.
 type Option func(*Store)
 
-// WithTables names the host's tables (default: Kandev's).
+// WithTables names the host's tables (default: Tables' zero value).
 func WithTables(t Tables) Option { return func(s *Store) { s.tables = t } }
 
 // ReadOnly makes Open connect read-only: every write is refused by the
@@ -167,8 +170,52 @@ func (s *Store) UpsertStatement() string { return s.form.Statement }
 // DB is the underlying handle.
 func (s *Store) DB() *gorm.DB { return s.db }
 
-// Tables are the host's table names in use (defaults filled in).
+// Tables are the host's table names as configured, defaults filled in;
+// Meta is empty when the host named none (MetaTable says which is in use).
 func (s *Store) Tables() Tables { return s.tables }
+
+// MetaTable is the meta table's name: the host's, else the one the
+// database has — DefaultMetaTable, or KandevMetaTable where only that
+// exists (a database an earlier release set up, or the reference host's)
+// — else DefaultMetaTable, which the migration pass creates.
+func (s *Store) MetaTable(ctx context.Context) (string, error) {
+	name, _, err := s.metaTable(ctx, s.db.WithContext(ctx))
+	if err != nil {
+		return "", s.opError("find the meta table", err)
+	}
+	return name, nil
+}
+
+// metaTable is MetaTable, with whether the table exists. A table found is
+// kept for the store's life: neither candidate is ever dropped by the
+// library, and a host that creates kandev_meta later does not move the
+// keys away from the table that holds them.
+func (s *Store) metaTable(ctx context.Context, db *gorm.DB) (name string, exists bool, err error) {
+	if s.tables.Meta != "" {
+		exists, err = s.tableExists(ctx, db, s.tables.Meta)
+		return s.tables.Meta, exists, err
+	}
+	if found := s.metaFound.Load(); found != nil {
+		return *found, true, nil
+	}
+	for _, name := range []string{DefaultMetaTable, KandevMetaTable} {
+		if exists, err = s.tableExists(ctx, db, name); err != nil || exists {
+			if exists {
+				s.metaFound.Store(&name)
+			}
+			return name, exists, err
+		}
+	}
+	return DefaultMetaTable, false, nil
+}
+
+// tablesIn are the host's tables with the meta table in use filled in.
+func (s *Store) tablesIn(ctx context.Context, db *gorm.DB) (Tables, bool, error) {
+	t := s.tables
+	meta, exists, err := s.metaTable(ctx, db)
+	t.Meta = meta
+	return t, exists, err
+}
 
 // EnsureSchema checks that the host's sessions table exists (else
 // ErrNoSessionsTable) and creates task_session_subagents, its indexes, the
@@ -251,7 +298,11 @@ func (s *Store) MakeSchema(ctx context.Context) (ran []string, err error) {
 	if !shards {
 		return ran, left
 	}
-	if sharded, err = p.Distribute(ctx, s.db, s.tables, !metaExisted); err != nil {
+	tables, _, err := s.tablesIn(ctx, db)
+	if err != nil {
+		return ran, s.opError("check the meta table", err)
+	}
+	if sharded, err = p.Distribute(ctx, s.db, tables, !metaExisted); err != nil {
 		return ran, s.opError("place the table beside the sessions", err)
 	}
 	if sharded { // placed now: what the upsert needs there
@@ -329,17 +380,18 @@ func (s *Store) makeObjects(db *gorm.DB, objects []SchemaObject) error {
 // says where the table is placed (Placement).
 func (s *Store) missingSchema(ctx context.Context, db *gorm.DB, sharded bool,
 ) (stmts ddl, existed, metaExisted bool, err error) {
-	if metaExisted, err = s.tableExists(ctx, db, s.tables.Meta); err != nil {
+	meta, metaExisted, err := s.metaTable(ctx, db)
+	if err != nil {
 		return ddl{}, false, false, s.opError("check the meta table", err)
 	}
 	if existed, err = s.tableExists(ctx, db, Table); err != nil {
 		return ddl{}, false, false, s.opError("check the table", err)
 	}
 	if !existed {
-		return ddl{required: s.schemaStatements(false)}, false, metaExisted, nil
+		return ddl{required: s.schemaStatements(false, meta)}, false, metaExisted, nil
 	}
 	if !metaExisted {
-		stmts.required = append(stmts.required, metaDDL(s.tables))
+		stmts.required = append(stmts.required, metaDDL(meta))
 	}
 	objects := s.d.SchemaExtras()
 	info, err := s.describe(ctx, db)

@@ -760,7 +760,7 @@ func instant(flag, v string) (time.Time, error) {
 
 // cmdGrants prints the GRANT statements for a role: the parts' privileges
 // on the host's tables as named by the global flags (docs/CONTRACT.md §4.4).
-func cmdGrants(_ context.Context, e *env, o *opts) error {
+func cmdGrants(ctx context.Context, e *env, o *opts) error {
 	if o.role == "" {
 		return usagef("grants: give --role NAME")
 	}
@@ -773,6 +773,15 @@ func cmdGrants(_ context.Context, e *env, o *opts) error {
 		}
 		parts = []sqlstore.Part{sqlstore.Part(o.part)}
 	}
+	if e.tables.Meta == "" {
+		if err := e.findMeta(ctx); err != nil {
+			return err
+		}
+	}
+	if e.tables.Meta == "" {
+		fmt.Fprintf(e.stdout, "-- the meta table %s: with --db, the one the database uses (%s where it has only that)\n",
+			sqlstore.DefaultMetaTable, sqlstore.KandevMetaTable)
+	}
 	for _, p := range parts {
 		stmts, err := sqlstore.GrantSQL(e.tables, p, o.role)
 		if err != nil {
@@ -784,6 +793,29 @@ func cmdGrants(_ context.Context, e *env, o *opts) error {
 		}
 	}
 	return nil
+}
+
+// findMeta names the meta table the database given by --db (or
+// $SUBAGENTCTL_DB) uses, read-only; with no database given it leaves the
+// name empty (the default's).
+func (e *env) findMeta(ctx context.Context) error {
+	if e.db == "" {
+		e.db = os.Getenv("SUBAGENTCTL_DB")
+	}
+	if e.db == "" {
+		return nil
+	}
+	var err error
+	if e.dsn, err = parseDSN(e.db); err != nil {
+		return usageError{msg: err.Error()}
+	}
+	s, err := e.open(ctx, readOnly)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	e.tables.Meta, err = s.MetaTable(ctx)
+	return err
 }
 
 // partDoc says what each part is, above its statements.

@@ -31,8 +31,9 @@ const usage = `usage: subagentctl [--db DSN] [--sessions-table NAME] [--messages
 
 DSN is sqlite:PATH, a path ending in .db, .sqlite or .sqlite3, or a
 postgres:// or postgresql:// URL; default $SUBAGENTCTL_DB, else
-./subagents.db. Host table names default to Kandev's (task_sessions,
-task_session_messages, kandev_meta). Global flags may also follow the
+./subagents.db. Host table names default to task_sessions and
+task_session_messages; the meta table to subagentctx_meta, or kandev_meta
+where the database has only that one. Global flags may also follow the
 command. Every command that reports takes --json (snake_case keys).
 
 commands:

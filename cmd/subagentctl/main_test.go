@@ -483,6 +483,42 @@ func TestMigrateWithoutHostTables(t *testing.T) {
 	})
 }
 
+// TestGrantsNameTheMetaTableInUse: without --db, grants names this
+// library's meta table and says how to get the one a database uses; with
+// --db, the one that database uses — kandev_meta on a database an earlier
+// release (or the reference host) set up, subagentctx_meta on a fresh one
+// — and --meta-table wins over both (Decision 8.2).
+func TestGrantsNameTheMetaTableInUse(t *testing.T) {
+	metaGrant := func(stdout string) string {
+		for _, line := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(line, "GRANT SELECT ON ") && !strings.Contains(line, "task_session") {
+				return strings.Fields(line)[3]
+			}
+		}
+		return ""
+	}
+	r := cli(t, "", "grants", "--role", "app", "--part", "live").want(t, 0)
+	if got := metaGrant(r.stdout); got != `"subagentctx_meta"` || !strings.Contains(r.stdout, "with --db") {
+		t.Errorf("grants without --db: meta table %s\n%s", got, r.stdout)
+	}
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		r := cli(t, "", "--db", e.DSN, "grants", "--role", "app", "--part", "live").want(t, 0)
+		if got := metaGrant(r.stdout); got != `"kandev_meta"` || strings.Contains(r.stdout, "with --db") {
+			t.Errorf("grants --db on kandev_meta: meta table %s\n%s", got, r.stdout)
+		}
+		r = cli(t, "", "--db", e.DSN, "--meta-table", "host_meta", "grants", "--role", "app").want(t, 0)
+		if got := metaGrant(r.stdout); got != `"host_meta"` {
+			t.Errorf("grants --meta-table host_meta: meta table %s\n%s", got, r.stdout)
+		}
+		e.Exec(t, `DROP TABLE kandev_meta`)
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0)
+		r = cli(t, "", "--db", e.DSN, "grants", "--role", "app", "--part", "read").want(t, 0)
+		if got := metaGrant(r.stdout); got != `"subagentctx_meta"` {
+			t.Errorf("grants --db after a fresh migrate: meta table %s\n%s", got, r.stdout)
+		}
+	})
+}
+
 // TestJSONEverywhere: every reporting command's --json is one object (or
 // array) whose keys are all snake_case.
 func TestJSONEverywhere(t *testing.T) {

@@ -260,7 +260,7 @@ func TestLastReleaseDatabaseAsApplicationRole(t *testing.T) {
 		writer := e.DSN
 		if e.Dialect.Name() == "postgres" {
 			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
-				return printed(cli(t, "", "grants", "--role", role, "--part", "live").want(t, 0).stdout)
+				return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
 			})
 		}
 		frame := jsonFrame("s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute),
@@ -344,7 +344,7 @@ func TestRollingDeployFromLastRelease(t *testing.T) {
 		writer := e.DSN
 		if pg {
 			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
-				return printed(cli(t, "", "grants", "--role", role, "--part", "live").want(t, 0).stdout)
+				return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
 			})
 		}
 		// This build's application replica boots and writes beside the
@@ -426,7 +426,7 @@ func TestRollingDeployFromReleaseBefore(t *testing.T) {
 		writer := e.DSN
 		if e.Dialect.Name() == "postgres" {
 			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
-				return printed(cli(t, "", "grants", "--role", role, "--part", "live").want(t, 0).stdout)
+				return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
 			})
 		}
 		// A replica of the release before restarts, as the application.

@@ -47,7 +47,8 @@ func TestAC17_RolesAsProductionRunsThem(t *testing.T) {
 			role, app := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
 				var out []string
 				for _, part := range []string{"live", "read"} {
-					out = append(out, printed(cli(t, "", "grants", "--role", role, "--part", part).want(t, 0).stdout)...)
+					stdout := cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", part).want(t, 0).stdout
+					out = append(out, printed(stdout)...)
 				}
 				return out
 			})
@@ -160,7 +161,7 @@ func TestEveryCommandWithItsPartOnly(t *testing.T) {
 	}
 	as := func(e *sqltest.Env, part string) string {
 		_, dsn := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
-			return printed(cli(t, "", "grants", "--role", role, "--part", part).want(t, 0).stdout)
+			return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", part).want(t, 0).stdout)
 		})
 		return dsn
 	}

@@ -41,7 +41,7 @@ func mustRun(t *testing.T, e *Env, opts ...backfill.Option) backfill.Report {
 func (e *Env) Keys(t testing.TB) map[string]string {
 	t.Helper()
 	var kv []struct{ Key, Value string }
-	if err := e.DB.Raw(`SELECT "key", value FROM kandev_meta`).Scan(&kv).Error; err != nil {
+	if err := e.DB.Raw(`SELECT "key", value FROM ` + e.meta(t)).Scan(&kv).Error; err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
@@ -112,6 +112,23 @@ func rows(t *testing.T, e *Env, s string) map[string]core.Subagent {
 		out[r.ToolCallID+"/"+r.AgentExecutionID] = r
 	}
 	return out
+}
+
+// meta is the meta table the store uses, quoted.
+func (e *Env) meta(t testing.TB) string {
+	t.Helper()
+	s := e.Store
+	if s == nil { // an environment whose store its test makes
+		var err error
+		if s, err = e.New(e.DB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name, err := s.MetaTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `"` + name + `"`
 }
 
 // describe reads a table from the catalog.

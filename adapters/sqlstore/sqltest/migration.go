@@ -459,7 +459,7 @@ func testKeysWriteOnce(t *testing.T, d *Driver) {
 	insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "completed", &kandevtest.ClaudeCompleted)))
 	old := "2026-01-01T00:00:00Z" // second precision, by an older build
 	e.Exec(
-		t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?), (?, ?)`, storekit.CaptureSinceKey, old,
+		t, `INSERT INTO `+e.meta(t)+` ("key", value) VALUES (?, ?), (?, ?)`, storekit.CaptureSinceKey, old,
 		storekit.ExecutionSinceKey,
 		old,
 	)
@@ -477,7 +477,7 @@ func testKeysWriteOnce(t *testing.T, d *Driver) {
 	}
 
 	e = d.Env(t)
-	e.Exec(t, `INSERT INTO kandev_meta ("key", value) VALUES (?, '')`, storekit.BackfillThroughKey)
+	e.Exec(t, `INSERT INTO `+e.meta(t)+` ("key", value) VALUES (?, '')`, storekit.BackfillThroughKey)
 	mustRun(t, e)
 	if k := e.Keys(t); k[storekit.BackfillThroughKey] != "" || k[storekit.CaptureSinceKey] == "" {
 		t.Errorf("partial pair (backfill_through only) not completed: %v", k)
@@ -826,7 +826,7 @@ func testConcurrentPasses(t *testing.T, d *Driver) {
 				d.PreviousRelease(t, e.DB)
 			} else {
 				db, dsn := d.Open(t)
-				e = &Env{Driver: d, DB: db, DSN: dsn, Tables: sqlstore.Tables{}.WithDefaults()}
+				e = &Env{Driver: d, DB: db, DSN: dsn, Tables: sqlstore.KandevTables()}
 				if err := kandevtest.CreateTables(context.Background(), db, e.Tables); err != nil {
 					t.Fatal(err)
 				}

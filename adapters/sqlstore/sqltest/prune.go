@@ -116,7 +116,7 @@ func testPruneRefused(t *testing.T, d *Driver) {
 	}
 	// capture_since without backfill_through: the next pass's backfill
 	// would run, recovering what a prune deletes — refused, naming the key.
-	e.Exec(t, `DELETE FROM `+e.Tables.Meta+` WHERE "key" = ?`, storekit.BackfillThroughKey)
+	e.Exec(t, `DELETE FROM `+e.meta(t)+` WHERE "key" = ?`, storekit.BackfillThroughKey)
 	_, err = e.Store.Prune(context.Background(), time.Now().UTC())
 	if err == nil || !strings.Contains(err.Error(), storekit.BackfillThroughKey) || e.Count(t) != 1 {
 		t.Errorf("prune with backfill_through missing: %v, %d rows", err, e.Count(t))

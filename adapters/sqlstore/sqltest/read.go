@@ -61,9 +61,9 @@ func health(t *testing.T, e *Env) report.Health {
 // setKeys replaces the meta table's keys.
 func setKeys(t *testing.T, e *Env, kv map[string]string) report.Activation {
 	t.Helper()
-	e.Exec(t, `DELETE FROM kandev_meta`)
+	e.Exec(t, `DELETE FROM `+e.meta(t))
 	for k, v := range kv {
-		e.Exec(t, `INSERT INTO kandev_meta ("key", value) VALUES (?, ?)`, k, v)
+		e.Exec(t, `INSERT INTO `+e.meta(t)+` ("key", value) VALUES (?, ?)`, k, v)
 	}
 	a, err := e.Store.Activation(context.Background())
 	if err != nil {

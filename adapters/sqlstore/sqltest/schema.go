@@ -8,15 +8,21 @@ import (
 	"strings"
 	"testing"
 
+	"gorm.io/gorm"
+
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/core/storetest"
+	"github.com/subagentctx/subagentctx/internal/testlog"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 var schemaTests = []test{
 	{"AC17_CatalogMatchesTheDeclaration", testCatalog},
 	{"AC18_EnsureSchemaTwiceIsANoOp", testEnsureSchemaTwice},
 	{"NoSessionsTableNamed", testNoSessionsTable},
+	{"MetaTableFoundOrCreated", testMetaTable},
 }
 
 // literal is a declared default as the catalog spells it ("" for none).
@@ -36,7 +42,8 @@ func literal(c storekit.Column) string {
 // testCatalog reads the table back from the catalog and checks it against
 // storekit.Columns, column by column (docs/CONTRACT.md §2): type, NOT NULL,
 // default (and none on the metrics), the primary key, the three-column key,
-// the cascading foreign key, the indexes and the meta table.
+// the cascading foreign key and the indexes (the meta table's:
+// testMetaTable).
 func testCatalog(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	c := e.describe(t, sqlstore.Table)
@@ -87,10 +94,6 @@ func testCatalog(t *testing.T, d *Driver) {
 			t.Errorf("index %s on (%s), want (%s)", name, plain[name], col)
 		}
 	}
-	if m := e.describe(t, sqlstore.DefaultMetaTable).Columns; len(m) != 2 || m[0].Name != "key" ||
-		m[0].Type != "TEXT" || m[1] != (sqlstore.ColumnInfo{Name: "value", Type: "TEXT", NotNull: true, Default: "''"}) {
-		t.Errorf("meta table %+v, want (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')", m)
-	}
 	if diff, err := e.Store.ShapeDiff(context.Background()); err != nil || diff != "" {
 		t.Errorf("a fresh table differs from its declaration: %q, %v", diff, err)
 	}
@@ -128,5 +131,94 @@ func testNoSessionsTable(t *testing.T, d *Driver) {
 		if !errors.Is(err, sqlstore.ErrInvalidTableName) || !strings.Contains(err.Error(), "messages table") {
 			t.Errorf("table name %q: err %v, want ErrInvalidTableName naming the messages table", bad, err)
 		}
+	}
+}
+
+// testMetaTable: a host that names no meta table gets this library's,
+// subagentctx_meta, unless the database already has the reference host's
+// kandev_meta (an earlier release's keys), which is then found and used,
+// never duplicated; subagentctx_meta wins where both exist; a name the
+// host gives is created and used (docs/CONTRACT.md §2, Decision 8.2).
+func testMetaTable(t *testing.T, d *Driver) {
+	ctx := context.Background()
+	exists := func(db *gorm.DB, name string) bool {
+		t.Helper()
+		ok, err := d.Dialect.TableExists(ctx, db, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	const old = "2026-01-01T00:00:00Z" // an earlier release's capture_since
+	for _, c := range []struct {
+		name          string
+		tables        sqlstore.Tables
+		have          []string // meta tables in the database before the pass
+		want, without string   // the table in use, and one that must not exist
+	}{
+		{"Fresh", sqlstore.Tables{}, nil, sqlstore.DefaultMetaTable, sqlstore.KandevMetaTable},
+		{"EarlierRelease", sqlstore.Tables{}, []string{sqlstore.KandevMetaTable}, sqlstore.KandevMetaTable,
+			sqlstore.DefaultMetaTable},
+		{"Both", sqlstore.Tables{}, []string{sqlstore.KandevMetaTable, sqlstore.DefaultMetaTable},
+			sqlstore.DefaultMetaTable, ""},
+		{"Named", sqlstore.Tables{Meta: "host_meta"}, []string{sqlstore.KandevMetaTable}, "host_meta",
+			sqlstore.DefaultMetaTable},
+		{"KandevPreset", sqlstore.KandevTables(), nil, sqlstore.KandevMetaTable, sqlstore.DefaultMetaTable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, _ := d.Open(t)
+			if err := kandevtest.CreateTables(ctx, db, sqlstore.Tables{}); err != nil {
+				t.Fatal(err)
+			}
+			if d.Host != nil {
+				d.Host(t, db)
+			}
+			if err := db.Exec(`DROP TABLE ` + sqlstore.KandevMetaTable).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range c.have {
+				if err := db.Exec(`CREATE TABLE ` + name + ` (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')`).
+					Error; err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Exec(`INSERT INTO `+name+` ("key", value) VALUES (?, ?)`, storekit.CaptureSinceKey,
+					old).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := d.New(db, sqlstore.WithTables(c.tables))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(ctx); r.Failed() {
+				t.Fatalf("pass: %s", r)
+			}
+			if got, err := s.MetaTable(ctx); err != nil || got != c.want {
+				t.Errorf("MetaTable = %q, %v; want %q", got, err, c.want)
+			}
+			if c.without != "" && exists(db, c.without) {
+				t.Errorf("the pass created %s beside %s", c.without, c.want)
+			}
+			if m := (&Env{Driver: d, DB: db}).describe(t, c.want).Columns; len(m) != 2 || m[0].Name != "key" ||
+				m[1] != (sqlstore.ColumnInfo{Name: "value", Type: "TEXT", NotNull: true, Default: "''"}) {
+				t.Errorf("meta table %s %+v, want (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')", c.want, m)
+			}
+			// The keys are read from, and written to, the table in use.
+			var v []string
+			if err := db.Raw(`SELECT value FROM `+c.want+` WHERE "key" = ?`, storekit.CaptureSinceKey).
+				Scan(&v).Error; err != nil {
+				t.Fatal(err)
+			}
+			a, err := s.Activation(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v) != 1 || !a.CaptureSince.Usable() || a.CaptureSince.Raw != v[0] {
+				t.Errorf("capture_since in %s %v, activation %+v: want the same key", c.want, v, a.CaptureSince)
+			}
+			if slices.Contains(c.have, c.want) && v[0] != old {
+				t.Errorf("capture_since in %s rewritten: %q, want %q", c.want, v[0], old)
+			}
+		})
 	}
 }

@@ -83,7 +83,7 @@ type Env struct {
 func (d *Driver) Env(t testing.TB) *Env {
 	t.Helper()
 	db, dsn := d.Open(t)
-	e := &Env{Driver: d, DB: db, DSN: dsn, Tables: sqlstore.Tables{}.WithDefaults()}
+	e := &Env{Driver: d, DB: db, DSN: dsn, Tables: sqlstore.KandevTables()}
 	if err := kandevtest.CreateTables(context.Background(), db, e.Tables); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
--- a pass on an up-to-date table, a new store's first use: 11 statements besides the pass's lock, in order
+-- a pass on an up-to-date table, a new store's first use: 12 statements besides the pass's lock, in order
 SHOW server_encoding;
 
 SELECT to_regclass('"task_sessions"') IS NOT NULL;
 
 SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus');
+
+SELECT to_regclass('"subagentctx_meta"') IS NOT NULL;
 
 SELECT to_regclass('"kandev_meta"') IS NOT NULL;
 

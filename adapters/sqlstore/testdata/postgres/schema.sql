@@ -45,7 +45,7 @@ CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_
 
 CREATE INDEX IF NOT EXISTS idx_subagents_session_order ON task_session_subagents(task_session_id, observed_at, tool_call_id COLLATE "C", agent_execution_id COLLATE "C");
 
-CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS "subagentctx_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
 
 DO $do$ BEGIN
 IF to_regprocedure('subagentctx_metadata_v1(text)') IS NULL THEN

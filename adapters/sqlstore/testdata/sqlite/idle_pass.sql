@@ -1,4 +1,4 @@
--- a pass on an up-to-date table, a new store's first use: 14 statements besides the pass's lock, in order
+-- a pass on an up-to-date table, a new store's first use: 15 statements besides the pass's lock, in order
 SELECT name, file FROM pragma_database_list;
 
 PRAGMA foreign_keys;
@@ -8,6 +8,8 @@ PRAGMA busy_timeout;
 SELECT CAST("2000-01-02 03:04:05" AS TEXT);
 
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "task_sessions";
+
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "subagentctx_meta";
 
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "kandev_meta";
 

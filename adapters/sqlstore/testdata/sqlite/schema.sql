@@ -45,7 +45,7 @@ CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_
 
 CREATE INDEX IF NOT EXISTS idx_subagents_session_order ON task_session_subagents(task_session_id, (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END), tool_call_id, agent_execution_id);
 
-CREATE TABLE IF NOT EXISTS "kandev_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS "subagentctx_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '');
 
 DROP TRIGGER IF EXISTS subagentctx_absorb_v1;
 
