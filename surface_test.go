@@ -10,9 +10,11 @@ import (
 )
 
 // TestHostSurface: a host's packages show, in go doc -short, what a host
-// calls and nothing else: each fits one screen (at most 50 lines), and
-// every name on it is used by an example or the command line. What only a
-// store needs lives in core/storekit, whose doc says so.
+// calls and nothing else: each fits one screen (at most 50 lines), exports
+// no variable a host could change (errors and fx modules aside) and no
+// function taking two or more booleans by position; on core and
+// core/report every name shown is used by an example or the command line.
+// What only a store needs lives in core/storekit, whose doc says so.
 func TestHostSurface(t *testing.T) {
 	var uses strings.Builder
 	for _, root := range []string{"examples", "cmd"} {
@@ -30,7 +32,13 @@ func TestHostSurface(t *testing.T) {
 		}
 	}
 	shown := regexp.MustCompile(`^\s*(?:const|var|func|type) (\w+)`)
-	for _, pkg := range []string{"core", "core/report"} {
+	mutable := regexp.MustCompile(`^var (\w+)`)
+	// a signature's parameters (after the name; a method's receiver skipped)
+	params := regexp.MustCompile(`^func (?:\([^)]*\) )?\w+(?:\[[^]]*\])?\(([^)]*)\)`)
+	bools := regexp.MustCompile(`\bbool\b`)
+	grouped := regexp.MustCompile(`\w+, \w+(?:, \w+)* bool\b`)
+	for _, pkg := range []string{"core", "core/report", "adapters/memory", "adapters/sqlite", "adapters/postgres",
+		"adapters/auto", "backfill", "fxmodule", "acp", "webview", "otelbridge", "claude"} {
 		out, err := exec.Command("go", "doc", "-short", "./"+pkg).Output()
 		if err != nil {
 			t.Fatalf("go doc -short ./%s: %v", pkg, err)
@@ -46,7 +54,17 @@ func TestHostSurface(t *testing.T) {
 				t.Errorf("%s: a line of go doc -short names nothing: %q", pkg, line)
 				continue
 			}
-			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(qualifier+m[1]) + `\b`).MatchString(uses.String()) {
+			if v := mutable.FindStringSubmatch(line); v != nil && !strings.HasPrefix(v[1], "Err") &&
+				!strings.Contains(line, "fx.Module(") {
+				t.Errorf("%s%s is an exported variable a host could change: want a function or a constant",
+					qualifier, v[1])
+			}
+			if p := params.FindStringSubmatch(line); p != nil &&
+				(len(bools.FindAllString(p[1], -1)) > 1 || grouped.MatchString(p[1])) {
+				t.Errorf("%s%s takes booleans by position: %s", qualifier, m[1], line)
+			}
+			host := pkg == "core" || pkg == "core/report"
+			if host && !regexp.MustCompile(`\b`+regexp.QuoteMeta(qualifier+m[1])+`\b`).MatchString(uses.String()) {
 				t.Errorf("%s%s is on the host surface, but no example and no command uses it", qualifier, m[1])
 			}
 		}

@@ -351,7 +351,7 @@ func statsOf(s report.Stats) string {
 		&b, "subagents %d (live %d, backfill %d), without turn %d, unknown execution %d, fan-out %v", s.Subagents, s.Live,
 		s.Backfill, s.RowsWithoutTurn, s.UnknownExecutionRows, s.FanOutPerTurn,
 	)
-	for _, m := range s.Metrics() {
+	for _, m := range storekit.StatsMetrics(&s) {
 		for _, part := range []report.Metric{m.Stats.All, m.Stats.Live, m.Stats.Backfill} {
 			fmt.Fprintf(&b, "; %s %d/%d sum %v", m.Column, part.Reported, part.Unreported, part.Sum)
 		}
@@ -729,7 +729,7 @@ func rowsOf(m *model) []string {
 
 func columnsOf(r core.Subagent) []string {
 	var out []string
-	for _, c := range storekit.Columns {
+	for _, c := range storekit.Columns() {
 		out = append(out, c.Name+"="+c.Format(&r))
 	}
 	return out

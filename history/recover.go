@@ -69,7 +69,7 @@ func Recover(m Message) Recovered {
 		AgentExecutionID: core.UnknownExecution,
 		Source:           core.SourceBackfill,
 	}
-	for _, c := range storekit.Columns {
+	for _, c := range storekit.Columns() {
 		if c.Metadata != nil {
 			c.Set(&r.Row, Read(c, jsonb.Lookup(doc, c.Metadata...)))
 		}

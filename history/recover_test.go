@@ -226,7 +226,7 @@ func describe(subagent, recoverable bool, r core.Subagent) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "recoverable=%v", recoverable)
-	for _, c := range storekit.Columns {
+	for _, c := range storekit.Columns() {
 		switch c.Name {
 		case "agent_execution_id", "source", "updated_at":
 			continue // constants of the insert, not of the reading

@@ -22,7 +22,7 @@ func (s *Store) Health(ctx context.Context, q report.HealthQuery) (report.Health
 		return report.Health{}, &core.OpError{Op: "health check", Err: err}
 	}
 	a, err := s.Activation(ctx)
-	h, _, _ := storekit.HealthPrecondition(a, q)
+	h := storekit.HealthPrecondition(a, q)
 	h.Reason += " (" + errNotActivated.Error() + ")"
 	return h, err
 }

@@ -200,7 +200,7 @@ func (d Dialect) executionKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Table
 			err = run(db, hook, "drop legacy key", `ALTER TABLE `+sqlstore.Table+` DROP CONSTRAINT "`+x.Constraint+`"`)
 		case x.Key() && slices.Equal(x.Columns, legacyKey):
 			err = run(db, hook, "drop legacy key", `DROP INDEX "`+x.Name+`"`)
-		case x.Key() && slices.Equal(x.Columns, storekit.KeyColumns):
+		case x.Key() && slices.Equal(x.Columns, storekit.KeyColumns()):
 			hasKey = true
 		}
 		if err != nil {
@@ -215,7 +215,7 @@ func (d Dialect) executionKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Table
 		hook,
 		"add key",
 		`ALTER TABLE `+sqlstore.Table+` ADD CONSTRAINT `+sqlstore.Table+`_key UNIQUE (`+strings.Join(
-			storekit.KeyColumns,
+			storekit.KeyColumns(),
 			", ",
 		)+`)`,
 	)
@@ -229,7 +229,7 @@ func (d Dialect) widen(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables, hook
 	if err != nil {
 		return err
 	}
-	for _, c := range storekit.Columns {
+	for _, c := range storekit.Columns() {
 		got := info.Column(c.Name)
 		switch {
 		case got == nil || got.Type == d.ColumnType(c.Type):

@@ -129,7 +129,7 @@ func (d Dialect) keyed(t sqlstore.Tables, where string) string {
 		where = " AND (" + where + ")"
 	}
 	var keys, checked []string
-	for _, c := range storekit.Columns {
+	for _, c := range storekit.Columns() {
 		if c.Metadata != nil && keyRead[c.Name] {
 			keys = append(keys, jsonValue(c)+" AS "+c.Name)
 		}
@@ -165,7 +165,7 @@ func (d Dialect) keyed(t sqlstore.Tables, where string) string {
 // (e), then those computed from them.
 func (d Dialect) messages(t sqlstore.Tables, where, window string) string {
 	var fromDoc, out []string
-	for _, c := range storekit.Columns {
+	for _, c := range storekit.Columns() {
 		if c.Metadata != nil && !keyRead[c.Name] {
 			fromDoc = append(fromDoc, jsonValue(c)+" AS "+c.Name)
 		}

@@ -90,7 +90,7 @@ func (d Dialect) Steps() []sqlstore.Step {
 			Name:    "agent_execution_id in the key",
 			Stages:  rebuildStages,
 			Apply: d.rebuildUnless(func(info sqlstore.TableInfo) bool {
-				return info.Column("agent_execution_id") != nil && hasUnique(info, storekit.KeyColumns) &&
+				return info.Column("agent_execution_id") != nil && hasUnique(info, storekit.KeyColumns()) &&
 					!hasUnique(info, legacyKey)
 			}),
 		},
@@ -142,7 +142,7 @@ func (d Dialect) rebuildUnless(
 		db := tx.WithContext(ctx)
 		var cols []string
 		for _, c := range info.Columns {
-			if slices.ContainsFunc(storekit.Columns, func(k storekit.Column) bool { return k.Name == c.Name }) {
+			if slices.ContainsFunc(storekit.Columns(), func(k storekit.Column) bool { return k.Name == c.Name }) {
 				cols = append(cols, c.Name)
 			}
 		}

@@ -72,8 +72,8 @@ func historyValue(column string) string {
 // (AC-22). The session is checked here, on the newest message of each
 // pair only, rather than while ranking every message.
 func (s *Store) backfillInsert(source string) string {
-	values := make([]string, len(storekit.Columns))
-	for i, c := range storekit.Columns {
+	values := make([]string, len(columns))
+	for i, c := range columns {
 		values[i] = historyValue(c.Name)
 	}
 	return `INSERT INTO ` + Table + ` (` + columnList("") + `)

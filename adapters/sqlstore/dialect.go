@@ -438,7 +438,7 @@ func MessageColumns() []string {
 // carries them, and history leaves them NULL (docs/CONTRACT.md §3.4, §3.5).
 func HistoryColumns() []storekit.Column {
 	var out []storekit.Column
-	for _, c := range storekit.Columns {
+	for _, c := range columns {
 		switch c.Name {
 		case "id", "task_session_id", "task_id", "tool_call_id", "agent_execution_id", "source", "updated_at":
 			continue

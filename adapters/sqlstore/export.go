@@ -29,7 +29,7 @@ func (s *Store) Export(ctx context.Context, q report.ExportQuery) iter.Seq2[core
 			return
 		}
 		defer rows.Close()
-		dest := make([]any, len(storekit.Columns))
+		dest := make([]any, len(columns))
 		for rows.Next() {
 			r, err := scanRow(rows, dest)
 			if err != nil {

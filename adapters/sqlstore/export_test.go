@@ -17,9 +17,9 @@ func (s *Store) ShardedSchemaSQL() []string     { return s.schemaStatements(true
 func (s *Store) Upserting() UpsertForm          { return s.form }
 func (s *Store) LeanUpsert() UpsertForm         { return s.lean }
 func (s *Store) UpsertArgs(row *core.Subagent) []any {
-	return upsertArgs(&s.form, storekit.Columns, row)
+	return upsertArgs(&s.form, storekit.Columns(), row)
 }
-func Args(row *core.Subagent) []any { return args(row, storekit.Columns) }
+func Args(row *core.Subagent) []any { return args(row, storekit.Columns()) }
 
 func (s *Store) HealthSQL(since time.Time, distributed, whole bool) []struct {
 	SQL  string

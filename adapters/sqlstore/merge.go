@@ -89,7 +89,7 @@ func mergeSet(cols []storekit.Column) clause.Set {
 // has admits are set (nil: all of them).
 func historySet(history, target ref, written string, has func(column string) bool) string {
 	var set []string
-	for _, c := range storekit.Columns {
+	for _, c := range columns {
 		switch {
 		case has != nil && !has(c.Name):
 		case c.Rule == storekit.RuleKey || c.Name == "id":
@@ -169,11 +169,15 @@ func sparse(c storekit.Column) bool {
 	return c.LiveOnly && (c.Rule == storekit.RuleLargest || c.Rule == storekit.RuleEarliest)
 }
 
+// columns are the declaration (storekit.Columns), read once: every
+// statement and argument list is built from it.
+var columns = storekit.Columns()
+
 // leanColumns are storekit.Columns without the sparse ones, which
 // sparseColumns are.
 var (
-	leanColumns   = slices.DeleteFunc(slices.Clone(storekit.Columns), sparse)
-	sparseColumns = slices.DeleteFunc(slices.Clone(storekit.Columns), func(c storekit.Column) bool { return !sparse(c) })
+	leanColumns   = slices.DeleteFunc(slices.Clone(columns), sparse)
+	sparseColumns = slices.DeleteFunc(slices.Clone(columns), func(c storekit.Column) bool { return !sparse(c) })
 )
 
 // isLean is whether row has no value for any sparse column: the lean
@@ -196,24 +200,24 @@ func upsertParts(insert string, cols []storekit.Column) UpsertParts {
 // renderInsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key) DO
 // UPDATE SET … from clauses, in the handle's dialect (quoting, bind
 // variables), with one placeholder per column of cols of each of n rows.
-func (s *Store) renderInsert(n int, columns []storekit.Column) (string, error) {
-	cols := make([]clause.Column, len(columns))
-	for i, c := range columns {
+func (s *Store) renderInsert(n int, decl []storekit.Column) (string, error) {
+	cols := make([]clause.Column, len(decl))
+	for i, c := range decl {
 		cols[i] = clause.Column{Name: c.Name}
 	}
 	values := make([][]any, n)
 	for i := range values {
-		values[i] = make([]any, len(columns))
+		values[i] = make([]any, len(decl))
 	}
-	key := make([]clause.Column, len(storekit.KeyColumns))
-	for i, c := range storekit.KeyColumns {
+	key := make([]clause.Column, len(storekit.KeyColumns()))
+	for i, c := range storekit.KeyColumns() {
 		key[i] = clause.Column{Name: c}
 	}
 	db := s.db.Session(&gorm.Session{DryRun: true, NewDB: true})
 	stmt := &gorm.Statement{DB: db, Table: Table, Clauses: map[string]clause.Clause{}}
 	stmt.AddClause(clause.Insert{Table: clause.Table{Name: Table}})
 	stmt.AddClause(clause.Values{Columns: cols, Values: values})
-	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet(columns)})
+	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet(decl)})
 	stmt.Build("INSERT", "VALUES", "ON CONFLICT")
 	return stmt.SQL.String(), stmt.Error
 }

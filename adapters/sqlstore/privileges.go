@@ -32,7 +32,7 @@ const (
 )
 
 // Parts are every part, in the contract's order.
-var Parts = []Part{PartMigrate, PartLive, PartRead, PartPrune, PartImport}
+func Parts() []Part { return []Part{PartMigrate, PartLive, PartRead, PartPrune, PartImport} }
 
 // Grant is privileges on one table.
 type Grant struct {
@@ -71,8 +71,9 @@ func Grants(t Tables, part Part) ([]Grant, error) {
 }
 
 func joinParts() string {
-	names := make([]string, len(Parts))
-	for i, p := range Parts {
+	parts := Parts()
+	names := make([]string, len(parts))
+	for i, p := range parts {
 		names[i] = string(p)
 	}
 	return strings.Join(names, ", ")

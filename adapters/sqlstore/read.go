@@ -59,10 +59,11 @@ func (s *Store) Health(ctx context.Context, q report.HealthQuery) (report.Health
 	if err != nil {
 		return report.Health{}, err
 	}
-	h, since, ok := storekit.HealthPrecondition(a, q)
-	if !ok {
+	h := storekit.HealthPrecondition(a, q)
+	if !h.Ran {
 		return h, nil
 	}
+	since := *h.Since
 	distributed, err := s.distributed(ctx)
 	if err != nil {
 		return report.Health{}, s.opError("health check", err)
@@ -230,7 +231,7 @@ func (s *Store) Stats(ctx context.Context, q report.StatsQuery) (report.Stats, e
 		executions := n("executions")
 		st.DistinctExecutions = &executions
 	}
-	for _, m := range st.Metrics() {
+	for _, m := range storekit.StatsMetrics(&st) {
 		for _, part := range []struct {
 			src  core.Source
 			dst  *report.Metric
@@ -535,7 +536,7 @@ func assembleOverview(q report.OverviewQuery, rows []map[string]any) (report.Ove
 		case overviewGroup:
 			f := part(group(r), *text(r["source"]))
 			f.Invocations, f.Failed, f.NoEnd = num(r, "n"), num(r, "failed"), num(r, "unended")
-			for _, m := range f.Metrics() {
+			for _, m := range storekit.FigureMetrics(f) {
 				hi, err1 := integer(r[m.Column+"_hi"])
 				lo, err2 := integer(r[m.Column+"_lo"])
 				if err := errors.Join(err1, err2); err != nil {
@@ -612,8 +613,8 @@ func sumFigures(g *report.Group) {
 	l, b := g.Live, g.Backfill
 	a := &g.All
 	a.Invocations, a.Failed, a.NoEnd = l.Invocations+b.Invocations, l.Failed+b.Failed, l.NoEnd+b.NoEnd
-	live, backfill := l.Metrics(), b.Metrics()
-	for i, m := range a.Metrics() {
+	live, backfill := storekit.FigureMetrics(&l), storekit.FigureMetrics(&b)
+	for i, m := range storekit.FigureMetrics(a) {
 		sum := new(big.Int)
 		for _, p := range []*report.Metric{live[i].Metric, backfill[i].Metric} {
 			if p.Sum != nil {
@@ -663,7 +664,12 @@ func (s *Store) Timeline(ctx context.Context, q report.TimelineQuery) (report.Ti
 		}
 		sum := v[4].Lsh(v[4], 32)
 		sum.Add(sum, lo)
-		t.Buckets = append(t.Buckets, storekit.BucketFromSQL(q, v[0].Int64(), v[1].Int64(), v[2].Int64(), v[3].Int64(), sum))
+		// the bucket's index, its counts, the tokens' reported count and exact sum
+		n := v[1].Int64()
+		b := report.Bucket{Start: time.UnixMicro(v[0].Int64() * q.Bucket.Microseconds()).UTC(), Invocations: n,
+			Failed: v[2].Int64()}
+		b.TotalTokens.Set(n, v[3].Int64(), sum)
+		t.Buckets = append(t.Buckets, b)
 	}
 	return t, nil
 }

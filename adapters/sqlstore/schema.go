@@ -58,11 +58,11 @@ const historyIndex = "idx_subagents_history"
 func TableDDL(d Fragments, name string, t Tables) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", name)
-	for _, c := range storekit.Columns {
+	for _, c := range columns {
 		fmt.Fprintf(&b, "\t%-20s %s,\n", c.Name, columnDDL(d, c))
 	}
 	fmt.Fprintf(&b, "\tPRIMARY KEY (%s),\n", strings.Join(primaryKeyColumns, ", "))
-	fmt.Fprintf(&b, "\tCONSTRAINT %s UNIQUE (%s),\n", keyConstraint, strings.Join(storekit.KeyColumns, ", "))
+	fmt.Fprintf(&b, "\tCONSTRAINT %s UNIQUE (%s),\n", keyConstraint, strings.Join(storekit.KeyColumns(), ", "))
 	fmt.Fprintf(
 		&b, "\tCONSTRAINT %s FOREIGN KEY (task_session_id) REFERENCES %s(id) ON DELETE CASCADE\n)", sessionForeignKey,
 		quote(t.Sessions),
@@ -238,7 +238,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		return r
 	}
 	declared := map[string]bool{}
-	for _, c := range storekit.Columns {
+	for _, c := range columns {
 		declared[c.Name] = true
 		got := info.Column(c.Name)
 		switch {
@@ -293,7 +293,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 					),
 				)
 			}
-		case x.Key() && slices.Equal(x.Columns, storekit.KeyColumns):
+		case x.Key() && slices.Equal(x.Columns, storekit.KeyColumns()):
 			key = true
 		case x.Key() && slices.Equal(x.Columns, legacyKeyColumns):
 			legacy = true
@@ -302,7 +302,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		}
 	}
 	if !key {
-		r.diffs = append(r.diffs, "lacks the unique key ("+strings.Join(storekit.KeyColumns, ", ")+")")
+		r.diffs = append(r.diffs, "lacks the unique key ("+strings.Join(storekit.KeyColumns(), ", ")+")")
 	}
 	if legacy {
 		r.diffs = append(r.diffs, "still has the first draft's unique key ("+strings.Join(legacyKeyColumns, ", ")+")")
@@ -352,7 +352,7 @@ func orNone(lit string) string {
 func inferVersion(d Fragments, info TableInfo) int {
 	hasKey := slices.ContainsFunc(
 		info.Indexes,
-		func(x IndexInfo) bool { return x.Key() && slices.Equal(x.Columns, storekit.KeyColumns) },
+		func(x IndexInfo) bool { return x.Key() && slices.Equal(x.Columns, storekit.KeyColumns()) },
 	)
 	legacy := slices.ContainsFunc(
 		info.Indexes,
@@ -361,7 +361,7 @@ func inferVersion(d Fragments, info TableInfo) int {
 	if info.Column("agent_execution_id") == nil || !hasKey || legacy {
 		return 0
 	}
-	for _, c := range storekit.Columns {
+	for _, c := range columns {
 		if got := info.Column(c.Name); got != nil && (c.Type == storekit.Int64 || c.Type == storekit.Time) &&
 			got.Type != d.ColumnType(c.Type) {
 			return 1

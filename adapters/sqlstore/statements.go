@@ -219,7 +219,7 @@ func metricParts(m string) (reported, hi, lo string) {
 // metricColumns are the metrics statistics sum (report.Stats), by name.
 func metricColumns() []string {
 	var out []string
-	for _, m := range new(report.Stats).Metrics() {
+	for _, m := range storekit.StatsMetrics(new(report.Stats)) {
 		out = append(out, m.Column)
 	}
 	return out
@@ -347,7 +347,7 @@ func failed() string {
 // overviewMetrics are a group's metrics by name (report.Figures).
 func overviewMetrics() []string {
 	var out []string
-	for _, m := range new(report.Figures).Metrics() {
+	for _, m := range storekit.FigureMetrics(new(report.Figures)) {
 		out = append(out, m.Column)
 	}
 	return out

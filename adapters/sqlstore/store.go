@@ -117,7 +117,7 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	for _, f := range []struct {
 		form *UpsertForm
 		cols []storekit.Column
-	}{{&s.form, storekit.Columns}, {&s.lean, leanColumns}} {
+	}{{&s.form, columns}, {&s.lean, leanColumns}} {
 		insert, err := s.renderInsert(1, f.cols)
 		if err != nil {
 			return nil, liberr.Errorf("render the upsert: %w", err)
@@ -483,7 +483,7 @@ func (s *Store) upsertOf(row *core.Subagent) (which int, f *UpsertForm, cols []s
 	if isLean(row) {
 		return 1, &s.lean, leanColumns
 	}
-	return 0, &s.form, storekit.Columns
+	return 0, &s.form, columns
 }
 
 // upsertArgs are the arguments for row of f, which names cols (UpsertForm.Args).
@@ -845,7 +845,7 @@ func (s *Store) rows(ctx context.Context, op, q string, args []any) ([]core.Suba
 	}
 	defer rows.Close()
 	out := make([]core.Subagent, 0)
-	dest := make([]any, len(storekit.Columns))
+	dest := make([]any, len(columns))
 	for rows.Next() {
 		r, err := scanRow(rows, dest)
 		if err != nil {
@@ -863,7 +863,7 @@ func (s *Store) rows(ctx context.Context, op, q string, args []any) ([]core.Suba
 // through dest (one element per column, reused from row to row).
 func scanRow(rows *sql.Rows, dest []any) (core.Subagent, error) {
 	var r core.Subagent
-	for i, c := range storekit.Columns {
+	for i, c := range columns {
 		dest[i] = c.Dest(&r)
 	}
 	err := rows.Scan(dest...)
@@ -895,8 +895,8 @@ func (s *Store) listStatement(column, value string, page core.Page) (string, []a
 
 // columnList is storekit.Columns' names, comma-separated, each prefixed.
 func columnList(prefix string) string {
-	names := make([]string, len(storekit.Columns))
-	for i, c := range storekit.Columns {
+	names := make([]string, len(columns))
+	for i, c := range columns {
 		names[i] = prefix + c.Name
 	}
 	return strings.Join(names, ", ")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/subagentctx/subagentctx/core"
-	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
 // On a sharded table (Citus) every statement pays a trip through the
@@ -85,9 +84,9 @@ func (s *Store) writeWaves(ctx context.Context, pool *sql.DB, rows []core.Subage
 		return false, err
 	}
 	for _, w := range waves(rows, todo) {
-		values := make([]any, 0, len(w)*len(storekit.Columns))
+		values := make([]any, 0, len(w)*len(columns))
 		for _, i := range w {
-			values = append(values, args(&rows[i], storekit.Columns)...)
+			values = append(values, args(&rows[i], columns)...)
 		}
 		q, err := s.waveSQL(len(w))
 		if err != nil {
@@ -111,11 +110,11 @@ func (s *Store) waveSQL(n int) (string, error) {
 	if q, ok := s.waveStatements.Load(n); ok {
 		return q.(string), nil
 	}
-	insert, err := s.renderInsert(n, storekit.Columns)
+	insert, err := s.renderInsert(n, columns)
 	if err != nil {
 		return "", fmt.Errorf("render the upsert of %d rows: %w", n, err)
 	}
-	q := s.d.Upsert(upsertParts(insert, storekit.Columns)).Statement
+	q := s.d.Upsert(upsertParts(insert, columns)).Statement
 	s.waveStatements.Store(n, q)
 	return q, nil
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/subagentctx/subagentctx/core/report"
 )
 
-func cmdMigrate(ctx context.Context, e *env, o *opts) error {
+func cmdMigrate(ctx context.Context, e *env, o *jsonFlags) error {
 	s, err := e.open(ctx, migrating)
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ type recordReport struct {
 }
 
 // source is the input format record was told to read.
-func (o *opts) source() (string, error) {
+func (o *recordFlags) source() (string, error) {
 	var set []string
 	for _, f := range []struct {
 		name string
@@ -161,7 +161,7 @@ func (o *opts) source() (string, error) {
 	return "", nil
 }
 
-func cmdRecord(ctx context.Context, e *env, o *opts) error {
+func cmdRecord(ctx context.Context, e *env, o *recordFlags) error {
 	source, err := o.source()
 	if err != nil {
 		return err
@@ -427,7 +427,7 @@ func (e *env) recordLines(ctx context.Context, in io.Reader, rec *core.Recorder,
 	}
 }
 
-func cmdList(ctx context.Context, e *env, o *opts) error {
+func cmdList(ctx context.Context, e *env, o *listFlags) error {
 	switch {
 	case (o.session == "") == (o.turn == ""):
 		return usagef("list: give exactly one of --session ID and --turn ID")
@@ -481,7 +481,7 @@ const (
 // §5.8): exit 0 when none, 1 when some, for cron. Without --older-than
 // each type's threshold is learnt from its durations of the last 30 days
 // (report.StaleAfterOf).
-func cmdStale(ctx context.Context, e *env, o *opts) error {
+func cmdStale(ctx context.Context, e *env, o *staleFlags) error {
 	if o.olderThan < 0 {
 		return usagef("stale: --older-than %s, want a positive duration", o.olderThan)
 	}
@@ -535,7 +535,7 @@ func cmdStale(ctx context.Context, e *env, o *opts) error {
 	return err
 }
 
-func cmdStats(ctx context.Context, e *env, o *opts) error {
+func cmdStats(ctx context.Context, e *env, o *statsFlags) error {
 	q := report.StatsQuery{TaskSessionID: o.session, TaskID: o.task}
 	if err := q.Validate(); err != nil {
 		return usagef("stats: give --session or --task, not both")
@@ -556,7 +556,7 @@ func cmdStats(ctx context.Context, e *env, o *opts) error {
 	return nil
 }
 
-func cmdActivation(ctx context.Context, e *env, o *opts) error {
+func cmdActivation(ctx context.Context, e *env, o *jsonFlags) error {
 	s, err := e.open(ctx, readOnly)
 	if err != nil {
 		return err
@@ -580,7 +580,7 @@ const (
 	healthNotActivated = 3
 )
 
-func cmdHealth(ctx context.Context, e *env, o *opts) error {
+func cmdHealth(ctx context.Context, e *env, o *healthFlags) error {
 	q := report.HealthQuery{Pairs: o.pairs}
 	if o.since != "" {
 		since, err := instant("health --since", o.since)
@@ -615,7 +615,7 @@ func cmdHealth(ctx context.Context, e *env, o *opts) error {
 	return nil
 }
 
-func cmdExport(ctx context.Context, e *env, o *opts) error {
+func cmdExport(ctx context.Context, e *env, o *exportFlags) error {
 	var q report.ExportQuery
 	for _, b := range []struct {
 		flag, v string
@@ -688,7 +688,7 @@ func cmdExport(ctx context.Context, e *env, o *opts) error {
 	return nil
 }
 
-func cmdPrune(ctx context.Context, e *env, o *opts) error {
+func cmdPrune(ctx context.Context, e *env, o *pruneFlags) error {
 	if o.before == "" {
 		return usagef("prune: give --before DURATION|TIME")
 	}
@@ -760,7 +760,7 @@ func instant(flag, v string) (time.Time, error) {
 
 // cmdGrants prints the GRANT statements for a role: the parts' privileges
 // on the host's tables as named by the global flags (docs/CONTRACT.md §4.4).
-func cmdGrants(ctx context.Context, e *env, o *opts) error {
+func cmdGrants(ctx context.Context, e *env, o *grantsFlags) error {
 	if o.role == "" {
 		return usagef("grants: give --role NAME")
 	}
@@ -768,7 +768,7 @@ func cmdGrants(ctx context.Context, e *env, o *opts) error {
 	// for by name.
 	parts := []sqlstore.Part{sqlstore.PartLive, sqlstore.PartRead}
 	if o.part != "" {
-		if !slices.Contains(sqlstore.Parts, sqlstore.Part(o.part)) {
+		if !slices.Contains(sqlstore.Parts(), sqlstore.Part(o.part)) {
 			return usagef("grants --part %q: want migrate, live, read, prune or import", o.part)
 		}
 		parts = []sqlstore.Part{sqlstore.Part(o.part)}
@@ -834,7 +834,7 @@ type keysLine struct {
 }
 
 // cmdImport loads an export into the store (docs/CONTRACT.md §3.3).
-func cmdImport(ctx context.Context, e *env, o *opts) error {
+func cmdImport(ctx context.Context, e *env, o *inputFlags) error {
 	in, done, err := e.input(o.pos)
 	if err != nil {
 		return err

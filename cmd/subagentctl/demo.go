@@ -18,7 +18,7 @@ import (
 // temporary directory: a Kandev-shaped host with message history, the
 // migration pass with its backfill, a realistic live frame stream, then the
 // rows, statistics, activation and health.
-func cmdDemo(ctx context.Context, e *env, _ *opts) error {
+func cmdDemo(ctx context.Context, e *env, _ *noFlags) error {
 	dir, err := os.MkdirTemp("", "subagentctl-demo-")
 	if err != nil {
 		return err

@@ -148,30 +148,86 @@ type env struct {
 	progress bool
 }
 
-// command is one command: its flags (besides the global ones) and its body.
+// command is one command: its flags (besides the global ones), how many
+// positional arguments it takes, and its body.
 type command struct {
-	flags func(fs *flag.FlagSet, o *opts)
-	// args says how many positional arguments it takes.
+	// bind declares the command's flags on fs, into a struct of its own,
+	// and returns the body that reads them once parsed.
+	bind func(fs *flag.FlagSet) func(ctx context.Context, e *env, pos []string) error
 	args func(pos []string) error
-	run  func(ctx context.Context, e *env, o *opts) error
 	// noDB commands do not read --db.
 	noDB bool
 }
 
-// opts holds every command's parsed flags.
-type opts struct {
-	json, tree, acp, keys    bool
-	claudeSDK, claudeHooks   bool
-	session, turn, execution string
-	task, addr, agent        string
-	since, until, before     string
-	format, afterSession     string
-	afterID, basePath        string
-	role, part               string
-	limit, pairs, maxReads   int
-	readTimeout, olderThan   time.Duration
-	pos                      []string
+// cmd makes a command's bind from its flag struct F: flags declares F's
+// fields on a flag set, run is the body that reads them. A command that
+// takes positional arguments embeds positional in F.
+func cmd[F any](flags func(*flag.FlagSet, *F), run func(context.Context, *env, *F) error,
+) func(*flag.FlagSet) func(context.Context, *env, []string) error {
+	return func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		f := new(F)
+		flags(fs, f)
+		return func(ctx context.Context, e *env, pos []string) error {
+			if p, ok := any(f).(interface{ setPos([]string) }); ok {
+				p.setPos(pos)
+			}
+			return run(ctx, e, f)
+		}
+	}
 }
+
+// positional is the positional arguments of a command that takes them.
+type positional struct{ pos []string }
+
+func (p *positional) setPos(pos []string) { p.pos = pos }
+
+// Each command's flags.
+type (
+	jsonFlags   struct{ json bool }
+	recordFlags struct {
+		json, acp, claudeSDK, claudeHooks     bool
+		session, task, turn, execution, agent string
+		positional
+	}
+	listFlags struct {
+		json, tree    bool
+		session, turn string
+		limit         int
+	}
+	statsFlags struct {
+		json          bool
+		session, task string
+	}
+	staleFlags struct {
+		json      bool
+		olderThan time.Duration
+		limit     int
+	}
+	inputFlags struct { // transcripts, import: --json and their inputs
+		json bool
+		positional
+	}
+	exportFlags struct {
+		since, until, format, afterSession, afterID string
+		keys                                        bool
+	}
+	pruneFlags struct {
+		json   bool
+		before string
+	}
+	healthFlags struct {
+		json  bool
+		since string
+		pairs int
+	}
+	serveFlags struct {
+		addr, basePath string
+		readTimeout    time.Duration
+		maxReads       int
+	}
+	grantsFlags struct{ role, part string }
+	noFlags     struct{ positional }
+)
 
 var commands map[string]command
 
@@ -184,11 +240,20 @@ func init() {
 			return nil
 		}
 	}
-	jsonOnly := func(fs *flag.FlagSet, o *opts) { fs.BoolVar(&o.json, "json", false, "") }
+	atMostOne := func(name, what string) func([]string) error {
+		return func(pos []string) error {
+			if len(pos) > 1 {
+				return usagef("%s: one %s at most, got %d", name, what, len(pos))
+			}
+			return nil
+		}
+	}
+	jsonOnly := func(fs *flag.FlagSet, o *jsonFlags) { fs.BoolVar(&o.json, "json", false, "") }
+	noneDeclared := func(*flag.FlagSet, *noFlags) {}
 	commands = map[string]command{
-		"migrate": {flags: jsonOnly, args: none("migrate"), run: cmdMigrate},
-		"record": {flags: func(fs *flag.FlagSet, o *opts) {
-			jsonOnly(fs, o)
+		"migrate": {bind: cmd(jsonOnly, cmdMigrate), args: none("migrate")},
+		"record": {bind: cmd(func(fs *flag.FlagSet, o *recordFlags) {
+			fs.BoolVar(&o.json, "json", false, "")
 			fs.BoolVar(&o.acp, "acp", false, "")
 			fs.BoolVar(&o.claudeSDK, "claude-sdk", false, "")
 			fs.BoolVar(&o.claudeHooks, "claude-hooks", false, "")
@@ -197,75 +262,62 @@ func init() {
 			fs.StringVar(&o.turn, "turn", "", "")
 			fs.StringVar(&o.execution, "execution", "", "")
 			fs.StringVar(&o.agent, "agent", "", "")
-		}, run: cmdRecord,
-			args: func(pos []string) error {
-				if len(pos) > 1 {
-					return usagef("record: one input at most, got %d", len(pos))
-				}
-				return nil
-			}},
-		"list": {flags: func(fs *flag.FlagSet, o *opts) {
-			jsonOnly(fs, o)
+		}, cmdRecord), args: atMostOne("record", "input")},
+		"list": {bind: cmd(func(fs *flag.FlagSet, o *listFlags) {
+			fs.BoolVar(&o.json, "json", false, "")
 			fs.BoolVar(&o.tree, "tree", false, "")
 			fs.StringVar(&o.session, "session", "", "")
 			fs.StringVar(&o.turn, "turn", "", "")
 			fs.IntVar(&o.limit, "limit", 0, "")
-		}, args: none("list"), run: cmdList},
-		"stats": {flags: func(fs *flag.FlagSet, o *opts) {
-			jsonOnly(fs, o)
+		}, cmdList), args: none("list")},
+		"stats": {bind: cmd(func(fs *flag.FlagSet, o *statsFlags) {
+			fs.BoolVar(&o.json, "json", false, "")
 			fs.StringVar(&o.session, "session", "", "")
 			fs.StringVar(&o.task, "task", "", "")
-		}, args: none("stats"), run: cmdStats},
-		"stale": {flags: func(fs *flag.FlagSet, o *opts) {
-			jsonOnly(fs, o)
+		}, cmdStats), args: none("stats")},
+		"stale": {bind: cmd(func(fs *flag.FlagSet, o *staleFlags) {
+			fs.BoolVar(&o.json, "json", false, "")
 			fs.DurationVar(&o.olderThan, "older-than", 0, "")
 			fs.IntVar(&o.limit, "limit", 0, "")
-		}, args: none("stale"), run: cmdStale},
-		"transcripts": {flags: jsonOnly, run: cmdTranscripts, args: func([]string) error { return nil }},
-		"activation":  {flags: jsonOnly, args: none("activation"), run: cmdActivation},
-		"export": {flags: func(fs *flag.FlagSet, o *opts) {
+		}, cmdStale), args: none("stale")},
+		"transcripts": {bind: cmd(inputJSON, cmdTranscripts), args: func([]string) error { return nil }},
+		"activation":  {bind: cmd(jsonOnly, cmdActivation), args: none("activation")},
+		"export": {bind: cmd(func(fs *flag.FlagSet, o *exportFlags) {
 			fs.StringVar(&o.since, "since", "", "")
 			fs.StringVar(&o.until, "until", "", "")
 			fs.StringVar(&o.format, "format", "jsonl", "")
 			fs.StringVar(&o.afterSession, "after-session", "", "")
 			fs.StringVar(&o.afterID, "after-id", "", "")
 			fs.BoolVar(&o.keys, "keys", false, "")
-		}, args: none("export"), run: cmdExport},
-		"import": {flags: jsonOnly, run: cmdImport, args: func(pos []string) error {
-			if len(pos) > 1 {
-				return usagef("import: one input at most, got %d", len(pos))
-			}
-			return nil
-		}},
-		"prune": {flags: func(fs *flag.FlagSet, o *opts) {
+		}, cmdExport), args: none("export")},
+		"import": {bind: cmd(inputJSON, cmdImport), args: atMostOne("import", "input")},
+		"prune": {bind: cmd(func(fs *flag.FlagSet, o *pruneFlags) {
 			fs.BoolVar(&o.json, "json", false, "")
 			fs.StringVar(&o.before, "before", "", "")
-		}, args: none("prune"), run: cmdPrune},
-		"health": {flags: func(fs *flag.FlagSet, o *opts) {
+		}, cmdPrune), args: none("prune")},
+		"health": {bind: cmd(func(fs *flag.FlagSet, o *healthFlags) {
 			fs.BoolVar(&o.json, "json", false, "")
 			fs.StringVar(&o.since, "since", "", "")
 			fs.IntVar(&o.pairs, "pairs", 0, "")
-		}, args: none("health"), run: cmdHealth},
-		"serve": {flags: func(fs *flag.FlagSet, o *opts) {
+		}, cmdHealth), args: none("health")},
+		"serve": {bind: cmd(func(fs *flag.FlagSet, o *serveFlags) {
 			fs.StringVar(&o.addr, "addr", defaultAddr, "")
 			fs.StringVar(&o.basePath, "base-path", "", "")
 			fs.DurationVar(&o.readTimeout, "read-timeout", webview.DefaultReadTimeout, "")
 			fs.IntVar(&o.maxReads, "max-reads", webview.DefaultMaxReads, "")
-		}, args: none("serve"), run: cmdServe},
-		"grants": {flags: func(fs *flag.FlagSet, o *opts) {
+		}, cmdServe), args: none("serve")},
+		"grants": {bind: cmd(func(fs *flag.FlagSet, o *grantsFlags) {
 			fs.StringVar(&o.role, "role", "", "")
 			fs.StringVar(&o.part, "part", "", "")
-		}, args: none("grants"), run: cmdGrants, noDB: true},
-		"demo":    {flags: func(*flag.FlagSet, *opts) {}, args: none("demo"), run: cmdDemo, noDB: true},
-		"version": {flags: func(*flag.FlagSet, *opts) {}, args: none("version"), run: cmdVersion, noDB: true},
-		"help": {flags: func(*flag.FlagSet, *opts) {}, noDB: true, run: cmdHelp, args: func(pos []string) error {
-			if len(pos) > 1 {
-				return usagef("help: one command at most")
-			}
-			return nil
-		}},
+		}, cmdGrants), args: none("grants"), noDB: true},
+		"demo":    {bind: cmd(noneDeclared, cmdDemo), args: none("demo"), noDB: true},
+		"version": {bind: cmd(noneDeclared, cmdVersion), args: none("version"), noDB: true},
+		"help":    {bind: cmd(noneDeclared, cmdHelp), args: atMostOne("help", "command"), noDB: true},
 	}
 }
+
+// inputJSON declares the flags of a command that reads inputs: --json.
+func inputJSON(fs *flag.FlagSet, o *inputFlags) { fs.BoolVar(&o.json, "json", false, "") }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, progress: isTerminal(stderr)}
@@ -323,18 +375,17 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 
 // command parses a command's flags and arguments and runs it.
 func (e *env) command(ctx context.Context, name string, cmd command, args []string, version *bool) error {
-	o := &opts{}
 	cfs := newFlags(name)
 	e.globalFlags(cfs, version)
-	cmd.flags(cfs, o)
-	var err error
-	if o.pos, err = parseInterspersed(cfs, args); err != nil {
+	run := cmd.bind(cfs)
+	pos, err := parseInterspersed(cfs, args)
+	if err != nil {
 		return flagError(err, name)
 	}
 	if *version {
 		return cmdVersion(ctx, e, nil)
 	}
-	if err := cmd.args(o.pos); err != nil {
+	if err := cmd.args(pos); err != nil {
 		return err
 	}
 	if !cmd.noDB {
@@ -351,7 +402,7 @@ func (e *env) command(ctx context.Context, name string, cmd command, args []stri
 			return usageError{msg: err.Error()}
 		}
 	}
-	return cmd.run(ctx, e, o)
+	return run(ctx, e, pos)
 }
 
 // globalFlags are the flags every command takes, before it or after it.
@@ -395,7 +446,7 @@ func flagError(err error, command ...string) error {
 	return usageError{msg: err.Error()}
 }
 
-func cmdVersion(_ context.Context, e *env, _ *opts) error {
+func cmdVersion(_ context.Context, e *env, _ *noFlags) error {
 	line := "subagentctl " + core.Version
 	if info, ok := debug.ReadBuildInfo(); ok {
 		// A build by go install module@version says which; a checkout's
@@ -414,7 +465,7 @@ func cmdVersion(_ context.Context, e *env, _ *opts) error {
 }
 
 // cmdHelp prints the usage, or one command's entry of it.
-func cmdHelp(_ context.Context, e *env, o *opts) error {
+func cmdHelp(_ context.Context, e *env, o *noFlags) error {
 	if len(o.pos) == 0 {
 		fmt.Fprint(e.stdout, usage)
 		return nil

@@ -20,7 +20,7 @@ const defaultAddr = "127.0.0.1:7410"
 // reads, and the first line on stdout says where it listens (with
 // --addr 127.0.0.1:0, on a free port). --db may name a read replica: the
 // view reads the activation keys and health from the same database.
-func cmdServe(ctx context.Context, e *env, o *opts) error {
+func cmdServe(ctx context.Context, e *env, o *serveFlags) error {
 	if o.readTimeout <= 0 {
 		return usagef("serve: --read-timeout %v: want a positive duration", o.readTimeout)
 	}

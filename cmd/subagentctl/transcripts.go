@@ -30,7 +30,7 @@ type transcriptsReport struct {
 // directory, read streaming; the rows found by agent id in one pass over
 // the record; the readings written by the merge rules, so that a second
 // run changes nothing.
-func cmdTranscripts(ctx context.Context, e *env, o *opts) error {
+func cmdTranscripts(ctx context.Context, e *env, o *inputFlags) error {
 	if len(o.pos) == 0 {
 		return usagef("transcripts: give at least one file or directory")
 	}
@@ -162,7 +162,7 @@ func readTranscript(path string) (claude.Transcript, error) {
 func holds(row core.Subagent, f core.Frame) bool {
 	next, _ := core.Normalize(f)
 	merged := storekit.Merge(&row, next)
-	for _, c := range storekit.Columns {
+	for _, c := range storekit.Columns() {
 		if c.Name != "observed_at" && c.Name != "updated_at" && c.Format(&merged) != c.Format(&row) {
 			return false
 		}

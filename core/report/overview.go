@@ -120,18 +120,6 @@ type Figures struct {
 	Duration *Distribution `json:"duration_ms,omitempty"`
 }
 
-// Metrics returns the group's metrics with their names, as Stats.Metrics
-// names them.
-func (f *Figures) Metrics() []struct {
-	Column string
-	Metric *Metric
-} {
-	return []struct {
-		Column string
-		Metric *Metric
-	}{{"total_tokens", &f.TotalTokens}, {"run_tokens", &f.RunTokens}, {"tool_use_count", &f.ToolUseCount}}
-}
-
 // Distribution is a metric's reported values by rank: the median and the
 // 95th percentile by nearest rank (the value at rank ⌈p·n⌉ of the n
 // reported values in ascending order), nil when nothing was reported.

@@ -318,19 +318,6 @@ type Stats struct {
 	UnknownSessions int64             `json:"unknown_sessions"`
 }
 
-// Metrics returns the metrics with their names: a column's, or
-// run_tokens, the run's usage summed (RunTokens).
-func (s *Stats) Metrics() []struct {
-	Column string
-	Stats  *MetricStats
-} {
-	return []struct {
-		Column string
-		Stats  *MetricStats
-	}{{"total_tokens", &s.TotalTokens}, {"run_tokens", &s.RunTokens}, {"tool_use_count", &s.ToolUseCount},
-		{"duration_ms", &s.DurationMs}}
-}
-
 // RunTokens is what a subagent's run spent in tokens: its input, output,
 // cache read and cache write tokens summed, over its model requests, each
 // once (docs/CONTRACT.md §3.5); nil when none of them was reported. Exact

@@ -2,13 +2,14 @@ package storekit
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/canon"
 )
 
-// Columns declares every column of task_session_subagents, in table order:
+// columns declares every column of task_session_subagents, in table order:
 // its name, type, nullability, whether it is an identifier, its database
 // default and its merge rule (docs/CONTRACT.md §2, §3.2). Everything else is
 // derived from it: Merge, Clone, Validate, the DDL, the upsert's SET list,
@@ -20,7 +21,7 @@ import (
 // follows: the DDL and the additive upgrade of deployed tables, the SET
 // list, the history reader (history.Recover) and each dialect's message
 // view, argument and scan lists.
-var Columns = []Column{
+var columns = []Column{
 	{Name: "id", Type: Text, Identifier: true, Rule: RuleWriteOnce,
 		field: text(func(s *core.Subagent) *string { return &s.ID })},
 	{Name: "task_session_id", Type: Text, Identifier: true, Rule: RuleKey,
@@ -99,6 +100,14 @@ var (
 	checkedField = fieldsWhere(func(c Column) bool { return c.Type != Bool })
 )
 
+// Columns are the declared columns of task_session_subagents, in table
+// order, each with its type, nullability, default and merge rule: a copy,
+// so that the declaration cannot change from outside this package.
+func Columns() []Column { return slices.Clone(columns) }
+
+// KeyColumns are the unique key's columns, in key order (AC-3, AC-32).
+func KeyColumns() []string { return slices.Clone(keyColumns) }
+
 // columnField is a column's field with the column's declaration beside it.
 type columnField struct {
 	field
@@ -107,9 +116,9 @@ type columnField struct {
 
 func fieldsWhere(keep func(Column) bool) []columnField {
 	var out []columnField
-	for i := range Columns {
-		if keep(Columns[i]) {
-			out = append(out, columnField{Columns[i].field, &Columns[i]})
+	for i := range columns {
+		if keep(columns[i]) {
+			out = append(out, columnField{columns[i].field, &columns[i]})
 		}
 	}
 	return out
@@ -123,8 +132,8 @@ const SettledAtColumn = "settled_at"
 // end, reopens an ended agent (RuleEnd).
 const StartedAtColumn = "started_at"
 
-// KeyColumns are the unique key's columns, in key order (AC-3, AC-32).
-var KeyColumns = []string{"task_session_id", "agent_execution_id", "tool_call_id"}
+// keyColumns are the unique key's columns, in key order (AC-3, AC-32).
+var keyColumns = []string{"task_session_id", "agent_execution_id", "tool_call_id"}
 
 // Column is one declared column. Its accessors read and write the matching
 // field of a Subagent.
@@ -221,28 +230,35 @@ var ruleNames = [...]string{
 
 func (r Rule) String() string { return ruleNames[r] }
 
+// Sides is what a rule reads of one column's stored and incoming values.
+type Sides struct {
+	// StoredNull and IncomingNull say which side is NULL (for a Sticky
+	// boolean, false counts as NULL: "not reported").
+	StoredNull, IncomingNull bool
+	// Greater says whether the incoming value is greater than the stored
+	// one (a later instant, a larger integer).
+	Greater bool
+	// Settled says whether the stored row has settled_at.
+	Settled bool
+}
+
 // TakesIncoming reports whether the merged row takes the incoming value of
-// a column with this rule. storedNull and incomingNull say which side is
-// NULL (for a Sticky boolean, false counts as NULL: "not reported");
-// greater says whether the incoming value is greater than the stored one
-// (a later instant, a larger integer); settled says whether the stored row
-// has settled_at.
-// RuleEnd's reopening is reopens; RuleAgentStatus's exception,
-// keepsEndedStatus.
-func (r Rule) TakesIncoming(storedNull, incomingNull, greater, settled bool) bool {
+// a column with this rule, given its two sides. RuleEnd's reopening is
+// reopens; RuleAgentStatus's exception, keepsEndedStatus.
+func (r Rule) TakesIncoming(s Sides) bool {
 	switch r {
 	case RuleFirstWins, RuleEnd:
-		return storedNull
+		return s.StoredNull
 	case RuleFillForward, RuleSticky, RuleAgentStatus:
-		return !incomingNull
+		return !s.IncomingNull
 	case RuleFrozenOnceSettled:
-		return !settled && !incomingNull
+		return !s.Settled && !s.IncomingNull
 	case RuleLastWrite:
 		return true
 	case RuleEarliest:
-		return !incomingNull && (storedNull || !greater)
+		return !s.IncomingNull && (s.StoredNull || !s.Greater)
 	case RuleLargest:
-		return !incomingNull && (storedNull || greater)
+		return !s.IncomingNull && (s.StoredNull || s.Greater)
 	}
 	return false // RuleKey, RuleWriteOnce
 }

@@ -18,12 +18,12 @@ import (
 func TestColumnsDeclareEveryField(t *testing.T) {
 	var s core.Subagent
 	typ := reflect.TypeOf(s)
-	if len(Columns) != typ.NumField() {
-		t.Fatalf("%d columns declared for %d fields of Subagent", len(Columns), typ.NumField())
+	if len(columns) != typ.NumField() {
+		t.Fatalf("%d columns declared for %d fields of Subagent", len(columns), typ.NumField())
 	}
 	v := reflect.ValueOf(&s).Elem()
 	seen := map[string]bool{}
-	for _, c := range Columns {
+	for _, c := range columns {
 		dest := reflect.ValueOf(c.Dest(&s))
 		var field reflect.StructField
 		for i := range typ.NumField() {
@@ -49,7 +49,7 @@ func TestColumnsDeclareEveryField(t *testing.T) {
 // that does not fit fails here: raise the arena's capacity).
 func TestArenaFitsTheDeclaration(t *testing.T) {
 	var texts, ints, times int
-	for _, c := range Columns {
+	for _, c := range columns {
 		if !c.Nullable {
 			continue
 		}
@@ -74,7 +74,7 @@ func TestArenaFitsTheDeclaration(t *testing.T) {
 func full() core.Subagent {
 	var s core.Subagent
 	at := time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
-	for i, c := range Columns {
+	for i, c := range columns {
 		switch c.Type {
 		case Text:
 			c.Set(&s, fmt.Sprintf("v%d", i))
@@ -94,7 +94,7 @@ func full() core.Subagent {
 // NULL or not, incoming NULL or not, stored row settled or not), Merge takes
 // the incoming value exactly when the column's rule says so.
 func TestMergeFollowsTheDeclaredRules(t *testing.T) {
-	for _, c := range Columns {
+	for _, c := range columns {
 		for _, settled := range []bool{false, true} {
 			for _, storedNull := range []bool{false, true} {
 				for _, incomingNull := range []bool{false, true} {
@@ -114,7 +114,8 @@ func TestMergeFollowsTheDeclaredRules(t *testing.T) {
 					// changed: an hour later, one more
 					greater := (c.Type == Time || c.Type == Int64) && !c.IsNull(&stored) && !c.IsNull(&incoming)
 					switch {
-					case c.Rule.TakesIncoming(c.IsNull(&stored), c.IsNull(&incoming), greater, settled):
+					case c.Rule.TakesIncoming(Sides{StoredNull: c.IsNull(&stored), IncomingNull: c.IsNull(&incoming),
+						Greater: greater, Settled: settled}):
 						want = c.Format(&incoming)
 					case c.Rule == RuleEnd && reopens(&stored, &incoming):
 						want = c.Format(&incoming) // woken again: the incoming run's end
@@ -132,7 +133,7 @@ func TestMergeFollowsTheDeclaredRules(t *testing.T) {
 // changed gives every column of r another value.
 func changed(r *core.Subagent) {
 	at := r.ObservedAt.Add(time.Hour)
-	for _, c := range Columns {
+	for _, c := range columns {
 		switch d := c.Dest(r).(type) {
 		case *string:
 			*d += "-2"
@@ -177,7 +178,7 @@ func TestCloneSharesNothing(t *testing.T) {
 	clone := Clone(orig)
 	changed(&orig) // replaces the original's pointers
 	a := full()
-	for _, c := range Columns {
+	for _, c := range columns {
 		if c.Format(&clone) != c.Format(&a) {
 			t.Errorf("column %s: the clone changed with the original", c.Name)
 		}
@@ -197,7 +198,7 @@ func TestValidateNamesEveryColumn(t *testing.T) {
 	if r := full(); Validate(&r) != nil {
 		t.Fatalf("a full row is valid: %v", Validate(&r))
 	}
-	for _, c := range Columns {
+	for _, c := range columns {
 		r := full()
 		switch d := c.Dest(&r).(type) {
 		case *string:

@@ -2,7 +2,6 @@ package storekit
 
 import (
 	"cmp"
-	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -281,19 +280,46 @@ func CoverageOf(a report.Activation, session string, firstActivity *time.Time) r
 	return c
 }
 
+// NamedStats is one metric's statistics in a report.Stats, with its name.
+type NamedStats struct {
+	Column string
+	Stats  *report.MetricStats
+}
+
+// StatsMetrics are s's metrics with their names: a column's, or
+// run_tokens, the run's usage summed (report.RunTokens). A store fills
+// them in this order, by name.
+func StatsMetrics(s *report.Stats) []NamedStats {
+	return []NamedStats{{"total_tokens", &s.TotalTokens}, {"run_tokens", &s.RunTokens},
+		{"tool_use_count", &s.ToolUseCount}, {"duration_ms", &s.DurationMs}}
+}
+
+// NamedMetric is one metric of an overview's group, with its name.
+type NamedMetric struct {
+	Column string
+	Metric *report.Metric
+}
+
+// FigureMetrics are f's metrics with their names, as StatsMetrics names
+// them.
+func FigureMetrics(f *report.Figures) []NamedMetric {
+	return []NamedMetric{{"total_tokens", &f.TotalTokens}, {"run_tokens", &f.RunTokens},
+		{"tool_use_count", &f.ToolUseCount}}
+}
+
 // HealthPrecondition decides from the activation whether the health check
-// runs (docs/CONTRACT.md §5.1): the report so far and the window's start
-// (q.Since, never before Activation.Bound), or false with the reason in
-// the report.
-func HealthPrecondition(a report.Activation, q report.HealthQuery) (report.Health, time.Time, bool) {
+// runs (docs/CONTRACT.md §5.1), returning the report so far: Ran false
+// with the reason when it does not; else Since is the window's start
+// (q.Since, never before Activation.Bound).
+func HealthPrecondition(a report.Activation, q report.HealthQuery) report.Health {
 	h := report.Health{State: a.State}
 	switch {
 	case !a.CaptureSince.Present:
 		h.Reason = "not run: " + CaptureSinceKey + " is absent, so no absence means anything"
-		return h, time.Time{}, false
+		return h
 	case !a.CaptureSince.Usable():
 		h.Reason = "not run: " + CaptureSinceKey + " does not parse: " + a.CaptureSince.ParseError
-		return h, time.Time{}, false
+		return h
 	}
 	capture := *a.CaptureSince.Time
 	since, _ := a.Bound()
@@ -302,7 +328,7 @@ func HealthPrecondition(a report.Activation, q report.HealthQuery) (report.Healt
 	}
 	h.Ran, h.CaptureSince, h.Since = true, &capture, &since
 	h.Missing, h.Extra = []report.Pair{}, []report.Pair{}
-	return h, since, true
+	return h
 }
 
 // BucketOf is the bucket index of an instant: its Unix microseconds
@@ -346,15 +372,6 @@ func TimelineOf(rows []core.Subagent, q report.TimelineQuery) report.Timeline {
 		t.Buckets = append(t.Buckets, *b)
 	}
 	return t
-}
-
-// BucketFromSQL is a bucket read back from a store: its index, counts,
-// and the tokens' reported count and exact sum.
-func BucketFromSQL(q report.TimelineQuery, index, invocations, failed, reported int64, sum *big.Int) report.Bucket {
-	start := time.UnixMicro(index * q.Bucket.Microseconds()).UTC()
-	b := report.Bucket{Start: start, Invocations: invocations, Failed: failed}
-	b.TotalTokens.Set(invocations, reported, sum)
-	return b
 }
 
 // turnOf is a row's turn: its turn_id, or "" with ok false for the rows
@@ -566,7 +583,7 @@ func StatsOf(rows []core.Subagent, a report.Activation, q report.StatsQuery) rep
 			first[r.TaskSessionID] = &t
 		}
 	}
-	for _, m := range st.Metrics() {
+	for _, m := range StatsMetrics(&st) {
 		m.Stats.Finish()
 	}
 	if a.ExecutionSince.Present {

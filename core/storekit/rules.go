@@ -19,13 +19,13 @@ import (
 
 // ColumnNamed returns the declared column of that name; it panics for a
 // name Columns does not declare (a programming error).
-func ColumnNamed(name string) *Column { return &Columns[ColumnIndex(name)] }
+func ColumnNamed(name string) *Column { return &columns[ColumnIndex(name)] }
 
 // ColumnIndex is the position in Columns of the column of that name; it
 // panics for a name Columns does not declare (a programming error).
 func ColumnIndex(name string) int {
-	for i := range Columns {
-		if Columns[i].Name == name {
+	for i := range columns {
+		if columns[i].Name == name {
 			return i
 		}
 	}
@@ -60,7 +60,9 @@ func MergeInto(stored, incoming *core.Subagent) {
 	settled := stored.SettledAt != nil
 	reopened, keepStatus := reopens(stored, incoming), keepsEndedStatus(stored, incoming)
 	for _, f := range mergedFields {
-		take := f.col.Rule.TakesIncoming(f.null(stored), f.null(incoming), f.greater(stored, incoming), settled)
+		take := f.col.Rule.TakesIncoming(Sides{
+			StoredNull: f.null(stored), IncomingNull: f.null(incoming), Greater: f.greater(stored, incoming), Settled: settled,
+		})
 		switch f.col.Rule {
 		case RuleEnd:
 			take = take || reopened

@@ -200,7 +200,7 @@ func WantError(t testing.TB, what string, err, target error) {
 // updated_at (assigned by the store). Times compare as instants.
 func Diff(want, got core.Subagent) []string {
 	var d []string
-	for _, c := range storekit.Columns {
+	for _, c := range storekit.Columns() {
 		if c.Name == "id" || c.Name == "updated_at" {
 			continue
 		}

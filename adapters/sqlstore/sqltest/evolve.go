@@ -54,7 +54,7 @@ func (e *Env) insertRaw(t testing.TB, rows ...core.Subagent) {
 	for _, r := range rows {
 		var cols, marks []string
 		var args []any
-		for _, c := range storekit.Columns {
+		for _, c := range storekit.Columns() {
 			if info.Column(c.Name) != nil {
 				cols, marks, args = append(cols, c.Name), append(marks, "?"), append(args, c.Value(&r))
 			}
@@ -170,8 +170,8 @@ func (e *Env) dropColumn(t testing.TB, c string) {
 // rows (nullable or defaulted) and a test can drop (in no key).
 func additiveColumns() []storekit.Column {
 	var out []storekit.Column
-	for _, c := range storekit.Columns {
-		if (c.Nullable || c.Default != nil) && !slices.Contains(storekit.KeyColumns, c.Name) {
+	for _, c := range storekit.Columns() {
+		if (c.Nullable || c.Default != nil) && !slices.Contains(storekit.KeyColumns(), c.Name) {
 			out = append(out, c)
 		}
 	}

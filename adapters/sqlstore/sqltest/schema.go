@@ -47,10 +47,10 @@ func literal(c storekit.Column) string {
 func testCatalog(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	c := e.describe(t, sqlstore.Table)
-	if len(c.Columns) != len(storekit.Columns) {
-		t.Errorf("table has %d columns, the declaration %d", len(c.Columns), len(storekit.Columns))
+	if len(c.Columns) != len(storekit.Columns()) {
+		t.Errorf("table has %d columns, the declaration %d", len(c.Columns), len(storekit.Columns()))
 	}
-	for _, col := range storekit.Columns {
+	for _, col := range storekit.Columns() {
 		want := sqlstore.ColumnInfo{
 			Name:    col.Name,
 			Type:    d.Dialect.ColumnType(col.Type),
@@ -76,7 +76,7 @@ func testCatalog(t *testing.T, d *Driver) {
 	if want := []string{"task_session_id", "id"}; !slices.Equal(primary, want) {
 		t.Errorf("primary key %v, want %v", primary, want)
 	}
-	if want := []string{strings.Join(storekit.KeyColumns, ",")}; !slices.Equal(unique, want) {
+	if want := []string{strings.Join(storekit.KeyColumns(), ",")}; !slices.Equal(unique, want) {
 		t.Errorf("unique keys %v, want exactly %v", unique, want)
 	}
 	if want := []sqlstore.ForeignKeyInfo{
