@@ -19,6 +19,10 @@ import (
 	"github.com/subagentctx/subagentctx/internal/jsonb"
 )
 
+// recovered are the columns the history holds (a metadata path declared),
+// read once: Recover runs per message.
+var recovered = slices.DeleteFunc(storekit.Columns(), func(c storekit.Column) bool { return c.Metadata == nil })
+
 // Message is one row of the host's messages table as the pass reads it.
 // Nil means SQL NULL; a time is nil when the value is not an instant the
 // pass can read (docs/CONTRACT.md §4.2).
@@ -69,10 +73,8 @@ func Recover(m Message) Recovered {
 		AgentExecutionID: core.UnknownExecution,
 		Source:           core.SourceBackfill,
 	}
-	for _, c := range storekit.Columns() {
-		if c.Metadata != nil {
-			c.Set(&r.Row, Read(c, jsonb.Lookup(doc, c.Metadata...)))
-		}
+	for _, c := range recovered {
+		c.Set(&r.Row, Read(c, jsonb.Lookup(doc, c.Metadata...)))
 	}
 	if m.CreatedAt != nil {
 		r.Row.ObservedAt = storekit.CanonicalTime(*m.CreatedAt)

@@ -297,10 +297,10 @@ func exportJSONLine(w io.Writer) func(*core.Subagent) error {
 func exportCSV(w io.Writer) func(*core.Subagent) error {
 	c := csv.NewWriter(w)
 	header := true
-	record := make([]string, len(storekit.Columns()))
+	record := make([]string, len(columns))
 	return func(r *core.Subagent) error {
 		if header {
-			for i, col := range storekit.Columns() {
+			for i, col := range columns {
 				record[i] = col.Name
 			}
 			if err := c.Write(record); err != nil {
@@ -308,7 +308,7 @@ func exportCSV(w io.Writer) func(*core.Subagent) error {
 			}
 			header = false
 		}
-		for i, col := range storekit.Columns() {
+		for i, col := range columns {
 			record[i] = csvValue(col, r)
 		}
 		if err := c.Write(record); err != nil {

@@ -157,12 +157,15 @@ func readTranscript(path string) (claude.Transcript, error) {
 	return t, nil
 }
 
+// columns are the declaration, read once (holds runs per frame).
+var columns = storekit.Columns()
+
 // holds reports whether row already holds what f would write: the merge
 // would change no column but the write's own (observed_at, updated_at).
 func holds(row core.Subagent, f core.Frame) bool {
 	next, _ := core.Normalize(f)
 	merged := storekit.Merge(&row, next)
-	for _, c := range storekit.Columns() {
+	for _, c := range columns {
 		if c.Name != "observed_at" && c.Name != "updated_at" && c.Format(&merged) != c.Format(&row) {
 			return false
 		}
