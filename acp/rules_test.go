@@ -16,6 +16,7 @@ import (
 	"github.com/subagentctx/subagentctx/acp/acpsdk"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/race"
 )
 
 func line(sess, kind, tool string, fields string) []byte {
@@ -332,6 +333,9 @@ func TestReplayGate(t *testing.T) {
 // inputs are held within WithMaxBytes, the oldest forgotten first, and the
 // account returns to 0 when every session ends.
 func TestBoundedInBytes(t *testing.T) {
+	if race.Enabled {
+		t.Skip("-race: 16 MiB through one goroutine (scripts/test runs it without -race)")
+	}
 	big := strings.Repeat("x", 64<<10)
 	tr := acp.NewTracker()
 	for i := range 256 {
@@ -408,8 +412,8 @@ func TestTapCards(t *testing.T) {
 // in heap, measured after a collection (counted by JSON length, an 8 MiB
 // bound held 45–171 MiB).
 func TestByteBoundBoundsTheHeap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: decodes tens of megabytes")
+	if testing.Short() || race.Enabled {
+		t.Skip("-short or -race: decodes tens of megabytes and measures the heap (scripts/test runs it without -race)")
 	}
 	repeat := func(n int, item string) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
 	keys := func(n int) string {
@@ -592,8 +596,8 @@ func TestTapWritesFollowsRequests(t *testing.T) {
 // stream; the newest waiting metadata still reaches its call. Native
 // child sessions count too.
 func TestBoundIsTotal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: fills the bound many times")
+	if testing.Short() || race.Enabled {
+		t.Skip("-short or -race: fills the bound many times and measures the heap (scripts/test runs it without -race)")
 	}
 	const limit = 1 << 20
 	tr := acp.NewTracker(acp.WithMaxBytes(limit))
