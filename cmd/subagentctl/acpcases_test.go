@@ -32,7 +32,8 @@ type acpCase struct {
 
 // TestCodexCasesThroughTheCommandLine (docs/CONTRACT.md §7): every case,
 // fed as the reference host feeds it (record --acp --agent codex-acp) into
-// a fresh database of every dialect, leaves exactly the rows it expects.
+// every dialect (a session of its own in one database per dialect),
+// leaves exactly the rows it expects.
 func TestCodexCasesThroughTheCommandLine(t *testing.T) {
 	data, err := os.ReadFile("../../acp/testdata/codex-cases.json")
 	if err != nil {
@@ -43,16 +44,17 @@ func TestCodexCasesThroughTheCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		for _, c := range cases {
-			t.Run(c.Name, func(t *testing.T) { runCase(t, c, e.Driver.Env(t)) })
+		for i, c := range cases {
+			t.Run(c.Name, func(t *testing.T) { runCase(t, c, e, fmt.Sprintf("s%d", i)) })
 		}
 	})
 }
 
-// runCase feeds a case to record --acp in a fresh database and compares the
-// rows list --session then prints.
-func runCase(t *testing.T, c acpCase, e *sqltest.Env) {
-	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, "s1", "t1")
+// runCase feeds a case to record --acp as a session of its own (the
+// dialect's database is shared: each case's rows are its session's) and
+// compares the rows list --session then prints.
+func runCase(t *testing.T, c acpCase, e *sqltest.Env, session string) {
+	kandevtest.InsertSession(context.Background(), e.DB, e.Tables, session, "t1")
 	var in bytes.Buffer
 	for _, l := range c.Lines {
 		if err := json.Compact(&in, l); err != nil {
@@ -60,10 +62,10 @@ func runCase(t *testing.T, c acpCase, e *sqltest.Env) {
 		}
 		in.WriteByte('\n')
 	}
-	cli(t, in.String(), "--db", e.DSN, "record", "--acp", "--task-session", "s1", "--task", "t1", "--turn", "u1",
+	cli(t, in.String(), "--db", e.DSN, "record", "--acp", "--task-session", session, "--task", "t1", "--turn", "u1",
 		"--execution", "e1", "--agent", c.Agent, "-").want(t, 0)
 	var rows []map[string]any
-	r := cli(t, "", "--db", e.DSN, "list", "--session", "s1", "--json").want(t, 0)
+	r := cli(t, "", "--db", e.DSN, "list", "--session", session, "--json").want(t, 0)
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
 		t.Fatal(err)
 	}
