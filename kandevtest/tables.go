@@ -128,12 +128,9 @@ func Distribute(ctx context.Context, db *gorm.DB, tables sqlstore.Tables, shards
 
 // kandevNames fills the names not given with Kandev's.
 func kandevNames(t sqlstore.Tables) sqlstore.Tables {
-	k := sqlstore.KandevTables()
-	for _, f := range []struct{ name, preset *string }{{&t.Sessions, &k.Sessions}, {&t.Messages, &k.Messages},
-		{&t.Meta, &k.Meta}} {
-		if *f.name == "" {
-			*f.name = *f.preset
-		}
+	t = t.WithDefaults() // Kandev's sessions and messages tables
+	if t.Meta == "" {
+		t.Meta = sqlstore.KandevMetaTable
 	}
 	return t
 }

@@ -206,7 +206,7 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 			if len(r.diffs) > 0 {
 				return fmt.Errorf("%w: %s", ErrShape, strings.Join(r.diffs, "; "))
 			}
-			meta, _, err := s.metaTable(ctx, tx)
+			meta, err := s.metaName(ctx, tx)
 			if err != nil {
 				return fmt.Errorf("check the meta table: %w", err)
 			}
@@ -346,7 +346,7 @@ func (s *Store) write(conn *gorm.DB, begin string, fn func(tx *gorm.DB) error) e
 func (s *Store) writeKey(db *gorm.DB, key, value string) (bool, error) {
 	// Read first: a key in place costs no write, so a role that may only
 	// read the meta table passes a pass with nothing to do.
-	meta, _, err := s.metaTable(db.Statement.Context, db)
+	meta, err := s.metaName(db.Statement.Context, db)
 	if err != nil {
 		return false, fmt.Errorf("find the meta table: %w", err)
 	}

@@ -41,8 +41,9 @@ type Grant struct {
 }
 
 // Grants are the table privileges part needs, with the host's table names
-// t (defaults filled in; an empty meta table is DefaultMetaTable). PartMigrate's are those it needs besides owning
-// the table it creates (and CREATE on the schema).
+// t (defaults filled in; an empty meta table is DefaultMetaTable).
+// PartMigrate's are those it needs besides owning the table it creates
+// (and CREATE on the schema).
 func Grants(t Tables, part Part) ([]Grant, error) {
 	t = t.WithDefaults()
 	if t.Meta == "" {
@@ -103,7 +104,7 @@ func (s *Store) CheckPrivileges(ctx context.Context, part Part) error {
 	if !ok {
 		return nil
 	}
-	tables, _, err := s.tablesIn(ctx, s.db.WithContext(ctx))
+	tables, err := s.tablesIn(ctx, s.db.WithContext(ctx))
 	if err != nil {
 		return s.opError("check the role's privileges", err)
 	}

@@ -91,7 +91,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, opts ...PruneOption
 // force and whether this call moved it.
 func (s *Store) advanceBoundary(ctx context.Context, t time.Time) (time.Time, bool, error) {
 	db := s.db.WithContext(ctx)
-	name, _, err := s.metaTable(ctx, db)
+	name, err := s.metaName(ctx, db)
 	if err != nil {
 		return t, false, err
 	}

@@ -179,7 +179,7 @@ func (s *Store) Tables() Tables { return s.tables }
 // exists (a database an earlier release set up, or the reference host's)
 // — else DefaultMetaTable, which the migration pass creates.
 func (s *Store) MetaTable(ctx context.Context) (string, error) {
-	name, _, err := s.metaTable(ctx, s.db.WithContext(ctx))
+	name, err := s.metaName(ctx, s.db.WithContext(ctx))
 	if err != nil {
 		return "", s.opError("find the meta table", err)
 	}
@@ -209,12 +209,22 @@ func (s *Store) metaTable(ctx context.Context, db *gorm.DB) (name string, exists
 	return DefaultMetaTable, false, nil
 }
 
+// metaName is the meta table's name, for a statement that needs only
+// that: a name the host gave costs no catalog read.
+func (s *Store) metaName(ctx context.Context, db *gorm.DB) (string, error) {
+	if s.tables.Meta != "" {
+		return s.tables.Meta, nil
+	}
+	name, _, err := s.metaTable(ctx, db)
+	return name, err
+}
+
 // tablesIn are the host's tables with the meta table in use filled in.
-func (s *Store) tablesIn(ctx context.Context, db *gorm.DB) (Tables, bool, error) {
+func (s *Store) tablesIn(ctx context.Context, db *gorm.DB) (Tables, error) {
 	t := s.tables
-	meta, exists, err := s.metaTable(ctx, db)
-	t.Meta = meta
-	return t, exists, err
+	var err error
+	t.Meta, err = s.metaName(ctx, db)
+	return t, err
 }
 
 // EnsureSchema checks that the host's sessions table exists (else
@@ -298,7 +308,7 @@ func (s *Store) MakeSchema(ctx context.Context) (ran []string, err error) {
 	if !shards {
 		return ran, left
 	}
-	tables, _, err := s.tablesIn(ctx, db)
+	tables, err := s.tablesIn(ctx, db)
 	if err != nil {
 		return ran, s.opError("check the meta table", err)
 	}
