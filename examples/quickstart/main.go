@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -20,33 +19,17 @@ import (
 )
 
 func main() {
-	path := filepath.Join(os.TempDir(), "quickstart.db")
-	if err := run(context.Background(), os.Stdout, path); err != nil {
-		log.Fatal(err)
-	}
-}
-
-func run(ctx context.Context, w io.Writer, path string) error {
-	db, err := sqlite.OpenDB(path)
-	if err != nil {
-		return err
-	}
-	// The host's sessions table, which a real host already has.
-	if err := db.Exec(`CREATE TABLE IF NOT EXISTS task_sessions (id TEXT PRIMARY KEY);
-		INSERT OR IGNORE INTO task_sessions VALUES ('sess-1')`).Error; err != nil {
-		return err
-	}
+	ctx := context.Background()
+	db, err := sqlite.OpenDB(filepath.Join(os.TempDir(), "quickstart.db"))
+	check(err)
+	check(db.Exec(`CREATE TABLE IF NOT EXISTS task_sessions (id TEXT PRIMARY KEY); -- the host's own table
+		INSERT OR IGNORE INTO task_sessions VALUES ('sess-1')`).Error)
 	store, err := sqlite.New(db) // on the host's handle: opens nothing of its own
-	if err != nil {
-		return err
-	}
-	if err := store.EnsureSchema(ctx); err != nil { // a host runs the migration pass here (below)
-		return err
-	}
+	check(err)
+	check(store.EnsureSchema(ctx)) // a host runs the migration pass here (below)
 	rec, err := core.NewRecorder(store)
-	if err != nil {
-		return err
-	}
+	check(err)
+
 	launched := core.Frame{TaskSessionID: "sess-1", TaskID: "task-1", ExecutionID: "exec-1", ToolCallID: "toolu_1",
 		ToolStatus: "in_progress", ObservedAt: time.Now(),
 		Payload: &core.Payload{SubagentType: "explorer", Description: "Map the repo"}}
@@ -55,18 +38,18 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	completed.Payload = &core.Payload{Status: "completed", TotalTokens: 51234}
 	rec.Record(ctx, launched) // queued: never waits on the database, never fails the caller
 	rec.Record(ctx, completed)
-	if err := rec.Close(ctx); err != nil { // at shutdown: writes what is queued
-		return err
-	}
-
+	check(rec.Close(ctx)) // at shutdown: writes what is queued
 	rows, err := store.ListBySession(ctx, "sess-1", core.Page{})
-	if err != nil {
-		return err
-	}
+	check(err)
 	for _, r := range rows { // one row per subagent, merged from its frames
-		fmt.Fprintln(w, r.ToolCallID, *r.SubagentType, *r.Description, *r.ToolStatus, *r.TotalTokens)
+		fmt.Println(r.ToolCallID, *r.SubagentType, *r.Description, *r.ToolStatus, *r.TotalTokens)
 	}
-	return nil
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }
 
 // README: end

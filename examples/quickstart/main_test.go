@@ -1,20 +1,26 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"path/filepath"
+	"os"
 	"testing"
 )
 
-// TestQuickstart: the README's first program records one subagent from
-// its two frames, as one row.
-func TestQuickstart(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(context.Background(), &out, filepath.Join(t.TempDir(), "host.db")); err != nil {
-		t.Fatal(err)
+// TestMain gives the program a temporary directory of its own, so its
+// database starts empty and leaves nothing behind.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "quickstart")
+	if err != nil {
+		panic(err)
 	}
-	if got, want := out.String(), "toolu_1 explorer Map the repo completed 51234\n"; got != want {
-		t.Errorf("output %q, want %q", got, want)
-	}
+	os.Setenv("TMPDIR", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// The README's first program records one subagent from its two frames,
+// as one row.
+func Example() {
+	main()
+	// Output: toolu_1 explorer Map the repo completed 51234
 }
