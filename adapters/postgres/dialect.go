@@ -132,6 +132,18 @@ FROM (SELECT DISTINCT ON (f.session, f.tool_call) f.session, f.execution, f.hist
 			AND id <> f.history)
 	ORDER BY f.session, f.tool_call, f.n) AS a
 WHERE h.task_session_id = a.session AND h.id = a.history`
+	// Locked in one order, whatever order the frames came in: the table's
+	// rows by their pairs, bytewise, and within a pair history first,
+	// the rows sorted before the locks are taken (the locking node reads
+	// the sort's output).
+	lock := `SELECT 1 FROM ` + t + ` AS t
+WHERE (t.task_session_id, t.agent_execution_id, t.tool_call_id) IN (
+	SELECT k.session, e.execution, k.tool_call
+	FROM unnest($1::text[], $2::text[], $3::text[]) AS k (session, execution, tool_call),
+		LATERAL (VALUES (k.execution), ('` + core.UnknownExecution + `')) AS e (execution))
+ORDER BY t.task_session_id COLLATE "C", t.tool_call_id COLLATE "C",
+	t.agent_execution_id <> '` + core.UnknownExecution + `', t.agent_execution_id COLLATE "C"
+FOR UPDATE OF t`
 	// Planned afresh for each write, with no scan of the table and no join
 	// that reads an index whole: a plan cached while the table was small,
 	// or chosen on statistics taken while it was, would read history, or
@@ -173,6 +185,10 @@ END $do$`,
 		Schema:    []sqlstore.SchemaObject{drop, legacy},
 		Absorb: &sqlstore.Absorbing{
 			Statement: absorb,
+			Lock:      lock,
+			// ONLY: a role may insert through a partitioned table without
+			// privileges on its partitions, which locking them would check.
+			TableLock: `LOCK TABLE ONLY ` + t + ` IN ROW EXCLUSIVE MODE`,
 			// Saved in the subquery, whose row the settings' projection waits for.
 			Plan: "SELECT " + strings.Join(set, ",\n\t") + "\nFROM (SELECT set_config('" + saved + "', concat_ws(',',\n\t\t" +
 				strings.Join(was, ",\n\t\t") + "), true) OFFSET 0) AS saved",

@@ -630,6 +630,9 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 			todo = append(todo, i)
 		}
 	}
+	if s.form.Absorb != nil { // concurrent writers: one order of locks
+		byPair(rows, todo)
+	}
 	for len(todo) > 0 {
 		at, err := s.writeRows(ctx, rows, todo)
 		switch {

@@ -9,6 +9,17 @@ FROM (SELECT set_config('subagentctx.planner', concat_ws(',',
 		current_setting('enable_mergejoin'),
 		current_setting('plan_cache_mode')), true) OFFSET 0) AS saved;
 
+-- the table as the upserts lock it, then the stored rows the write may change, in one order (three arrays, one entry per row)
+LOCK TABLE ONLY task_session_subagents IN ROW EXCLUSIVE MODE;
+SELECT 1 FROM task_session_subagents AS t
+WHERE (t.task_session_id, t.agent_execution_id, t.tool_call_id) IN (
+	SELECT k.session, e.execution, k.tool_call
+	FROM unnest($1::text[], $2::text[], $3::text[]) AS k (session, execution, tool_call),
+		LATERAL (VALUES (k.execution), ('unknown')) AS e (execution))
+ORDER BY t.task_session_id COLLATE "C", t.tool_call_id COLLATE "C",
+	t.agent_execution_id <> 'unknown', t.agent_execution_id COLLATE "C"
+FOR UPDATE OF t;
+
 -- history moved to the rows that absorb it (four arrays, a row per pair)
 UPDATE task_session_subagents AS h
 SET agent_execution_id = CASE WHEN h.agent_execution_id = 'unknown' THEN a.execution
