@@ -18,14 +18,14 @@ import (
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
-// TestConcurrentWritersOverSharedHistoryNeverDeadlock: four writers, each
+// TestAC14_ConcurrentWritersOverSharedHistoryNeverDeadlock: four writers, each
 // on a pool of its own as four processes are, write batches of the same
 // invocations in orders of their own over history the pass recovered —
 // each batch absorbing history and upserting rows another batch holds.
 // The library's own writers never deadlock one another (counted: no batch
 // fails with 40P01), and the record ends one row per invocation, each
 // holding its history.
-func TestConcurrentWritersOverSharedHistoryNeverDeadlock(t *testing.T) {
+func TestAC14_ConcurrentWritersOverSharedHistoryNeverDeadlock(t *testing.T) {
 	e := testenv.Postgres().Env(t)
 	ctx := context.Background()
 	const sessions, calls, writers, rounds, batch = 8, 16, 4, 12, 48
