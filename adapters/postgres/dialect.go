@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,8 +94,8 @@ func (Dialect) OrderedArg(t time.Time) any { return storekit.CanonicalTime(t) }
 // whatever the database's own (an ICU locale orders linguistically).
 func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }
 
-// Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT as it
-// is, after a statement, in the write's transaction, that moves each
+// Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT of the
+// parts, after a statement, in the write's transaction, that moves each
 // pair's backfilled row to the execution of the row that will absorb it
 // (docs/CONTRACT.md §8.5): the row's upsert then lands on it by its key
 // and merges by the ordinary rules, history as the stored row. Any
@@ -181,8 +182,9 @@ END $do$`,
 	absorbs := absorbFunction(u)
 	legacy := legacyAbsorber(absorbs)
 	return sqlstore.UpsertForm{
-		Statement: u.Insert,
-		Schema:    []sqlstore.SchemaObject{drop, legacy},
+		Statement: u.Into + " VALUES " + u.Values(func(n int, _ storekit.Column) string { return "$" + strconv.Itoa(n) }) +
+			" ON CONFLICT " + u.Key + " DO UPDATE SET " + u.Set,
+		Schema: []sqlstore.SchemaObject{drop, legacy},
 		Absorb: &sqlstore.Absorbing{
 			Statement: absorb,
 			Lock:      lock,

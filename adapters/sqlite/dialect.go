@@ -172,16 +172,6 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
 	param := func(c string) string {
 		return fmt.Sprint("?", slices.IndexFunc(u.Columns, func(d storekit.Column) bool { return d.Name == c })+1)
 	}
-	var numbered strings.Builder
-	n := 0
-	for _, r := range u.Insert {
-		if r == '?' {
-			n++
-			fmt.Fprint(&numbered, "?", n)
-			continue
-		}
-		numbered.WriteRune(r)
-	}
 	exec := param("agent_execution_id")
 	// One probe of history's row h, the others nested in it reading h's
 	// values, so that the frame's values are bound once each where they
@@ -194,16 +184,20 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
 	AND NOT EXISTS (SELECT 1 FROM ` + t + ` i WHERE i.task_session_id = h.task_session_id
 		AND i.id = ` + param("id") + ` AND i.id <> h.id))
 	THEN '` + core.UnknownExecution + `' ELSE ` + exec + ` END`
-	values, conflict, _ := strings.Cut(numbered.String(), " ON CONFLICT ")
-	_, set, _ := strings.Cut(conflict, " DO UPDATE SET ")
 	// The execution id among the index's columns, constant as it is there,
 	// keeps earlier builds from taking a unique (task_session_id,
 	// tool_call_id) for the first draft's key, which they would refuse.
 	unknown := "(task_session_id, tool_call_id, agent_execution_id) WHERE agent_execution_id = '" +
 		core.UnknownExecution + "'"
-	upsert := strings.Replace(values, ","+exec+",", ","+key+",", 1) +
-		"\nON CONFLICT " + unknown + " DO UPDATE SET " + set + ",`agent_execution_id`=" + exec +
-		"\nON CONFLICT " + conflict
+	values := u.Values(func(n int, c storekit.Column) string {
+		if c.Name == "agent_execution_id" {
+			return key
+		}
+		return "?" + strconv.Itoa(n)
+	})
+	upsert := u.Into + " VALUES " + values +
+		"\nON CONFLICT " + unknown + " DO UPDATE SET " + u.Set + ",`agent_execution_id`=" + exec +
+		"\nON CONFLICT " + u.Key + " DO UPDATE SET " + u.Set
 	// The pure-Go driver binds numbered placeholders in time quadratic in
 	// their number; go-sqlite3 binds each argument by a C call and a copy,
 	// so there the numbered form, one argument per column, is the cheaper.

@@ -75,7 +75,9 @@ type Fragments interface {
 	// order.
 	NearestRanks(durations []string) string
 	// Upsert gives the upsert its form on this database: the statement
-	// run once per row and how a write absorbs history
+	// run once per row, assembled from the parts (u.Into, " VALUES ",
+	// u.Values in the dialect's placeholders, " ON CONFLICT ", u.Key,
+	// " DO UPDATE SET ", u.Set, for one), and how a write absorbs history
 	// (docs/CONTRACT.md §3.2, §8.5).
 	Upsert(u UpsertParts) UpsertForm
 	// Classify maps a driver error to core.ErrConstraint (the frame's
@@ -95,11 +97,20 @@ type Fragments interface {
 // UpsertParts are the pieces of the upsert the dialect assembles
 // (Fragments.Upsert).
 type UpsertParts struct {
-	// Insert is the INSERT … VALUES … ON CONFLICT … DO UPDATE statement,
-	// rendered by GORM in the dialect's bind syntax, one placeholder per
-	// column of Columns, in their order.
-	Insert string
-	// Columns are the columns Insert names: storekit.Columns, or those
+	// Into is INSERT INTO the table (Columns), quoted for the dialect:
+	// INSERT INTO "task_session_subagents" ("id","task_session_id",…).
+	Into string
+	// Key is the unique key's columns, quoted, in parentheses: the
+	// conflict target of the upsert's ON CONFLICT.
+	Key string
+	// Set is the DO UPDATE SET list: each column of Columns its merge rule
+	// gives an expression, quoted, reading the stored row by the table's
+	// name and the frame's values by excluded. It binds no value.
+	Set string
+	// Rows is how many rows the statement inserts: one, or a wave's
+	// (docs/CONTRACT.md §3.2) on a sharded table.
+	Rows int
+	// Columns are the columns Into names: storekit.Columns, or those
 	// without the ones a row that reports none of them need not name (the
 	// run's usage, the agent's own start), by which most rows are written.
 	// They keep storekit.Columns' order and always include the key and the
@@ -121,6 +132,27 @@ type UpsertParts struct {
 	// HistoryIndex names the index of the backfilled rows not yet absorbed
 	// (a dialect may declare it in its own form).
 	HistoryIndex string
+}
+
+// Values is the VALUES list of Rows rows, each value value's: a
+// placeholder in the dialect's syntax, numbered n from 1 across the rows
+// in Columns' order, or an expression in its place.
+func (u UpsertParts) Values(value func(n int, c storekit.Column) string) string {
+	var b strings.Builder
+	for r := range u.Rows {
+		if r > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for i, c := range u.Columns {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(value(r*len(u.Columns)+i+1, c))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
 }
 
 // UpsertForm is the upsert as a dialect runs it (Fragments.Upsert), and

@@ -191,35 +191,36 @@ func isLean(row *core.Subagent) bool {
 	return true
 }
 
-// upsertParts are the parts of the upsert the dialect assembles, insert
-// being GORM's INSERT … ON CONFLICT naming cols.
-func upsertParts(insert string, cols []storekit.Column) UpsertParts {
-	return UpsertParts{Insert: insert, Columns: cols, History: historyOf, Absorb: absorbing, HistoryIndex: historyIndex}
-}
-
-// renderInsert has GORM build INSERT INTO … VALUES (…) ON CONFLICT (key) DO
-// UPDATE SET … from clauses, in the handle's dialect (quoting, bind
-// variables), with one placeholder per column of cols of each of n rows.
-func (s *Store) renderInsert(n int, decl []storekit.Column) (string, error) {
-	cols := make([]clause.Column, len(decl))
-	for i, c := range decl {
-		cols[i] = clause.Column{Name: c.Name}
+// upsertParts are the parts of the upsert of n rows naming cols, which
+// the dialect assembles: GORM quotes the names and renders the merge
+// rules' SET list for the handle's dialect, and binds no value.
+func (s *Store) upsertParts(n int, cols []storekit.Column) (UpsertParts, error) {
+	stmt := &gorm.Statement{DB: s.db.Session(&gorm.Session{DryRun: true, NewDB: true}), Table: Table}
+	render := func(build func()) string {
+		stmt.SQL.Reset()
+		build()
+		return stmt.SQL.String()
 	}
-	values := make([][]any, n)
-	for i := range values {
-		values[i] = make([]any, len(decl))
+	quoted := func(names []string) string {
+		return render(func() {
+			stmt.WriteByte('(')
+			for i, name := range names {
+				if i > 0 {
+					stmt.WriteByte(',')
+				}
+				stmt.WriteQuoted(name)
+			}
+			stmt.WriteByte(')')
+		})
 	}
-	key := make([]clause.Column, len(storekit.KeyColumns()))
-	for i, c := range storekit.KeyColumns() {
-		key[i] = clause.Column{Name: c}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
 	}
-	db := s.db.Session(&gorm.Session{DryRun: true, NewDB: true})
-	stmt := &gorm.Statement{DB: db, Table: Table, Clauses: map[string]clause.Clause{}}
-	stmt.AddClause(clause.Insert{Table: clause.Table{Name: Table}})
-	stmt.AddClause(clause.Values{Columns: cols, Values: values})
-	stmt.AddClause(clause.OnConflict{Columns: key, DoUpdates: mergeSet(decl)})
-	stmt.Build("INSERT", "VALUES", "ON CONFLICT")
-	return stmt.SQL.String(), stmt.Error
+	into := "INSERT " + render(func() { clause.Insert{Table: clause.Table{Name: Table}}.Build(stmt) }) + " " + quoted(names)
+	set := render(func() { mergeSet(cols).Build(stmt) })
+	return UpsertParts{Into: into, Key: quoted(storekit.KeyColumns()), Set: set, Rows: n, Columns: cols,
+		History: historyOf, Absorb: absorbing, HistoryIndex: historyIndex}, stmt.Error
 }
 
 // repairStatements merge, in every (session, tool call id) pair an earlier

@@ -118,11 +118,11 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 		form *UpsertForm
 		cols []storekit.Column
 	}{{&s.form, columns}, {&s.lean, leanColumns}} {
-		insert, err := s.renderInsert(1, f.cols)
+		parts, err := s.upsertParts(1, f.cols)
 		if err != nil {
 			return nil, liberr.Errorf("render the upsert: %w", err)
 		}
-		*f.form = d.Upsert(upsertParts(insert, f.cols))
+		*f.form = d.Upsert(parts)
 	}
 	return s, nil
 }

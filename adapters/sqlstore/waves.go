@@ -110,11 +110,11 @@ func (s *Store) waveSQL(n int) (string, error) {
 	if q, ok := s.waveStatements.Load(n); ok {
 		return q.(string), nil
 	}
-	insert, err := s.renderInsert(n, columns)
+	parts, err := s.upsertParts(n, columns)
 	if err != nil {
 		return "", fmt.Errorf("render the upsert of %d rows: %w", n, err)
 	}
-	q := s.d.Upsert(upsertParts(insert, columns)).Statement
+	q := s.d.Upsert(parts).Statement
 	s.waveStatements.Store(n, q)
 	return q, nil
 }
