@@ -29,10 +29,10 @@ import (
 //
 // Writers running at once over the same pairs lock rows in one order, so
 // that none deadlocks another: a write's rows are upserted by pair
-// (byPair), and before absorbing first, a write of more than one pair
-// locks every stored row it may change in that order (Absorbing.Lock) —
-// otherwise it would lock the history of later pairs before the rows of
-// earlier ones. Two writes that
+// (byPair), and before absorbing first, a write of more than one pair,
+// one with history, locks every stored row it may change in that order
+// (Absorbing.Lock) — otherwise it would lock the history of later pairs
+// before the rows of earlier ones. Two writes that
 // each insert two new executions of one pair, in opposite orders, may
 // still deadlock (one is retried): a pair's rows keep their order, which
 // decides which execution absorbs.

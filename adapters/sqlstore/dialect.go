@@ -197,10 +197,11 @@ type Absorbing struct {
 	// Lock is run before a write's first Statement when that one comes
 	// before every upsert, its arguments three arrays of the
 	// task_session_id, agent_execution_id and tool_call_id of every row
-	// the write upserts: it locks each stored row of those keys and each
-	// of their pairs' backfilled rows, ordered by task_session_id, then
-	// tool_call_id (bytewise, as Go compares strings), the backfilled row
-	// first within a pair. Writers that would otherwise lock history
+	// the write upserts: where one of their pairs has a backfilled row,
+	// it locks each stored row of those keys and each of their pairs'
+	// backfilled rows, ordered by task_session_id, then tool_call_id
+	// (bytewise, as Go compares strings), the backfilled row first within
+	// a pair. Writers that would otherwise lock history
 	// before rows of pairs that sort before it, in orders of their own,
 	// then lock every stored row in one order, and deadlock no one
 	// another (each write's upserts come in that order too).
