@@ -13,12 +13,39 @@ import (
 // Dialect is what one SQL database supplies; everything else — the DDL, the
 // upsert, the lists, the migration pass's statements, health and
 // statistics — is rendered by this package from the column declaration
-// (storekit.Columns) and the dialect's answers. adapters/sqlite and
-// adapters/postgres implement it. It is an interface for dialect authors,
-// not a stable API for hosts: it changes when a statement needs something
-// new from a dialect. Each concern is a small interface of its own, so a
-// third dialect is a guided job (docs/design.md, "A third dialect", says what
-// each takes); Placement and Pipeliner are optional.
+// (storekit.Columns) and the dialect's answers.
+//
+// It is for authors of a dialect, not for hosts: adapters/sqlite and
+// adapters/postgres implement it, and it changes, in any version, when a
+// statement needs something new from a dialect. A host holds a *Store.
+//
+// The SQL it assumes: identifiers quoted by the GORM dialector the handle
+// carries; INSERT … ON CONFLICT (key) DO UPDATE SET, whose SET list reads
+// the stored row by the table's name and the frame's values by excluded;
+// RETURNING; UPDATE … FROM; row values and EXISTS subqueries. Each concern
+// is a small interface of its own, so a third dialect is a guided job
+// (docs/design.md, "A third dialect", says what each takes).
+//
+// A dialect may implement optional interfaces as well, each for what it
+// buys:
+//
+//	interface          buys                                              sqlite  postgres
+//	PassLocker         passes serialised across processes (§4)           yes     yes
+//	PrivilegeChecker   a role's missing grant named at boot (§4.4)       –       yes
+//	OnlineIndexer      indexes built without blocking writes             –       yes
+//	Placement          a table sharded beside the sessions (Citus)       –       yes
+//	Pipeliner          a batch's statements in one round trip            –       yes
+//	Ceiling            one-sided time windows read through an index      yes     –
+//	BoundedStatements  statements run without a cancellable context      yes     –
+//
+// History meets live capture (docs/CONTRACT.md §8.5) by one of three
+// mechanisms, which a dialect chooses in its UpsertForm: in the upsert
+// itself (SQLite: a first ON CONFLICT on history's index, in
+// adapters/sqlite/dialect.go), by a statement before the upserts in the
+// write's transaction (PostgreSQL on one server, UpsertForm.Absorb:
+// adapters/postgres/dialect.go and this package's absorb.go), or by a
+// trigger on a sharded table (Citus, UpsertForm.Sharded:
+// adapters/postgres/citus.go and this package's waves.go).
 //
 // testdata/<dialect>/*.sql holds every statement whole, per dialect.
 type Dialect interface {
