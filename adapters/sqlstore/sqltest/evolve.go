@@ -101,15 +101,15 @@ func testEveryEarlierShape(t *testing.T, d *Driver) {
 		rows  int
 		check func(t *testing.T, e *Env)
 	}{
-		{"first draft", func(t testing.TB, e *Env) { d.LegacyTable(t, e.DB); legacyRows(t, e) }, 3, nil},
+		{"first draft", func(t testing.TB, e *Env) { d.legacyTable(t, e.DB); legacyRows(t, e) }, 3, nil},
 		{"primary key on id", func(t testing.TB, e *Env) {
 			e.Session(t, "s")
 			e.insertRaw(t, row("s", "tc-1", "e1", core.SourceLive, at(1)),
 				row("s", "tc-2", "unknown", core.SourceBackfill, at(2)))
-			d.EarlierTable(t, e.DB)
+			d.earlierTable(t, e.DB)
 		}, 2, nil},
 		{"previous release", func(t testing.TB, e *Env) {
-			d.PreviousRelease(t, e.DB)
+			d.previousRelease(t, e.DB)
 			e.Session(t, "s")
 			e.insertRaw(t, row("s", "tc-1", "e1", core.SourceLive, at(1)),
 				row("s", "tc-2", "unknown", core.SourceBackfill, at(2)))
@@ -278,7 +278,7 @@ func testAddColumnFailure(t *testing.T, d *Driver) {
 // the table unchanged; the backfill and the execution key wait.
 func testNonAdditive(t *testing.T, d *Driver) {
 	e := d.Env(t)
-	d.PreviousRelease(t, e.DB)
+	d.previousRelease(t, e.DB)
 	e.dropColumn(t, "model")
 	e.Exec(t, `ALTER TABLE task_session_subagents ADD COLUMN model INTEGER`)
 	before := snapshot(t, e)
@@ -305,7 +305,7 @@ func testNonAdditive(t *testing.T, d *Driver) {
 // once.
 func testRepair(t *testing.T, d *Driver) {
 	e := d.Env(t)
-	d.PreviousRelease(t, e.DB)
+	d.previousRelease(t, e.DB)
 	e.Session(t, "s")
 	b1 := row("s", "tc-1", core.UnknownExecution, core.SourceBackfill, at(1))
 	l1 := row("s", "tc-1", "e1", core.SourceLive, at(5))

@@ -591,7 +591,7 @@ func stages(d *Driver) []string {
 // testLegacyUpgrade: AC-33, 33b, 33c.
 func testLegacyUpgrade(t *testing.T, d *Driver) {
 	e := d.Env(t)
-	d.LegacyTable(t, e.DB)
+	d.legacyTable(t, e.DB)
 	legacyRows(t, e)
 	insert(
 		t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
@@ -649,7 +649,7 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 // and no key is written.
 func testLegacyUpgradeFailure(t *testing.T, d *Driver) {
 	e := d.Env(t)
-	d.LegacyTable(t, e.DB)
+	d.legacyTable(t, e.DB)
 	legacyRows(t, e)
 	insert(t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-new", "completed", &kandevtest.CodexChild)))
 	before := snapshot(t, e)
@@ -693,7 +693,7 @@ func testLegacyUpgradeFailure(t *testing.T, d *Driver) {
 // is now (session, 'unknown', tool)) and a second pass changes nothing.
 func testReplayAfterUpgrade(t *testing.T, d *Driver) {
 	e := d.Env(t)
-	d.LegacyTable(t, e.DB)
+	d.legacyTable(t, e.DB)
 	legacyRows(t, e)
 	insert(
 		t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
@@ -739,7 +739,7 @@ func testPrimaryKeyUpgrade(t *testing.T, d *Driver) {
 		e.Session(t, "s")
 		record(t, e, "s", "tc-1", "e1", at(1))
 		record(t, e, "s", "tc-2", "e1", at(2))
-		d.EarlierTable(t, e.DB)
+		d.earlierTable(t, e.DB)
 		if e.shapeHolds(t) {
 			t.Fatalf("the earlier table holds the declared shape: %+v", e.describe(t, sqlstore.Table))
 		}
@@ -823,7 +823,7 @@ func testConcurrentPasses(t *testing.T, d *Driver) {
 			var e *Env
 			if from == "previous release" {
 				e = d.Env(t)
-				d.PreviousRelease(t, e.DB)
+				d.previousRelease(t, e.DB)
 			} else {
 				db, dsn := d.Open(t)
 				e = &Env{Driver: d, DB: db, DSN: dsn, Tables: sqlstore.KandevTables()}

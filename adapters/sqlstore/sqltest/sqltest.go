@@ -37,6 +37,11 @@ type Driver struct {
 	// now (PostgreSQL: nothing listens; SQLite: the file is locked past the
 	// busy timeout), and the password of its DSN (to check it never leaks).
 	Unavailable func(t testing.TB) (s *sqlstore.Store, password string)
+	// LegacyTable, EarlierTable and PreviousRelease are the earlier
+	// shapes the dialect's databases may hold, for the upgrade tests. A
+	// dialect that starts at this build's shape leaves them nil: the tests
+	// of an upgrade from one then skip, saying the dialect starts after it.
+	//
 	// LegacyTable replaces task_session_subagents with the first draft's
 	// shape, as the dialect's first draft declared it: UNIQUE
 	// (task_session_id, tool_call_id), no agent_execution_id, primary key
@@ -58,6 +63,29 @@ type Driver struct {
 	// the meta table a reference table).
 	Host     func(t testing.TB, db *gorm.DB)
 	Features Features
+}
+
+// legacyTable, earlierTable and previousRelease turn the table into an
+// earlier shape by the Driver's function, or skip the test where the
+// dialect has none: it starts after that shape.
+func (d *Driver) legacyTable(t testing.TB, db *gorm.DB) {
+	d.earlier(t, db, d.LegacyTable, "the first draft's table")
+}
+
+func (d *Driver) earlierTable(t testing.TB, db *gorm.DB) {
+	d.earlier(t, db, d.EarlierTable, "an earlier build's table (a primary key on id alone)")
+}
+
+func (d *Driver) previousRelease(t testing.TB, db *gorm.DB) {
+	d.earlier(t, db, d.PreviousRelease, "the previous release's table")
+}
+
+func (d *Driver) earlier(t testing.TB, db *gorm.DB, shape func(testing.TB, *gorm.DB), what string) {
+	t.Helper()
+	if shape == nil {
+		t.Skipf("%s starts after %s: no upgrade from it to test", d.Name, what)
+	}
+	shape(t, db)
 }
 
 // Features declares where a dialect legitimately differs.
