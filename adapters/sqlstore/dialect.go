@@ -43,7 +43,7 @@ import (
 // itself (SQLite: a first ON CONFLICT on history's index, in
 // adapters/sqlite/dialect.go), by a statement before the upserts in the
 // write's transaction (PostgreSQL on one server, UpsertForm.Absorb:
-// adapters/postgres/dialect.go and this package's absorb.go), or by a
+// adapters/postgres/dialect.go and this package's write.go), or by a
 // trigger on a sharded table (Citus, UpsertForm.Sharded:
 // adapters/postgres/citus.go and this package's waves.go).
 //
