@@ -137,8 +137,8 @@ WHERE h.task_session_id = a.session AND h.id = a.history`
 	// rows by their pairs, bytewise, and within a pair history first,
 	// the rows sorted before the locks are taken (the locking node reads
 	// the sort's output). Only where one of the pairs has history to move
-	// (a condition run once, before the rest, probing history's key pair
-	// by pair as a subquery the planner keeps apart): a write that moves none
+	// (a condition run once, before the rest, probing history's key once a
+	// pair, as a subquery the planner keeps apart): a write that moves none
 	// takes its locks in its upserts' order, and a lock costs a write of
 	// the row.
 	pair := map[string]string{"task_session_id": "p.session", "tool_call_id": "p.tool_call"}
@@ -147,7 +147,7 @@ WHERE (t.task_session_id, t.agent_execution_id, t.tool_call_id) IN (
 	SELECT k.session, e.execution, k.tool_call
 	FROM unnest($1::text[], $2::text[], $3::text[]) AS k (session, execution, tool_call),
 		LATERAL (VALUES (k.execution), ('` + core.UnknownExecution + `')) AS e (execution))
-	AND EXISTS (SELECT 1 FROM unnest($1::text[], $3::text[]) AS p (session, tool_call)
+	AND EXISTS (SELECT 1 FROM (SELECT DISTINCT * FROM unnest($1::text[], $3::text[])) AS p (session, tool_call)
 		WHERE (SELECT id FROM ` + t + ` WHERE ` + u.History(func(c string) string { return pair[c] }) + `) IS NOT NULL)
 ORDER BY t.task_session_id COLLATE "C", t.tool_call_id COLLATE "C",
 	t.agent_execution_id <> '` + core.UnknownExecution + `', t.agent_execution_id COLLATE "C"

@@ -16,7 +16,7 @@ WHERE (t.task_session_id, t.agent_execution_id, t.tool_call_id) IN (
 	SELECT k.session, e.execution, k.tool_call
 	FROM unnest($1::text[], $2::text[], $3::text[]) AS k (session, execution, tool_call),
 		LATERAL (VALUES (k.execution), ('unknown')) AS e (execution))
-	AND EXISTS (SELECT 1 FROM unnest($1::text[], $3::text[]) AS p (session, tool_call)
+	AND EXISTS (SELECT 1 FROM (SELECT DISTINCT * FROM unnest($1::text[], $3::text[])) AS p (session, tool_call)
 		WHERE (SELECT id FROM task_session_subagents WHERE task_session_id = p.session AND tool_call_id = p.tool_call AND agent_execution_id = 'unknown' AND source = 'backfill') IS NOT NULL)
 ORDER BY t.task_session_id COLLATE "C", t.tool_call_id COLLATE "C",
 	t.agent_execution_id <> 'unknown', t.agent_execution_id COLLATE "C"
