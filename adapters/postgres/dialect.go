@@ -133,25 +133,18 @@ FROM (SELECT DISTINCT ON (f.session, f.tool_call) f.session, f.execution, f.hist
 			AND id <> f.history)
 	ORDER BY f.session, f.tool_call, f.n) AS a
 WHERE h.task_session_id = a.session AND h.id = a.history`
-	// Locked in one order, whatever order the frames came in: the table's
-	// rows by their pairs, bytewise, and within a pair history first,
-	// the rows sorted before the locks are taken (the locking node reads
-	// the sort's output). Only where one of the pairs has history to move
-	// (a condition run once, before the rest, probing history's key once a
-	// pair, as a subquery the planner keeps apart): a write that moves none
-	// takes its locks in its upserts' order, and a lock costs a write of
-	// the row.
-	pair := map[string]string{"task_session_id": "p.session", "tool_call_id": "p.tool_call"}
-	lock := `SELECT 1 FROM ` + t + ` AS t
-WHERE (t.task_session_id, t.agent_execution_id, t.tool_call_id) IN (
-	SELECT k.session, e.execution, k.tool_call
-	FROM unnest($1::text[], $2::text[], $3::text[]) AS k (session, execution, tool_call),
-		LATERAL (VALUES (k.execution), ('` + core.UnknownExecution + `')) AS e (execution))
-	AND EXISTS (SELECT 1 FROM (SELECT DISTINCT * FROM unnest($1::text[], $3::text[])) AS p (session, tool_call)
-		WHERE (SELECT id FROM ` + t + ` WHERE ` + u.History(func(c string) string { return pair[c] }) + `) IS NOT NULL)
-ORDER BY t.task_session_id COLLATE "C", t.tool_call_id COLLATE "C",
-	t.agent_execution_id <> '` + core.UnknownExecution + `', t.agent_execution_id COLLATE "C"
-FOR UPDATE OF t`
+	// Writes that share a pair take turns, whole: each takes a lock per
+	// pair of its rows before anything else, in one order (the pairs'
+	// hashes, ascending), so that no two of them ever wait for each
+	// other's rows — a write absorbing first locks history of later pairs
+	// before the rows of earlier ones, and two writes' upserts come in
+	// orders of their own. Advisory locks, held to the transaction's end:
+	// they cost no write of a row, nor a read of the table, and are planned
+	// once. The key's first half marks them as this library's pairs.
+	lock := `SELECT count(pg_advisory_xact_lock(hashtext('subagentctx pair'), s.k))
+FROM (SELECT DISTINCT hashtext(length(p.session) || ':' || p.session || p.tool_call) AS k
+	FROM unnest($1::text[], $2::text[]) AS p (session, tool_call)
+	ORDER BY k OFFSET 0) AS s`
 	// Planned afresh for each write, with no scan of the table and no join
 	// that reads an index whole: a plan cached while the table was small,
 	// or chosen on statistics taken while it was, would read history, or
@@ -195,9 +188,6 @@ END $do$`,
 		Absorb: &sqlstore.Absorbing{
 			Statement: absorb,
 			Lock:      lock,
-			// ONLY: a role may insert through a partitioned table without
-			// privileges on its partitions, which locking them would check.
-			TableLock: `LOCK TABLE ONLY ` + t + ` IN ROW EXCLUSIVE MODE`,
 			// Saved in the subquery, whose row the settings' projection waits for.
 			Plan: "SELECT " + strings.Join(set, ",\n\t") + "\nFROM (SELECT set_config('" + saved + "', concat_ws(',',\n\t\t" +
 				strings.Join(was, ",\n\t\t") + "), true) OFFSET 0) AS saved",

@@ -221,28 +221,18 @@ type Absorbing struct {
 	// That row's upsert then lands on it by its key and merges by the
 	// ordinary rules.
 	Statement string
-	// Lock is run before a write's first Statement when that one comes
-	// before every upsert, its arguments three arrays of the
-	// task_session_id, agent_execution_id and tool_call_id of every row
-	// the write upserts: where one of their pairs has a backfilled row,
-	// it locks each stored row of those keys and each of their pairs'
-	// backfilled rows, ordered by task_session_id, then tool_call_id
-	// (bytewise, as Go compares strings), the backfilled row first within
-	// a pair. Writers that would otherwise lock history
-	// before rows of pairs that sort before it, in orders of their own,
-	// then lock every stored row in one order, and deadlock no one
-	// another (each write's upserts come in that order too).
+	// Lock is run first in a write's transaction of rows of more than
+	// one pair, its arguments two arrays of the task_session_id and
+	// tool_call_id of every row: it takes a lock per pair, held to the
+	// transaction's end, in one order, which every write of this library
+	// takes too. Writes sharing a pair then take turns, and none waits for
+	// another's rows while holding rows the other waits for: the library's
+	// own writers never deadlock (a write absorbing first would otherwise
+	// lock the history of later pairs before the rows of earlier ones).
 	Lock string
-	// TableLock, without arguments, runs just before Lock: it takes the
-	// table lock the upserts take, which Lock's row locks alone would not.
-	// A migration pass locks the table against writes and then changes
-	// rows; granted between a write's row locks and its first upsert, it
-	// would wait for those rows while the write waited for it.
-	TableLock string
 	// Plan and Restore, neither with arguments, are run just before and
-	// just after each Statement and Lock: Plan sets the planner's settings under
-	// which Statement is planned as index probes whatever the table's
-	// statistics, and Restore sets them back as they were, for the
+	// just after each Statement: Plan sets the planner's settings under
+	// which it is planned as index probes whatever the table's statistics, and Restore sets them back as they were, for the
 	// transaction's other statements (a host's own among them).
 	Plan, Restore string
 }
@@ -315,12 +305,6 @@ type BackfillForm struct {
 	// writes, so that neither misses the other's rows (PostgreSQL: a table
 	// lock the live upserts wait for; "" where Begin already does it).
 	Lock string
-	// TableLock, without arguments, runs just before Lock: it takes the
-	// table lock the upserts take, which Lock's row locks alone would not.
-	// A migration pass locks the table against writes and then changes
-	// rows; granted between a write's row locks and its first upsert, it
-	// would wait for those rows while the write waited for it.
-	TableLock string
 	// Plan are planner settings run next in the backfill's transaction.
 	Plan []string
 }

@@ -98,10 +98,10 @@ func TestGoldenStatements(t *testing.T) {
 			}
 			files["backfill.sql"] = backfillText(s.Form(false), s.BackfillSQL(false))
 			if a := s.Upserting().Absorb; a != nil {
-				files["absorb.sql"] = "-- in a write's transaction, before the upserts: the planner's settings kept and set\n" +
-					a.Plan + ";\n\n-- the table as the upserts lock it, then the stored rows the write may change, in one order " +
-					"(three arrays, one entry per row)\n" +
-					a.TableLock + ";\n" + a.Lock + ";\n\n-- history moved to the rows that absorb it (four arrays, a row per pair)\n" +
+				files["absorb.sql"] = "-- first in a write's transaction of several pairs: their locks, in one order " +
+					"(two arrays, one entry per row)\n" + a.Lock + ";\n\n" +
+					"-- before the upserts: the planner's settings kept and set\n" +
+					a.Plan + ";\n\n-- history moved to the rows that absorb it (four arrays, a row per pair)\n" +
 					a.Statement + ";\n\n-- the settings as they were\n" + a.Restore + ";\n"
 			}
 			if d.Name == "postgres" {

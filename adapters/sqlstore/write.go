@@ -7,7 +7,6 @@ package sqlstore
 // own id.
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -142,9 +141,6 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 		if rowErrs[i] = s.prepareRow(&rows[i]); rowErrs[i] == nil {
 			todo = append(todo, i)
 		}
-	}
-	if s.form.Absorb != nil { // concurrent writers: one order of locks
-		byPair(rows, todo)
 	}
 	for len(todo) > 0 {
 		at, err := s.writeRows(ctx, rows, todo)
@@ -363,15 +359,9 @@ func (s *Store) upsertStmt(ctx context.Context, pool *sql.DB, which int) (*sql.S
 // after another would. Any other pair's rows that may absorb each get the
 // statement of their own, just before their upsert.
 //
-// Writers running at once over the same pairs lock rows in one order, so
-// that none deadlocks another: a write's rows are upserted by pair
-// (byPair), and before absorbing first, a write of more than one pair,
-// one with history, locks every stored row it may change in that order
-// (Absorbing.Lock) — otherwise it would lock the history of later pairs
-// before the rows of earlier ones. Two writes that
-// each insert two new executions of one pair, in opposite orders, may
-// still deadlock (one is retried): a pair's rows keep their order, which
-// decides which execution absorbs.
+// Writers running at once never deadlock one another: a write of rows of
+// more than one pair first takes a lock per pair, in one order
+// (Absorbing.Lock), so that writes sharing a pair take turns.
 
 // errAbsorbing marks a failure of an absorbing statement, which is no
 // row's fault but the database's passing state (docs/CONTRACT.md §6.1):
@@ -393,22 +383,21 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool) (
 	if absorb {
 		first, own = absorbers(rows, todo)
 	}
-	absorbing := func(lock bool, at ...int) {
+	if absorb && !onePair(rows, todo) {
+		add(s.pairLocks(rows, todo), -1)
+	}
+	absorbing := func(at ...int) {
 		a := s.form.Absorb
 		add(Statement{SQL: a.Plan}, -1)
-		if lock {
-			add(Statement{SQL: a.TableLock}, -1)
-			add(s.locking(rows, todo), -1)
-		}
 		add(s.absorbing(rows, todo, at), -1)
 		add(Statement{SQL: a.Restore}, -1)
 	}
 	if len(first) > 0 {
-		absorbing(!onePair(rows, todo), first...)
+		absorbing(first...)
 	}
 	for n, i := range todo {
 		if _, ok := slices.BinarySearch(own, n); ok {
-			absorbing(false, n)
+			absorbing(n)
 		}
 		_, f, cols := s.upsertOf(&rows[i])
 		add(Statement{SQL: f.Statement, Args: upsertArgs(f, cols, &rows[i])}, n)
@@ -427,18 +416,18 @@ func (s *Store) absorbing(rows []core.Subagent, todo []int, at []int) Statement 
 	return Statement{SQL: s.form.Absorb.Statement, Args: []any{sessions, tools, executions, ids}}
 }
 
-// locking is the statement that locks the stored rows rows[todo…] may
-// change, in one order (Absorbing.Lock).
-func (s *Store) locking(rows []core.Subagent, todo []int) Statement {
-	sessions, executions, tools := make([]string, len(todo)), make([]string, len(todo)), make([]string, len(todo))
+// pairLocks is the statement that takes the locks of rows[todo…]'s
+// pairs (Absorbing.Lock).
+func (s *Store) pairLocks(rows []core.Subagent, todo []int) Statement {
+	sessions, tools := make([]string, len(todo)), make([]string, len(todo))
 	for n, i := range todo {
-		sessions[n], executions[n], tools[n] = rows[i].TaskSessionID, rows[i].AgentExecutionID, rows[i].ToolCallID
+		sessions[n], tools[n] = rows[i].TaskSessionID, rows[i].ToolCallID
 	}
-	return Statement{SQL: s.form.Absorb.Lock, Args: []any{sessions, executions, tools}}
+	return Statement{SQL: s.form.Absorb.Lock, Args: []any{sessions, tools}}
 }
 
-// onePair says whether rows[todo…] are all of one pair, which locks
-// its rows in the order any other write of it would: history first.
+// onePair says whether rows[todo…] are all of one pair, whose rows the
+// write locks in the order any other write of it does: history first.
 func onePair(rows []core.Subagent, todo []int) bool {
 	for _, i := range todo {
 		if rows[i].TaskSessionID != rows[todo[0]].TaskSessionID || rows[i].ToolCallID != rows[todo[0]].ToolCallID {
@@ -446,29 +435,6 @@ func onePair(rows []core.Subagent, todo []int) bool {
 		}
 	}
 	return true
-}
-
-// byPair orders todo by the rows' pairs — task_session_id, then
-// tool_call_id, bytewise, as Absorbing.Lock does — keeping the order in
-// which a pair's rows came. Two writes of the same rows then take their
-// locks, and insert their keys, in one order. It is the frame-by-frame
-// result still (docs/CONTRACT.md AC14): rows of different pairs meet
-// only through an id, and where two rows of different keys hold the same
-// one, which of them the table refuses depends on their order, so such a
-// write keeps the order it came in.
-func byPair(rows []core.Subagent, todo []int) {
-	holders := make(map[[2]string]core.RowKey, len(todo))
-	for _, i := range todo {
-		id := [2]string{rows[i].TaskSessionID, rows[i].ID}
-		if k, held := holders[id]; held && k != rows[i].Key() {
-			return
-		}
-		holders[id] = rows[i].Key()
-	}
-	slices.SortStableFunc(todo, func(a, b int) int {
-		return cmp.Or(strings.Compare(rows[a].TaskSessionID, rows[b].TaskSessionID),
-			strings.Compare(rows[a].ToolCallID, rows[b].ToolCallID))
-	})
 }
 
 // absorbers are, among rows[todo…], the rows that may absorb history (as
@@ -516,14 +482,13 @@ func absorbers(rows []core.Subagent, todo []int) (first, own []int) {
 
 // fault is which row of rows[todo…] a failed statement (at, of
 // writeStatements' stmts) wrote — -1 for none — and its error, marked
-// errAbsorbing when the statement absorbed history or locked for it (the
-// store then reads the table's placement again).
+// errAbsorbing when the statement absorbed history (the store then reads
+// the table's placement again).
 func (s *Store) fault(stmts []Statement, of []int, at int, err error) (int, error) {
 	if at < 0 || at >= len(of) {
 		return -1, err
 	}
-	a := s.form.Absorb
-	if of[at] < 0 && a != nil && slices.Contains([]string{a.TableLock, a.Lock, a.Statement}, stmts[at].SQL) {
+	if of[at] < 0 && s.form.Absorb != nil && stmts[at].SQL == s.form.Absorb.Statement {
 		s.sharded.Store(0)
 		return -1, errors.Join(errAbsorbing, err)
 	}

@@ -43,14 +43,13 @@ func TestAbsorbers(t *testing.T) {
 // TestWriteStatements: the absorbing statements, each between the
 // planner's settings and their restoring, come before the upserts they
 // serve — the pairs absorbed first before every upsert, after the locks
-// of every stored row the write may change where it has several pairs
-// (every row's key and its pair's history's), a row absorbing
+// of the write's pairs where it has several, a row absorbing
 // on its own just before its upsert — each row by the lean upsert unless it
 // reports a sparse column — and a failed statement is charged to the row
 // it writes, or to none (an absorbing one marked errAbsorbing).
 func TestWriteStatements(t *testing.T) {
 	s := &Store{form: UpsertForm{Statement: "UPSERT", Absorb: &Absorbing{Statement: "ABSORB", Plan: "PLAN",
-		Lock: "LOCK", TableLock: "TABLE", Restore: "RESTORE"}}, lean: UpsertForm{Statement: "LEAN"}}
+		Lock: "LOCK", Restore: "RESTORE"}}, lean: UpsertForm{Statement: "LEAN"}}
 	r := func(tool, exec string) core.Subagent {
 		return core.Subagent{TaskSessionID: "s", ToolCallID: tool, AgentExecutionID: exec, ID: tool + exec}
 	}
@@ -62,28 +61,25 @@ func TestWriteStatements(t *testing.T) {
 	for _, st := range stmts {
 		got = append(got, st.SQL)
 	}
-	want := []string{
-		"PLAN", "TABLE", "LOCK", "ABSORB", "RESTORE", "LEAN", "LEAN", "PLAN", "ABSORB", "RESTORE", "LEAN", "UPSERT",
-	}
-	if !slices.Equal(got, want) || !slices.Equal(of, []int{-1, -1, -1, -1, -1, 0, 1, -1, -1, -1, 2, 3}) {
+	want := []string{"LOCK", "PLAN", "ABSORB", "RESTORE", "LEAN", "LEAN", "PLAN", "ABSORB", "RESTORE", "LEAN", "UPSERT"}
+	if !slices.Equal(got, want) || !slices.Equal(of, []int{-1, -1, -1, -1, 0, 1, -1, -1, -1, 2, 3}) {
 		t.Fatalf("statements %v of rows %v", got, of)
 	}
-	if a := stmts[2].Args; !slices.Equal(a[0].([]string), []string{"s", "s", "s", "s"}) ||
-		!slices.Equal(a[1].([]string), []string{"e1", core.UnknownExecution, "e1", "e1"}) ||
-		!slices.Equal(a[2].([]string), []string{"a", "b", "b", "c"}) {
-		t.Errorf("the locking's arguments, every row's key: %v", a)
+	if a := stmts[0].Args; !slices.Equal(a[0].([]string), []string{"s", "s", "s", "s"}) ||
+		!slices.Equal(a[1].([]string), []string{"a", "b", "b", "c"}) {
+		t.Errorf("the pairs' locks' arguments, every row's pair: %v", a)
 	}
-	if a := stmts[3].Args; !slices.Equal(a[0].([]string), []string{"s", "s"}) ||
+	if a := stmts[2].Args; !slices.Equal(a[0].([]string), []string{"s", "s"}) ||
 		!slices.Equal(a[1].([]string), []string{"a", "c"}) || !slices.Equal(a[3].([]string), []string{"ae1", "ce1"}) {
 		t.Errorf("the first absorbing's arguments: %v", a)
 	}
-	if a := stmts[8].Args; !slices.Equal(a[1].([]string), []string{"b"}) ||
+	if a := stmts[7].Args; !slices.Equal(a[1].([]string), []string{"b"}) ||
 		!slices.Equal(a[2].([]string), []string{"e1"}) {
 		t.Errorf("row 2's own absorbing's arguments: %v", a)
 	}
 	if stmts, _ := s.writeStatements(append(rows, r("a", "e2")), []int{0, 4}, true); len(stmts) != 5 ||
 		stmts[1].SQL != "ABSORB" {
-		t.Errorf("a write of one pair locks it as any other write of it does, history first: %v", stmts)
+		t.Errorf("a write of one pair takes no pair's lock: %v", stmts)
 	}
 	if stmts, _ := s.writeStatements(rows, []int{0, 1, 2, 3}, false); len(stmts) != 4 {
 		t.Errorf("not absorbing (a sharded table): %d statements, want the 4 upserts", len(stmts))
@@ -92,8 +88,7 @@ func TestWriteStatements(t *testing.T) {
 	for _, c := range []struct {
 		at, row   int
 		absorbing bool
-	}{{0, -1, false}, {1, -1, true}, {2, -1, true}, {3, -1, true}, {5, 0, false}, {8, -1, true}, {11, 3, false},
-		{-1, -1, false}} {
+	}{{0, -1, false}, {1, -1, false}, {2, -1, true}, {4, 0, false}, {7, -1, true}, {10, 3, false}, {-1, -1, false}} {
 		row, err := s.fault(stmts, of, c.at, boom)
 		if row != c.row || !errors.Is(err, boom) || errors.Is(err, errAbsorbing) != c.absorbing {
 			t.Errorf("statement %d failed: row %d, %v; want row %d, absorbing %v", c.at, row, err, c.row, c.absorbing)

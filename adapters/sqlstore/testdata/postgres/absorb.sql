@@ -1,4 +1,10 @@
--- in a write's transaction, before the upserts: the planner's settings kept and set
+-- first in a write's transaction of several pairs: their locks, in one order (two arrays, one entry per row)
+SELECT count(pg_advisory_xact_lock(hashtext('subagentctx pair'), s.k))
+FROM (SELECT DISTINCT hashtext(length(p.session) || ':' || p.session || p.tool_call) AS k
+	FROM unnest($1::text[], $2::text[]) AS p (session, tool_call)
+	ORDER BY k OFFSET 0) AS s;
+
+-- before the upserts: the planner's settings kept and set
 SELECT set_config('enable_seqscan', 'off', true),
 	set_config('enable_hashjoin', 'off', true),
 	set_config('enable_mergejoin', 'off', true),
@@ -8,19 +14,6 @@ FROM (SELECT set_config('subagentctx.planner', concat_ws(',',
 		current_setting('enable_hashjoin'),
 		current_setting('enable_mergejoin'),
 		current_setting('plan_cache_mode')), true) OFFSET 0) AS saved;
-
--- the table as the upserts lock it, then the stored rows the write may change, in one order (three arrays, one entry per row)
-LOCK TABLE ONLY task_session_subagents IN ROW EXCLUSIVE MODE;
-SELECT 1 FROM task_session_subagents AS t
-WHERE (t.task_session_id, t.agent_execution_id, t.tool_call_id) IN (
-	SELECT k.session, e.execution, k.tool_call
-	FROM unnest($1::text[], $2::text[], $3::text[]) AS k (session, execution, tool_call),
-		LATERAL (VALUES (k.execution), ('unknown')) AS e (execution))
-	AND EXISTS (SELECT 1 FROM (SELECT DISTINCT * FROM unnest($1::text[], $3::text[])) AS p (session, tool_call)
-		WHERE (SELECT id FROM task_session_subagents WHERE task_session_id = p.session AND tool_call_id = p.tool_call AND agent_execution_id = 'unknown' AND source = 'backfill') IS NOT NULL)
-ORDER BY t.task_session_id COLLATE "C", t.tool_call_id COLLATE "C",
-	t.agent_execution_id <> 'unknown', t.agent_execution_id COLLATE "C"
-FOR UPDATE OF t;
 
 -- history moved to the rows that absorb it (four arrays, a row per pair)
 UPDATE task_session_subagents AS h
