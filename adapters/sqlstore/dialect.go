@@ -221,8 +221,8 @@ type Absorbing struct {
 	// That row's upsert then lands on it by its key and merges by the
 	// ordinary rules.
 	Statement string
-	// Lock is run first in a write's transaction of rows of more than
-	// one pair, its arguments two arrays of the task_session_id and
+	// Lock is run first in a write's transaction of more than one row,
+	// its arguments two arrays of the task_session_id and
 	// tool_call_id of every row: it takes a lock per pair, held to the
 	// transaction's end, in one order, which every write of this library
 	// takes too. Writes sharing a pair then take turns, and none waits for

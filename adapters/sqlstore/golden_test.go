@@ -98,7 +98,7 @@ func TestGoldenStatements(t *testing.T) {
 			}
 			files["backfill.sql"] = backfillText(s.Form(false), s.BackfillSQL(false))
 			if a := s.Upserting().Absorb; a != nil {
-				files["absorb.sql"] = "-- first in a write's transaction of several pairs: their locks, in one order " +
+				files["absorb.sql"] = "-- first in a write's transaction of more than one row: its pairs' locks, in one order " +
 					"(two arrays, one entry per row)\n" + a.Lock + ";\n\n" +
 					"-- before the upserts: the planner's settings kept and set\n" +
 					a.Plan + ";\n\n-- history moved to the rows that absorb it (four arrays, a row per pair)\n" +

@@ -359,9 +359,10 @@ func (s *Store) upsertStmt(ctx context.Context, pool *sql.DB, which int) (*sql.S
 // after another would. Any other pair's rows that may absorb each get the
 // statement of their own, just before their upsert.
 //
-// Writers running at once never deadlock one another: a write of rows of
-// more than one pair first takes a lock per pair, in one order
-// (Absorbing.Lock), so that writes sharing a pair take turns.
+// Writers running at once never deadlock one another: a write of more
+// than one row first takes a lock per pair, in one order (Absorbing.Lock),
+// so that writes sharing a pair take turns; a write of one row holds one
+// row at a time (history's, moved to its key, is the row it upserts).
 
 // errAbsorbing marks a failure of an absorbing statement, which is no
 // row's fault but the database's passing state (docs/CONTRACT.md §6.1):
@@ -383,7 +384,7 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool) (
 	if absorb {
 		first, own = absorbers(rows, todo)
 	}
-	if absorb && !onePair(rows, todo) {
+	if absorb && len(todo) > 1 { // a single row locks one row at a time
 		add(s.pairLocks(rows, todo), -1)
 	}
 	absorbing := func(at ...int) {
@@ -424,17 +425,6 @@ func (s *Store) pairLocks(rows []core.Subagent, todo []int) Statement {
 		sessions[n], tools[n] = rows[i].TaskSessionID, rows[i].ToolCallID
 	}
 	return Statement{SQL: s.form.Absorb.Lock, Args: []any{sessions, tools}}
-}
-
-// onePair says whether rows[todo…] are all of one pair, whose rows the
-// write locks in the order any other write of it does: history first.
-func onePair(rows []core.Subagent, todo []int) bool {
-	for _, i := range todo {
-		if rows[i].TaskSessionID != rows[todo[0]].TaskSessionID || rows[i].ToolCallID != rows[todo[0]].ToolCallID {
-			return false
-		}
-	}
-	return true
 }
 
 // absorbers are, among rows[todo…], the rows that may absorb history (as

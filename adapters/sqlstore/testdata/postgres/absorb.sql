@@ -1,4 +1,4 @@
--- first in a write's transaction of several pairs: their locks, in one order (two arrays, one entry per row)
+-- first in a write's transaction of more than one row: its pairs' locks, in one order (two arrays, one entry per row)
 SELECT count(pg_advisory_xact_lock(hashtext('subagentctx pair'), s.k))
 FROM (SELECT DISTINCT hashtext(length(p.session) || ':' || p.session || p.tool_call) AS k
 	FROM unnest($1::text[], $2::text[]) AS p (session, tool_call)
