@@ -232,7 +232,8 @@ type Absorbing struct {
 	Lock string
 	// Plan and Restore, neither with arguments, are run just before and
 	// just after each Statement: Plan sets the planner's settings under
-	// which it is planned as index probes whatever the table's statistics, and Restore sets them back as they were, for the
+	// which it is planned as index probes whatever the table's
+	// statistics, and Restore sets them back as they were, for the
 	// transaction's other statements (a host's own among them).
 	Plan, Restore string
 }

@@ -217,7 +217,8 @@ func (s *Store) upsertParts(n int, cols []storekit.Column) (UpsertParts, error) 
 	for i, c := range cols {
 		names[i] = c.Name
 	}
-	into := "INSERT " + render(func() { clause.Insert{Table: clause.Table{Name: Table}}.Build(stmt) }) + " " + quoted(names)
+	table := render(func() { clause.Insert{Table: clause.Table{Name: Table}}.Build(stmt) })
+	into := "INSERT " + table + " " + quoted(names)
 	set := render(func() { mergeSet(cols).Build(stmt) })
 	return UpsertParts{Into: into, Key: quoted(storekit.KeyColumns()), Set: set, Rows: n, Columns: cols,
 		History: historyOf, Absorb: absorbing, HistoryIndex: historyIndex}, stmt.Error
