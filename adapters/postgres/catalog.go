@@ -274,8 +274,37 @@ func (Dialect) Refused(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
-// Lacking implements sqlstore.PrivilegeChecker for the session's role.
-func (Dialect) Lacking(
+// pairLock is the function a write takes its pairs' locks with
+// (Absorbing.Lock): a role that writes rows needs EXECUTE on it, which
+// PUBLIC holds unless a database revoked it.
+const pairLock = "pg_advisory_xact_lock(integer, integer)"
+
+// Lacking implements sqlstore.PrivilegeChecker for the session's role: the
+// grants' table privileges, then, for a part that inserts rows, EXECUTE on
+// the function of the pairs' locks (named as its GRANT names it).
+func (d Dialect) Lacking(
+	ctx context.Context, db *gorm.DB, grants []sqlstore.Grant,
+) (privilege, table string, ok bool, err error) {
+	if privilege, table, ok, err = d.lackingOnTables(ctx, db, grants); !ok || err != nil {
+		return privilege, table, ok, err
+	}
+	writes := slices.ContainsFunc(grants, func(g sqlstore.Grant) bool {
+		return g.Table == sqlstore.Table && slices.Contains(g.Privileges, "INSERT")
+	})
+	if !writes {
+		return "", "", true, nil
+	}
+	var may bool
+	if err := db.WithContext(ctx).Raw(`SELECT has_function_privilege(?, 'EXECUTE')`, "pg_catalog."+pairLock).
+		Scan(&may).Error; err != nil || may {
+		return "", "", err == nil, err
+	}
+	return "EXECUTE", "FUNCTION " + pairLock, false, nil
+}
+
+// lackingOnTables is Lacking's first part: the grants' table privileges,
+// asked in one statement.
+func (Dialect) lackingOnTables(
 	ctx context.Context, db *gorm.DB, grants []sqlstore.Grant,
 ) (privilege, table string, ok bool, err error) {
 	var asked [][2]string // privilege, table

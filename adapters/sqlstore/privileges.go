@@ -87,8 +87,10 @@ var ErrPrivilege = errors.New("the database role lacks a privilege")
 // PrivilegeChecker is implemented by a dialect whose database has roles
 // (PostgreSQL): Lacking returns the first privilege, in the grants'
 // order, that the session's role does not hold on its table (ok when it
-// holds them all), asking for all of them in one statement. SQLite has
-// none: the file's permissions decide (the contract's §4.4). Refused
+// holds them all), asking for all of them in one statement — then any
+// the dialect's own statements need on a function of the database's, as
+// "FUNCTION name(types)". SQLite has none: the file's permissions decide
+// (the contract's §4.4). Refused
 // reports whether err is the database refusing the role a statement for
 // want of a privilege or of ownership.
 type PrivilegeChecker interface {
@@ -116,7 +118,11 @@ func (s *Store) CheckPrivileges(ctx context.Context, part Part) error {
 	if err != nil {
 		return s.opError("check the role's privileges", err)
 	}
-	if !ok {
+	switch {
+	case !ok && strings.HasPrefix(table, "FUNCTION "): // the dialect's own, which PUBLIC holds unless revoked
+		return liberr.Errorf("%w: %s on %s, which the %s path needs (GRANT %s ON %s TO the role; "+
+			"every role holds it unless this database revoked it from PUBLIC)", ErrPrivilege, p, table, part, p, table)
+	case !ok:
 		return liberr.Errorf("%w: %s on %s, which the %s path needs (GRANT %s ON %s TO the role; "+
 			"subagentctl grants --role NAME --part %s prints them all)", ErrPrivilege, p, table, part, p, table, part)
 	}
