@@ -52,6 +52,10 @@ func FuzzRecover(f *testing.F) {
 		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"n":1e131072}`,
 		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"},"n":0.0e-16383}`,
 		`[{"normalized":{"kind":"subagent_task"}}]`, `null`, ``, `"subagent_task"`,
+		// A NUL after the document: no JSON, though a C string would end
+		// before it (SQLite's drivers hand a function's text over so).
+		`{"tool_call_id":"x","normalized":{"kind":"subagent_task"}}` + "\x00",
+		"{\"tool_call_id\":\"x\x00y\",\"normalized\":{\"kind\":\"subagent_task\"}}",
 	} {
 		f.Add(doc, "2026-08-12T09:00:00.123456Z")
 	}

@@ -279,32 +279,11 @@ func (Dialect) Refused(err error) bool {
 // PUBLIC holds unless a database revoked it.
 const pairLock = "pg_advisory_xact_lock(integer, integer)"
 
-// Lacking implements sqlstore.PrivilegeChecker for the session's role: the
-// grants' table privileges, then, for a part that inserts rows, EXECUTE on
-// the function of the pairs' locks (named as its GRANT names it).
-func (d Dialect) Lacking(
-	ctx context.Context, db *gorm.DB, grants []sqlstore.Grant,
-) (privilege, table string, ok bool, err error) {
-	if privilege, table, ok, err = d.lackingOnTables(ctx, db, grants); !ok || err != nil {
-		return privilege, table, ok, err
-	}
-	writes := slices.ContainsFunc(grants, func(g sqlstore.Grant) bool {
-		return g.Table == sqlstore.Table && slices.Contains(g.Privileges, "INSERT")
-	})
-	if !writes {
-		return "", "", true, nil
-	}
-	var may bool
-	if err := db.WithContext(ctx).Raw(`SELECT has_function_privilege(?, 'EXECUTE')`, "pg_catalog."+pairLock).
-		Scan(&may).Error; err != nil || may {
-		return "", "", err == nil, err
-	}
-	return "EXECUTE", "FUNCTION " + pairLock, false, nil
-}
-
-// lackingOnTables is Lacking's first part: the grants' table privileges,
-// asked in one statement.
-func (Dialect) lackingOnTables(
+// Lacking implements sqlstore.PrivilegeChecker for the session's role, in
+// one statement: the grants' table privileges, then, for a part that
+// inserts rows, EXECUTE on the function of the pairs' locks (named as its
+// GRANT names it).
+func (Dialect) Lacking(
 	ctx context.Context, db *gorm.DB, grants []sqlstore.Grant,
 ) (privilege, table string, ok bool, err error) {
 	var asked [][2]string // privilege, table
@@ -320,10 +299,18 @@ func (Dialect) lackingOnTables(
 	if len(asked) == 0 {
 		return "", "", true, nil
 	}
+	var function string
+	if slices.ContainsFunc(grants, func(g sqlstore.Grant) bool {
+		return g.Table == sqlstore.Table && slices.Contains(g.Privileges, "INSERT")
+	}) {
+		function = fmt.Sprintf("\nUNION ALL SELECT %d WHERE NOT has_function_privilege(?, 'EXECUTE')", len(asked))
+		args = append(args, "pg_catalog."+pairLock)
+		asked = append(asked, [2]string{"EXECUTE", "FUNCTION " + pairLock})
+	}
 	var first []int
 	err = db.WithContext(ctx).Raw(`SELECT g.n FROM (VALUES `+strings.Join(rows, ", ")+
-		`) AS g(n, privilege, name) WHERE NOT has_table_privilege(g.name, g.privilege) ORDER BY g.n LIMIT 1`, args...).
-		Scan(&first).Error
+		`) AS g(n, privilege, name) WHERE NOT has_table_privilege(g.name, g.privilege)`+function+
+		` ORDER BY 1 LIMIT 1`, args...).Scan(&first).Error
 	if err != nil || len(first) == 0 {
 		return "", "", err == nil, err
 	}

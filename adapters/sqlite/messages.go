@@ -103,8 +103,8 @@ func messageView(t sqlstore.Tables, where, fn string, columns []string) string {
 	}
 	return `SELECT ` + strings.Join(cols, ",\n\t\t") + `
 	FROM (SELECT m.id, m.task_session_id, m.task_id,
-			` + fn + `(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
-				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
+			` + fn + `(CAST(m.id AS BLOB), CAST(m.task_session_id AS BLOB), CAST(m.task_id AS BLOB),
+				CAST(m.turn_id AS BLOB), CAST(m.metadata AS BLOB), CAST(m.created_at AS BLOB), CAST(m.updated_at AS BLOB)) AS x
 		FROM "` + t.Messages + `" m
 		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0)` + where + `
 		LIMIT -1 OFFSET 0) v
@@ -158,15 +158,22 @@ func messageKey(id, session, task, turn, metadata, created, updated any) (any, e
 
 // reading is message's object, the history columns' keys only when whole.
 func reading(whole bool, id, session, task, turn, metadata, created, updated any) (any, error) {
+	// Each value comes as a BLOB, whole: both drivers hand a function's
+	// TEXT argument over as a C string, cut at its first NUL, where the
+	// host's text (metadata that is no JSON for it) goes on.
 	str := func(v any) *string {
-		if s, ok := v.(string); ok {
+		switch b := v.(type) {
+		case []byte:
+			s := string(b)
 			return &s
+		case string:
+			return &b
 		}
 		return nil
 	}
 	hostTime := func(v any) *time.Time {
-		if s, ok := v.(string); ok {
-			if t, ok := history.ParseHostTime(s); ok {
+		if s := str(v); s != nil {
+			if t, ok := history.ParseHostTime(*s); ok {
 				return &t
 			}
 		}

@@ -23,8 +23,8 @@ p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, 
 		json_extract(v.x, '$.recoverable') AS recoverable,
 		json_extract(v.x, '$.created') AS created
 	FROM (SELECT m.id, m.task_session_id, m.task_id,
-			subagentctx_message_key(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
-				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
+			subagentctx_message_key(CAST(m.id AS BLOB), CAST(m.task_session_id AS BLOB), CAST(m.task_id AS BLOB),
+				CAST(m.turn_id AS BLOB), CAST(m.metadata AS BLOB), CAST(m.created_at AS BLOB), CAST(m.updated_at AS BLOB)) AS x
 		FROM "task_session_messages" m
 		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0) AND (m.task_session_id IN (SELECT a.task_session_id FROM a))
 		LIMIT -1 OFFSET 0) v

@@ -20,8 +20,8 @@ SELECT CAST(v.id AS TEXT) AS message_id,
 		json_extract(v.x, '$.observed_at') AS observed_at,
 		json_extract(v.x, '$.settled_at') AS settled_at
 	FROM (SELECT m.id, m.task_session_id, m.task_id,
-			subagentctx_message(CAST(m.id AS TEXT), CAST(m.task_session_id AS TEXT), CAST(m.task_id AS TEXT),
-				CAST(m.turn_id AS TEXT), CAST(m.metadata AS TEXT), CAST(m.created_at AS TEXT), CAST(m.updated_at AS TEXT)) AS x
+			subagentctx_message(CAST(m.id AS BLOB), CAST(m.task_session_id AS BLOB), CAST(m.task_id AS BLOB),
+				CAST(m.turn_id AS BLOB), CAST(m.metadata AS BLOB), CAST(m.created_at AS BLOB), CAST(m.updated_at AS BLOB)) AS x
 		FROM "task_session_messages" m
 		WHERE (instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\u') > 0)
 		LIMIT -1 OFFSET 0) v
