@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
@@ -32,18 +31,7 @@ func TestPairLocksNeedExecuteNamedAtBoot(t *testing.T) {
 	}
 	role, live := pgtest.NewRole(t, e.DB, e.DSN, grants(sqlstore.PartLive))
 	_, read := pgtest.NewRole(t, e.DB, e.DSN, grants(sqlstore.PartRead))
-	check := func(dsn string, part sqlstore.Part) error {
-		db, err := postgres.OpenDB(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { sqlDB, _ := db.DB(); sqlDB.Close() }()
-		s, err := postgres.New(db, sqlstore.WithTables(e.Tables))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.CheckPrivileges(ctx, part)
-	}
+	check := func(dsn string, part sqlstore.Part) error { return storeAs(t, dsn).CheckPrivileges(ctx, part) }
 	if err := check(live, sqlstore.PartLive); err != nil {
 		t.Fatalf("the live part's grants, the function PUBLIC's: %v", err)
 	}
