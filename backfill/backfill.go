@@ -199,13 +199,20 @@ func (m *Migrator) createTable(ctx context.Context, res *StepResult) error {
 	if len(ran) > 0 {
 		res.Detail += "; ran " + summarise(ran)
 	}
-	if left != nil {
-		// Not a failure: this build writes unharmed; the owner is told.
-		res.Err, res.Detail = left, res.Detail+"; "+strings.TrimPrefix(left.Error(), liberr.Prefix)
-		m.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: migration step left a cleanup to the table's owner",
-			slog.String("step", StepTable), slog.Any("error", left))
-	}
+	m.leftToOwner(ctx, res, StepTable, left)
 	return nil
+}
+
+// leftToOwner reports, in res and at WARN, a cleanup the step left to the
+// table's owner (sqlstore.ErrLeftToOwner), if any. Not a failure: this
+// build writes unharmed; the owner is told.
+func (m *Migrator) leftToOwner(ctx context.Context, res *StepResult, step string, left error) {
+	if left == nil {
+		return
+	}
+	res.Err, res.Detail = left, res.Detail+"; "+strings.TrimPrefix(left.Error(), liberr.Prefix)
+	m.log.LogAttrs(ctx, slog.LevelWarn, "subagentctx: migration step left a cleanup to the table's owner",
+		slog.String("step", step), slog.Any("error", left))
 }
 
 // summarise names DDL statements by what each does to which object
@@ -238,6 +245,7 @@ func (m *Migrator) checkShape(ctx context.Context, res *StepResult) error {
 	if !ev.Changed() && ev.Placed == nil {
 		res.Status = Skipped
 	}
+	m.leftToOwner(ctx, res, StepShape, ev.Left)
 	return nil
 }
 

@@ -169,6 +169,11 @@ func (d Dialect) Steps() []sqlstore.Step {
 	}
 }
 
+// SetDefault implements sqlstore.DefaultSetter.
+func (Dialect) SetDefault(table, column, literal string) string {
+	return "ALTER TABLE " + table + " ALTER COLUMN " + column + " SET DEFAULT " + literal
+}
+
 // run executes one statement of a step and reports its stage.
 func run(db *gorm.DB, hook func(string) error, stage, q string) error {
 	if err := db.Exec(q).Error; err != nil {

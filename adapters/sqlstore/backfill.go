@@ -76,8 +76,8 @@ func (s *Store) backfillInsert(source string) string {
 	for i, c := range columns {
 		values[i] = historyValue(c.Name)
 	}
-	return `INSERT INTO ` + Table + ` (` + columnList("") + `)
-	SELECT ` + strings.Join(values, ", ") + `
+	return `INSERT INTO ` + Table + ` (` + columnList("") + `, ` + seamColumn.Name + `)
+	SELECT ` + strings.Join(values, ", ") + `, 1
 	FROM ` + source + ` r
 	WHERE EXISTS (SELECT 1 FROM ` + quote(s.tables.Sessions) + ` x WHERE x.id = r.task_session_id)
 		AND NOT EXISTS (SELECT 1 FROM ` + Table + ` t WHERE ` + samePair("t", "r") + `)

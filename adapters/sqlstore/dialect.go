@@ -37,6 +37,7 @@ import (
 //	Pipeliner          a batch's statements in one round trip            –       yes
 //	Ceiling            one-sided time windows read through an index      yes     –
 //	BoundedStatements  statements run without a cancellable context      yes     –
+//	DefaultSetter      a column added for old rows without a rewrite     –       yes
 //
 // History meets live capture (docs/CONTRACT.md §8.5) by one of three
 // mechanisms, which a dialect chooses in its UpsertForm: in the upsert
@@ -124,8 +125,9 @@ type Fragments interface {
 // UpsertParts are the pieces of the upsert the dialect assembles
 // (Fragments.Upsert).
 type UpsertParts struct {
-	// Into is INSERT INTO the table (Columns), quoted for the dialect:
-	// INSERT INTO "task_session_subagents" ("id","task_session_id",…).
+	// Into is INSERT INTO the table (Columns, then seam_checked), quoted
+	// for the dialect:
+	// INSERT INTO "task_session_subagents" ("id","task_session_id",…,"seam_checked").
 	Into string
 	// Key is the unique key's columns, quoted, in parentheses: the
 	// conflict target of the upsert's ON CONFLICT.
@@ -163,7 +165,8 @@ type UpsertParts struct {
 
 // Values is the VALUES list of Rows rows, each value value's: a
 // placeholder in the dialect's syntax, numbered n from 1 across the rows
-// in Columns' order, or an expression in its place.
+// in Columns' order, or an expression in its place; then seam_checked's
+// 1, a constant: no row this build writes doubles a pair at the seam.
 func (u UpsertParts) Values(value func(n int, c storekit.Column) string) string {
 	var b strings.Builder
 	for r := range u.Rows {
@@ -177,7 +180,7 @@ func (u UpsertParts) Values(value func(n int, c storekit.Column) string) string 
 			}
 			b.WriteString(value(r*len(u.Columns)+i+1, c))
 		}
-		b.WriteByte(')')
+		b.WriteString(",1)")
 	}
 	return b.String()
 }
@@ -357,6 +360,17 @@ type SchemaObject struct {
 // where the table described by info does not allow it.
 type OnlineIndexer interface {
 	OnlineIndex(info TableInfo, name, on string) []string
+}
+
+// DefaultSetter is implemented by a dialect that can change a column's
+// default in place. SetDefault returns the statement that gives table's
+// column the default literal for the rows inserted after it. The pass
+// then adds seam_checked with the default 1, which the rows present take
+// without a rewrite, and gives later inserts 0. Without it the column is
+// added with 0, and the pass's seam check marks every row present once:
+// a rewrite of the table.
+type DefaultSetter interface {
+	SetDefault(table, column, literal string) string
 }
 
 // Step is one numbered, non-additive change of the table's shape

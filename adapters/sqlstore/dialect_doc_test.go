@@ -25,6 +25,7 @@ func TestDialectDocNamesTheOptionalInterfaces(t *testing.T) {
 		"Pipeliner":         func(d any) bool { _, ok := d.(sqlstore.Pipeliner); return ok },
 		"Ceiling":           func(d any) bool { _, ok := d.(sqlstore.Ceiling); return ok },
 		"BoundedStatements": func(d any) bool { _, ok := d.(sqlstore.BoundedStatements); return ok },
+		"DefaultSetter":     func(d any) bool { _, ok := d.(sqlstore.DefaultSetter); return ok },
 	}
 	dialects := []any{sqlite.Dialect{}, postgres.Dialect{}}
 	fset := token.NewFileSet()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/liberr"
 	"gorm.io/gorm"
@@ -28,45 +29,160 @@ import (
 func VersionKey(v int) string { return "subagent_context_schema_v" + strconv.Itoa(v) }
 
 // repairVersion is the shared step that merges the pairs earlier builds
-// doubled at the seam (docs/CONTRACT.md §8.5).
-const repairVersion = 4
+// doubled at the seam (docs/CONTRACT.md §8.5); seamVersion adds
+// seamColumn and merges them again, for the pairs an earlier release's
+// writer doubled after the first repair (a rolling deploy): from then on
+// every pass repairs the rows that column marks (repairSeam).
+const (
+	repairVersion = 4
+	seamVersion   = 5
+)
 
 // steps are the numbered steps on this dialect, in order: the dialect's
 // own, then the shared ones.
-// The repair adds the pairs it merged to *merged.
+// The repairs add the pairs they merged to *merged.
 func (s *Store) steps(merged *int64) []Step {
-	repair := Step{
+	repair := func(ctx context.Context, tx *gorm.DB, hook func(string) error) error {
+		info, err := s.d.Describe(ctx, tx, Table)
+		if err != nil {
+			return err
+		}
+		for _, c := range []string{"source", "observed_at", storekit.SettledAtColumn} {
+			if info.Column(c) == nil {
+				return nil // no build wrote a table without them, nor a doubled pair into one
+			}
+		}
+		merge, remove := s.repairStatements(func(c string) bool { return info.Column(c) != nil }, nil)
+		n, err := s.repairPairs(tx, merge, remove, hook)
+		*merged += n
+		return err
+	}
+	out := append(slices.Clone(s.d.Steps()), Step{
 		Version: repairVersion,
 		Name:    "one row per invocation at the seam",
 		Stages:  []string{"merge doubled pairs", "remove merged rows"},
+		Apply: func(ctx context.Context, tx *gorm.DB, _ Tables, hook func(string) error) error {
+			return repair(ctx, tx, hook)
+		},
+	}, Step{
+		Version: seamVersion,
+		Name:    "rows marked for the seam's check",
+		Stages:  []string{"add column", "merge doubled pairs", "remove merged rows"},
 		Apply: func(ctx context.Context, tx *gorm.DB, _ Tables, hook func(string) error) error {
 			info, err := s.d.Describe(ctx, tx, Table)
 			if err != nil {
 				return err
 			}
-			for _, c := range []string{"source", "observed_at", storekit.SettledAtColumn} {
-				if info.Column(c) == nil {
-					return nil // no build wrote a table without them, nor a doubled pair into one
+			if info.Column(seamColumn.Name) == nil { // a rebuild by an earlier step made it
+				for _, q := range s.addSeamColumn() {
+					if err := tx.Exec(q).Error; err != nil {
+						return fmt.Errorf("add column %s: %w", seamColumn.Name, err)
+					}
+				}
+				if err := hook("add column"); err != nil {
+					return err
 				}
 			}
-			merge, remove := s.repairStatements(func(c string) bool { return info.Column(c) != nil })
-			res := tx.Exec(merge, s.now().UTC())
-			if res.Error != nil {
-				return fmt.Errorf("merge doubled pairs: %w", res.Error)
-			}
-			*merged += res.RowsAffected
-			if err := hook("merge doubled pairs"); err != nil {
-				return err
-			}
-			if err := tx.Exec(remove).Error; err != nil {
-				return fmt.Errorf("remove merged rows: %w", err)
-			}
-			return hook("remove merged rows")
+			return repair(ctx, tx, hook)
 		},
-	}
-	out := append(slices.Clone(s.d.Steps()), repair)
+	})
 	slices.SortFunc(out, func(a, b Step) int { return a.Version - b.Version })
 	return out
+}
+
+// addSeamColumn adds seamColumn to a table with rows: where the dialect
+// can change a default in place, the rows present take 1 (this step
+// repairs them whole) and later inserts 0, without rewriting the table;
+// elsewhere every row takes 0, and the seam check marks them once.
+func (s *Store) addSeamColumn() []string {
+	set, ok := s.d.(DefaultSetter)
+	if !ok {
+		return []string{addColumnDDL(s.d, seamColumn)}
+	}
+	present := seamColumn
+	present.Default = true
+	return []string{addColumnDDL(s.d, present), set.SetDefault(Table, seamColumn.Name, defaultLiteral(seamColumn))}
+}
+
+// repairPairs runs repairStatements' merge and remove on tx and reports
+// the pairs merged.
+func (s *Store) repairPairs(tx *gorm.DB, merge, remove string, hook func(string) error) (int64, error) {
+	res := tx.Exec(merge, s.now().UTC())
+	if res.Error != nil {
+		return 0, fmt.Errorf("merge doubled pairs: %w", res.Error)
+	}
+	if err := hook("merge doubled pairs"); err != nil {
+		return res.RowsAffected, err
+	}
+	if err := tx.Exec(remove).Error; err != nil {
+		return res.RowsAffected, fmt.Errorf("remove merged rows: %w", err)
+	}
+	return res.RowsAffected, hook("remove merged rows")
+}
+
+// repairSeam is the seam check every pass runs once the table has its
+// declared shape (docs/CONTRACT.md §4 step 2): the pairs of the rows
+// seamColumn marks unchecked — written by an earlier release's writer, as
+// in a rolling deploy — are merged where doubled, in one transaction,
+// and those rows marked checked. A row whose pair is doubled by a row
+// committed meanwhile stays unchecked, for the next pass. When no row is
+// unchecked it is one probe of an empty index (on a sharded table, of
+// each shard's). A role that may not delete rows leaves the repair to the
+// table's owner, saying so (ErrLeftToOwner).
+func (s *Store) repairSeam(ctx context.Context) (int64, error) {
+	q := s.seamStatements()
+	var todo int64
+	if err := s.db.WithContext(ctx).Raw(q.probe).Scan(&todo).Error; err != nil {
+		return 0, s.opError("look for unchecked rows", err)
+	}
+	if todo == 0 {
+		return 0, nil
+	}
+	var merged int64
+	err := s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
+		return s.write(conn, s.d.BackfillForm(false).Begin, func(tx *gorm.DB) error {
+			n, err := s.repairPairs(tx, q.merge, q.remove, func(string) error { return nil })
+			if err != nil {
+				return err
+			}
+			merged = n
+			if err := tx.Exec(q.mark).Error; err != nil {
+				return fmt.Errorf("mark rows checked: %w", err)
+			}
+			return nil
+		})
+	})
+	if c, ok := s.d.(PrivilegeChecker); ok && err != nil && c.Refused(err) {
+		return 0, liberr.Errorf("%w: %w: merging the pairs an earlier release doubled deletes rows (run the "+
+			"migration pass as the owner: subagentctl migrate): %w", ErrLeftToOwner, ErrPrivilege,
+			s.opError("merge doubled pairs", err))
+	} else if err != nil {
+		return 0, s.opError("merge the pairs an earlier release doubled", err)
+	}
+	return merged, nil
+}
+
+// seamCheck is the seam check's statements, in the order they run.
+type seamCheck struct{ probe, merge, remove, mark string }
+
+// seamStatements are the seam check's statements: a probe of seamIndex;
+// the repair of the unchecked rows' pairs; their marking as checked, but
+// for the rows of a pair doubled now (a row committed after the repair's
+// statements).
+func (s *Store) seamStatements() seamCheck {
+	t := Table
+	merge, remove := s.repairStatements(nil, func(alias string) string {
+		return `EXISTS (SELECT 1 FROM ` + t + ` u WHERE ` + unchecked("u.") + ` AND ` + samePair("u", alias) + `)`
+	})
+	return seamCheck{
+		probe:  `SELECT count(*) FROM (SELECT 1 FROM ` + t + ` WHERE ` + unchecked("") + ` LIMIT 1) u`,
+		merge:  merge,
+		remove: remove,
+		mark: `UPDATE ` + t + ` SET ` + seamColumn.Name + ` = 1 WHERE ` + unchecked(t+".") + `
+	AND NOT (EXISTS (SELECT 1 FROM ` + t + ` b WHERE ` + backfilled("b") + ` AND ` + samePair("b", t) + `)
+		AND EXISTS (SELECT 1 FROM ` + t + ` o WHERE ` + samePair("o", t) + `
+			AND o.agent_execution_id <> '` + core.UnknownExecution + `'))`,
+	}
 }
 
 // Evolution is what the shape step did.
@@ -82,12 +198,16 @@ type Evolution struct {
 	// but for the doubled pairs merged into one.
 	Rows int64
 	// Merged is how many (session, tool call id) pairs the seam repair
-	// merged from two rows into one.
+	// and the seam check merged from two rows into one.
 	Merged int64
+	// Left is the seam check left to the table's owner, wrapping
+	// ErrLeftToOwner and ErrPrivilege: the role may not delete the rows
+	// the repair merges (nil: none left).
+	Left error
 }
 
 // Changed reports whether the step changed the table.
-func (e Evolution) Changed() bool { return len(e.Applied) > 0 || len(e.Added) > 0 }
+func (e Evolution) Changed() bool { return len(e.Applied) > 0 || len(e.Added) > 0 || e.Merged > 0 }
 
 func (e Evolution) String() string {
 	var parts []string
@@ -141,8 +261,10 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	}
 	if pending, placed := s.pending(info, versions); len(pending) == 0 && !placed &&
 		compare(s.d, s.tables, info).holds() {
-		_, err := s.distribute(ctx)
-		return ev, err
+		if _, err := s.distribute(ctx); err != nil {
+			return ev, err
+		}
+		return s.checkSeam(ctx, ev)
 	}
 	sharded, err := s.distributed(ctx)
 	if err != nil {
@@ -234,10 +356,32 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	// commit: Citus refuses a function's DDL in a transaction that has
 	// worked on a distributed table in parallel.
 	now, err := s.distribute(ctx)
-	if err != nil || !now {
+	if err != nil {
 		return ev, err
 	}
-	return ev, s.makeObjects(s.db.WithContext(ctx), s.form.Sharded)
+	if now {
+		if err := s.makeObjects(s.db.WithContext(ctx), s.form.Sharded); err != nil {
+			return ev, err
+		}
+	}
+	return s.checkSeam(ctx, ev)
+}
+
+// checkSeam runs the seam check (repairSeam) after the shape step and
+// adds what it did to ev.
+func (s *Store) checkSeam(ctx context.Context, ev Evolution) (Evolution, error) {
+	n, err := s.repairSeam(ctx)
+	if errors.Is(err, ErrLeftToOwner) {
+		ev.Left = err
+		return ev, nil
+	} else if err != nil || n == 0 {
+		return ev, err
+	}
+	ev.Merged += n
+	if err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM ` + Table).Scan(&ev.Rows).Error; err != nil {
+		return ev, s.opError("count rows", err)
+	}
+	return ev, nil
 }
 
 // pending are the numbered steps the table still needs, in order; placed

@@ -67,9 +67,15 @@ func (s *Store) FirstActivitySQL(where string, before time.Time) (string, string
 	rows, messages, _, _ := s.firstActivityStatements(where, before)
 	return rows, messages
 }
-func (s *Store) RepairSQL() (string, string)        { return s.repairStatements(nil) }
+func (s *Store) RepairSQL() (string, string)        { return s.repairStatements(nil, nil) }
 func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables, "") }
 func (s *Store) Form(distributed bool) BackfillForm { return s.d.BackfillForm(distributed) }
+
+// SeamSQL is the seam check's statements in the order they run.
+func (s *Store) SeamSQL() []string {
+	q := s.seamStatements()
+	return []string{q.probe, q.merge, q.remove, q.mark}
+}
 
 // BackfillSQL is the backfill's statements in the order they run.
 func (s *Store) BackfillSQL(distributed bool) []string {

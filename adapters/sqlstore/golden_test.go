@@ -95,6 +95,8 @@ func TestGoldenStatements(t *testing.T) {
 					withArgs(s.ExportSQL(report.ExportQuery{Since: capture})),
 				"repair.sql": "-- step 4, in the shape step's transaction: the pairs an earlier build doubled; " +
 					"the update takes updated_at\n" + merge + ";\n\n" + remove + ";\n",
+				"seam_check.sql": "-- every pass once the shape holds, on one server: a probe of the unchecked rows' index; " +
+					"when it finds one, the rest in one transaction\n" + strings.Join(s.SeamSQL(), ";\n\n") + ";\n",
 			}
 			files["backfill.sql"] = backfillText(s.Form(false), s.BackfillSQL(false))
 			if a := s.Upserting().Absorb; a != nil {

@@ -218,7 +218,7 @@ func (s *Store) upsertParts(n int, cols []storekit.Column) (UpsertParts, error) 
 		names[i] = c.Name
 	}
 	table := render(func() { clause.Insert{Table: clause.Table{Name: Table}}.Build(stmt) })
-	into := "INSERT " + table + " " + quoted(names)
+	into := "INSERT " + table + " " + quoted(append(names, seamColumn.Name))
 	set := render(func() { mergeSet(cols).Build(stmt) })
 	return UpsertParts{Into: into, Key: quoted(storekit.KeyColumns()), Set: set, Rows: n, Columns: cols,
 		History: historyOf, Absorb: absorbing, HistoryIndex: historyIndex}, stmt.Error
@@ -231,8 +231,10 @@ func (s *Store) upsertParts(n int, cols []storekit.Column) (UpsertParts, error) 
 // backfilled rows so merged. The update takes updated_at; the count of
 // rows it updates is the number of pairs repaired. It runs before the
 // shape step adds the declared columns the table lacks, so it merges the
-// columns the table has (has; nil: every declared one).
-func (s *Store) repairStatements(has func(column string) bool) (merge, remove string) {
+// columns the table has (has; nil: every declared one). only, when not
+// nil, is a further condition on the pair of a row (by its alias): the
+// pass's seam check repairs the pairs of its unchecked rows alone.
+func (s *Store) repairStatements(has func(column string) bool, only ref) (merge, remove string) {
 	known := " AND o.agent_execution_id <> '" + core.UnknownExecution + "'"
 	set := historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }, "?", has)
 	merge = `UPDATE ` + Table + ` AS t SET ` + set + `
@@ -241,5 +243,11 @@ func (s *Store) repairStatements(has func(column string) bool) (merge, remove st
 		AND t.agent_execution_id <> '` + core.UnknownExecution + `' AND ` + s.firstOfPair("t", known)
 	remove = `DELETE FROM ` + Table + ` WHERE ` + backfilled(Table) + `
 	AND EXISTS (SELECT 1 FROM ` + Table + ` o WHERE ` + samePair("o", Table) + known + `)`
+	if only != nil {
+		merge += `
+		AND ` + only("b")
+		remove += `
+	AND ` + only(Table)
+	}
 	return merge, remove
 }

@@ -42,6 +42,25 @@ const turnIndex = "idx_subagents_turn_id"
 // observedAtIndex serves windows of observation time.
 const observedAtIndex = "idx_subagents_observed_at"
 
+// seamColumn is the table's one column that is not a Subagent field: 1 on
+// every row this build writes, 0 (its default) on a row inserted by a
+// writer that names no such column — an earlier release's, which may
+// double a pair at the seam (docs/CONTRACT.md §3.2) — until a pass has
+// checked that row's pair and merged it if doubled (repairSeam). Only the
+// rows still to check are indexed (seamIndex), so a pass finds none in one
+// probe of an empty index.
+var seamColumn = storekit.Column{Name: "seam_checked", Type: storekit.Bool, Default: false}
+
+// seamIndex holds the rows whose pair no pass has checked yet.
+const seamIndex = "idx_subagents_unchecked"
+
+// unchecked is the condition, on alias's row, that seamIndex holds it.
+func unchecked(alias string) string { return alias + seamColumn.Name + " = 0" }
+
+// tableColumns are the table's columns in table order: the declared ones,
+// then seamColumn.
+var tableColumns = append(slices.Clone(columns), seamColumn)
+
 // historyIndex holds the rows the backfill wrote and no live row has
 // absorbed yet (docs/CONTRACT.md §8.5): a sharded table's trigger looks
 // there for an inserted row's history, the repair for doubled pairs. It
@@ -58,7 +77,7 @@ const historyIndex = "idx_subagents_history"
 func TableDDL(d Fragments, name string, t Tables) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", name)
-	for _, c := range columns {
+	for _, c := range tableColumns {
 		fmt.Fprintf(&b, "\t%-20s %s,\n", c.Name, columnDDL(d, c))
 	}
 	fmt.Fprintf(&b, "\tPRIMARY KEY (%s),\n", strings.Join(primaryKeyColumns, ", "))
@@ -115,6 +134,7 @@ func indexDefs(d Fragments) []indexDef {
 	return append(
 		out,
 		indexDef{historyIndex, Table + "(task_session_id, tool_call_id) WHERE " + backfilled("")},
+		indexDef{seamIndex, Table + "(task_session_id, tool_call_id) WHERE " + unchecked("")},
 		indexDef{sessionOrderIndex, Table + "(task_session_id, " + d.Ordered("observed_at") + ", " +
 			d.Bytewise("tool_call_id") + ", " + d.Bytewise("agent_execution_id") + ")"},
 	)
@@ -238,7 +258,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		return r
 	}
 	declared := map[string]bool{}
-	for _, c := range columns {
+	for _, c := range tableColumns {
 		declared[c.Name] = true
 		got := info.Column(c.Name)
 		switch {
@@ -315,7 +335,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 			r.indexes = append(r.indexes, x.Name)
 		}
 	}
-	for _, name := range []string{historyIndex, sessionOrderIndex} {
+	for _, name := range []string{historyIndex, seamIndex, sessionOrderIndex} {
 		if !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == name }) {
 			r.indexes = append(r.indexes, name)
 		}

@@ -446,3 +446,110 @@ func TestRollingDeployFromReleaseBefore(t *testing.T) {
 		cli(t, "", "--db", e.DSN, "health").want(t, 0)
 	})
 }
+
+// TestRollingDeployMergesWhatTheLastReleaseDoubled: a process of the last
+// release that booted with its trigger keeps recording after this build's
+// owner pass dropped it, as in a rolling deploy; its first frame of a pair
+// whose history no live frame absorbed doubles the pair on one server
+// (health names it, and counts no alarm). This build's next pass merges
+// it — one row per invocation, history under the old process's execution
+// — and says so; an application role's pass, which may not delete, leaves
+// the merge to the table's owner, saying so. On a sharded table this
+// build's trigger absorbs the frame as it is written.
+func TestRollingDeployMergesWhatTheLastReleaseDoubled(t *testing.T) {
+	old := buildRelease(t, lastRelease)
+	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
+		e.Exec(t, `DROP TABLE task_session_subagents`) // the last release creates it itself
+		e.Exec(t, `DELETE FROM kandev_meta`)
+		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
+		runOn(t, old, e.DSN, "", "migrate")
+		// The last release's replica boots (its pass done once its first
+		// frame is stored) and waits for frames.
+		replica := exec.Command(old, "--db", e.DSN, "record")
+		replica.Env = append(os.Environ(), "SUBAGENTCTL_DB=")
+		var out, stderr strings.Builder
+		replica.Stdout, replica.Stderr = &out, &stderr
+		in, err := replica.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := replica.Start(); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(in, jsonFrame("s1", "toolu_9", "exec-old", "completed", created.Add(time.Minute),
+			`{"description":"","prompt":"","subagent_type":"tester"}`))
+		stored := func(tool string) (n int64) {
+			e.DB.Raw(`SELECT count(*) FROM task_session_subagents WHERE tool_call_id = ?`, tool).Scan(&n)
+			return n
+		}
+		for deadline := time.Now().Add(30 * time.Second); stored("toolu_9") == 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				in.Close()
+				replica.Wait()
+				t.Fatalf("the last release's replica stored nothing in 30 s:\n%s%s", out.String(), stderr.String())
+			}
+		}
+		cli(t, "", "--db", e.DSN, "migrate").want(t, 0) // this build's owner: the trigger dropped on one server
+		// The old replica's frame for the history pair: no trigger absorbs it.
+		fmt.Fprintln(in, jsonFrame("s1", "toolu_1", "exec-old", "completed", created.Add(2*time.Minute),
+			`{"description":"","prompt":"","subagent_type":"","total_tokens":7}`))
+		in.Close()
+		if err := replica.Wait(); err != nil || !strings.Contains(out.String(), "persisted 2 ") {
+			t.Fatalf("the last release's replica: %v\n%s%s", err, out.String(), stderr.String())
+		}
+		sharded := e.Name == "citus"
+		var health struct {
+			Healthy bool  `json:"healthy"`
+			Doubled int64 `json:"doubled"`
+		}
+		json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "health", "--json").want(t, 0).stdout), &health)
+		if want := map[bool]int64{true: 0, false: 1}[sharded]; health.Doubled != want || stored("toolu_1") != want+1 {
+			t.Errorf("before the next pass: %d doubled pairs, %d rows of toolu_1; want %d and %d",
+				health.Doubled, stored("toolu_1"), want, want+1)
+		}
+		merged := func(dsn string) (int64, string) {
+			var migrated struct {
+				Steps []struct {
+					Step, Detail string
+					RowsMerged   int64 `json:"rows_merged"`
+				}
+			}
+			m := cli(t, "", "--db", dsn, "migrate", "--json").want(t, 0)
+			if err := json.Unmarshal([]byte(m.stdout), &migrated); err != nil || len(migrated.Steps) < 2 {
+				t.Fatalf("migrate --json: %v\n%s", err, m.stdout)
+			}
+			return migrated.Steps[1].RowsMerged, migrated.Steps[1].Detail
+		}
+		if e.Dialect.Name() == "postgres" && !sharded {
+			_, writer := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
+				return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
+			})
+			if n, detail := merged(writer); n != 0 || !strings.Contains(detail, "waits for the table's owner") ||
+				!strings.Contains(detail, "lacks a privilege") || stored("toolu_1") != 2 {
+				t.Errorf("the application role's pass: %d merged, %q, %d rows of toolu_1; want the merge left to "+
+					"the owner", n, detail, stored("toolu_1"))
+			}
+		}
+		if n, detail := merged(e.DSN); n != 1-int64(map[bool]int{true: 1}[sharded]) ||
+			!sharded && !strings.Contains(detail, "1 doubled pairs merged") {
+			t.Errorf("the owner's next pass: %d merged (%q)", n, detail)
+		}
+		if n, _ := merged(e.DSN); n != 0 {
+			t.Errorf("the pass after: %d merged, want 0", n)
+		}
+		var rows []core.Subagent
+		json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "list", "--session", "s1", "--json").want(t, 0).stdout), &rows)
+		got := map[string]string{}
+		for _, row := range rows {
+			got[row.ToolCallID] += row.AgentExecutionID + "/" + string(row.Source) + " "
+		}
+		if len(got) != 2 || got["toolu_1"] != "exec-old/backfill " || got["toolu_9"] != "exec-old/live " {
+			t.Errorf("rows after the rolling deploy: %v, want one each: toolu_1 exec-old/backfill, toolu_9 exec-old/live",
+				got)
+		}
+		json.Unmarshal([]byte(cli(t, "", "--db", e.DSN, "health", "--json").want(t, 0).stdout), &health)
+		if health.Doubled != 0 {
+			t.Errorf("after the pass: %d doubled pairs", health.Doubled)
+		}
+	})
+}

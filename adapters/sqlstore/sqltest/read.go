@@ -27,7 +27,7 @@ var readTests = []test{
 	{"AC28_HealthWindowsAgreeWithTheReference", testHealthWindows},
 	{"AC28_AHealthyRecordIsOneStatement", testHealthyIsOneStatement},
 	{"AC28_NoFalseAlarmAfterAMergeIntoABackfilledRow", testMergeIntoBackfilledRow},
-	{"AC28_HealthNamesDoubledPairs", testHealthNamesDoubledPairs},
+	{"AC28_DoubledPairsNamedThenMergedByTheNextPass", testDoubledPairs},
 	{"AC25_StatsCoverage", testStatsCoverage},
 	{"AC25_WholeStoreCountsEachSessionsVerdict", testWholeStoreCoverage},
 	{"ExportMissesNoCommittedRow", testExportMissesNoCommittedRow},
@@ -503,12 +503,14 @@ func testWholeStoreCoverage(t *testing.T, d *Driver) {
 	}
 }
 
-// testHealthNamesDoubledPairs: a pair holding the backfill's row beside a
-// row under an execution id — written as an earlier release's writer does,
-// without absorbing it — is counted and listed as doubled (never an
-// alarm); a pair whose history this build's upsert absorbed is not, nor is
-// a pair with history only.
-func testHealthNamesDoubledPairs(t *testing.T, d *Driver) {
+// testDoubledPairs: a pair holding the backfill's row beside a row under
+// an execution id — written as an earlier release's writer does, without
+// absorbing it — is counted and listed as doubled (never an alarm); a
+// pair whose history this build's upsert absorbed is not, nor is a pair
+// with history only. The next pass's seam check merges it (docs/CONTRACT.md
+// §4 step 2): one row, history under live, and no doubled pair; the pass
+// after finds nothing to merge.
+func testDoubledPairs(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	before := capture.Add(-time.Hour)
 	message(t, e, "m-doubled", "s1", "tc-doubled", before)
@@ -528,7 +530,6 @@ func testHealthNamesDoubledPairs(t *testing.T, d *Driver) {
 END $$`)
 	}
 	e.insertRaw(t, row("s1", "tc-doubled", "e1", core.SourceLive, capture.Add(4*time.Second)))
-	mustRun(t, e)
 	rows, err := e.Store.ListBySession(context.Background(), "s1", core.Page{})
 	if err != nil {
 		t.Fatal(err)
@@ -546,5 +547,28 @@ END $$`)
 	}
 	if !h.Healthy() || h.Shortfall != 0 || h.Excess != 0 {
 		t.Errorf("a doubled pair is no alarm and no excess: %+v", h)
+	}
+	for i, want := range []int64{1, 0} {
+		r := mustRun(t, e)
+		if got := r.Step(backfill.StepShape).RowsMerged; got != want {
+			t.Errorf("pass %d merged %d pairs, want %d:\n%s", i+1, got, want, r)
+		}
+		if rows, err = e.Store.ListBySession(context.Background(), "s1", core.Page{}); err != nil {
+			t.Fatal(err)
+		}
+		var doubled []core.Subagent
+		for _, r := range rows {
+			if r.ToolCallID == "tc-doubled" {
+				doubled = append(doubled, r)
+			}
+		}
+		if len(doubled) != 1 || doubled[0].AgentExecutionID != "e1" || doubled[0].Source != core.SourceBackfill ||
+			!doubled[0].ObservedAt.Equal(first) {
+			t.Errorf("after pass %d: %+v, want one row under e1 holding history (backfill, observed %v)", i+1, doubled,
+				first)
+		}
+		if h := health(t, e); h.Doubled != 0 || len(h.DoubledPairs) != 0 {
+			t.Errorf("after pass %d: doubled %d %+v, want none", i+1, h.Doubled, h.DoubledPairs)
+		}
 	}
 }

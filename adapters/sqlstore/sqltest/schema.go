@@ -47,8 +47,15 @@ func literal(c storekit.Column) string {
 func testCatalog(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	c := e.describe(t, sqlstore.Table)
-	if len(c.Columns) != len(storekit.Columns()) {
-		t.Errorf("table has %d columns, the declaration %d", len(c.Columns), len(storekit.Columns()))
+	// The declared columns, then the one the storage keeps for the seam's
+	// check (docs/CONTRACT.md §2): 1 on every row this build writes.
+	if len(c.Columns) != len(storekit.Columns())+1 {
+		t.Errorf("table has %d columns, the declaration %d and seam_checked", len(c.Columns), len(storekit.Columns()))
+	}
+	seam := sqlstore.ColumnInfo{Name: "seam_checked", Type: d.Dialect.ColumnType(storekit.Bool), NotNull: true,
+		Default: "0"}
+	if g := c.Column(seam.Name); g == nil || *g != seam {
+		t.Errorf("column seam_checked: catalog %+v, want %+v", g, seam)
 	}
 	for _, col := range storekit.Columns() {
 		want := sqlstore.ColumnInfo{

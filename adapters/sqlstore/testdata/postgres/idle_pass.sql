@@ -1,4 +1,4 @@
--- a pass on an up-to-date table, a new store's first use: 12 statements besides the pass's lock, in order
+-- a pass on an up-to-date table, a new store's first use: 13 statements besides the pass's lock, in order
 SHOW server_encoding;
 
 SELECT to_regclass('"task_sessions"') IS NOT NULL;
@@ -188,6 +188,8 @@ SELECT g.n FROM (VALUES (0, 'SELECT', '"task_session_subagents"'), (1, 'INSERT',
 UNION ALL SELECT 4 WHERE NOT has_function_privilege('pg_catalog.pg_advisory_xact_lock(integer, integer)', 'EXECUTE') ORDER BY 1 LIMIT 1;
 
 SELECT "key", value FROM "kandev_meta" WHERE "key" LIKE 'subagent_context_schema_v%';
+
+SELECT count(*) FROM (SELECT 1 FROM task_session_subagents WHERE seam_checked = 0 LIMIT 1) u;
 
 SELECT count(*) FROM "kandev_meta" WHERE "key" = 'subagent_context_execution_since';
 

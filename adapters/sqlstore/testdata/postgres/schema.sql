@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS task_session_subagents (
 	started_at           TIMESTAMPTZ,
 	ended_at             TIMESTAMPTZ,
 	updated_at           TIMESTAMPTZ NOT NULL,
+	seam_checked         INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (task_session_id, id),
 	CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
 	CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id) REFERENCES "task_sessions"(id) ON DELETE CASCADE
@@ -42,6 +43,8 @@ CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_
 CREATE INDEX IF NOT EXISTS idx_subagents_observed_at ON task_session_subagents(observed_at);
 
 CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = 'unknown' AND source = 'backfill';
+
+CREATE INDEX IF NOT EXISTS idx_subagents_unchecked ON task_session_subagents(task_session_id, tool_call_id) WHERE seam_checked = 0;
 
 CREATE INDEX IF NOT EXISTS idx_subagents_session_order ON task_session_subagents(task_session_id, observed_at, tool_call_id COLLATE "C", agent_execution_id COLLATE "C");
 

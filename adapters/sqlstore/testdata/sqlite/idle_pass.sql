@@ -1,4 +1,4 @@
--- a pass on an up-to-date table, a new store's first use: 15 statements besides the pass's lock, in order
+-- a pass on an up-to-date table, a new store's first use: 16 statements besides the pass's lock, in order
 SELECT name, file FROM pragma_database_list;
 
 PRAGMA foreign_keys;
@@ -29,6 +29,8 @@ SELECT "table", "from" AS "column", "to" AS ref_column, on_delete
 SELECT (SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = 'subagentctx_absorb_v1'), (SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = 'idx_subagents_history' AND sql = 'CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id, agent_execution_id) WHERE agent_execution_id = ''unknown'''), (SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = 'idx_subagents_history' AND sql = 'CREATE UNIQUE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id, agent_execution_id) WHERE agent_execution_id = ''unknown''');
 
 SELECT "key", value FROM "kandev_meta" WHERE "key" LIKE "subagent_context_schema_v%";
+
+SELECT count(*) FROM (SELECT 1 FROM task_session_subagents WHERE seam_checked = 0 LIMIT 1) u;
 
 SELECT count(*) FROM "kandev_meta" WHERE "key" = "subagent_context_execution_since";
 

@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS task_session_subagents (
 	started_at           TIMESTAMP,
 	ended_at             TIMESTAMP,
 	updated_at           TIMESTAMP NOT NULL,
+	seam_checked         INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (task_session_id, id),
 	CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id),
 	CONSTRAINT task_session_subagents_session_fk FOREIGN KEY (task_session_id) REFERENCES "task_sessions"(id) ON DELETE CASCADE
@@ -42,6 +43,8 @@ CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents(turn_
 CREATE INDEX IF NOT EXISTS idx_subagents_observed_at ON task_session_subagents(observed_at);
 
 CREATE INDEX IF NOT EXISTS idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id) WHERE agent_execution_id = 'unknown' AND source = 'backfill';
+
+CREATE INDEX IF NOT EXISTS idx_subagents_unchecked ON task_session_subagents(task_session_id, tool_call_id) WHERE seam_checked = 0;
 
 CREATE INDEX IF NOT EXISTS idx_subagents_session_order ON task_session_subagents(task_session_id, (unixepoch(substr(observed_at, 1, 19) || CASE WHEN substr(observed_at, 20, 1) = '.' THEN ltrim(substr(observed_at, 21), '0123456789') ELSE substr(observed_at, 20) END) * 1000000 + CASE WHEN substr(observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(observed_at, 21), 1, length(substr(observed_at, 21)) - length(ltrim(substr(observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END), tool_call_id, agent_execution_id);
 
