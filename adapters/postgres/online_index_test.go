@@ -2,10 +2,12 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/await"
@@ -14,14 +16,33 @@ import (
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
-// TestIndexBuiltWithoutBlockingWrites (docs/CONTRACT.md §4 step 1): a
-// populated table that lacks an index — an earlier release's lacks
-// idx_subagents_session_order — gets it CONCURRENTLY: while the build
-// waits for a writer's open transaction, another writer's frame is
-// written at once (a plain CREATE INDEX queues every later writer behind
-// it), and the pass's report names the DDL it ran. An index an
+// TestIndexBuiltWithoutBlockingWrites (docs/CONTRACT.md §4 steps 1 and
+// 2): a populated table that lacks an index gets it CONCURRENTLY — one
+// the table step builds (an earlier release's table lacks
+// idx_subagents_session_order), and one the shape step's new column
+// needs (idx_subagents_unchecked, built after its transaction): while
+// the build waits for a writer's open transaction, another writer's frame
+// is written at once (a plain CREATE INDEX queues every later writer
+// behind it), and the pass's report names the index. An index an
 // interrupted build left invalid is built again.
 func TestIndexBuiltWithoutBlockingWrites(t *testing.T) {
+	for _, c := range []struct {
+		index, step, named string
+		drop               string
+	}{
+		{"idx_subagents_session_order", backfill.StepTable,
+			"ran DROP INDEX CONCURRENTLY IF EXISTS idx_subagents_session_order; CREATE INDEX CONCURRENTLY " +
+				"idx_subagents_session_order", `DROP INDEX idx_subagents_session_order`},
+		// The table as the build before step 5 left it.
+		{"idx_subagents_unchecked", backfill.StepShape, "built idx_subagents_unchecked after the transaction",
+			`ALTER TABLE task_session_subagents DROP COLUMN seam_checked;
+			DELETE FROM kandev_meta WHERE key = 'subagent_context_schema_v5'`},
+	} {
+		t.Run(c.index, func(t *testing.T) { testIndexBuiltWithoutBlockingWrites(t, c.index, c.step, c.named, c.drop) })
+	}
+}
+
+func testIndexBuiltWithoutBlockingWrites(t *testing.T, index, step, named, drop string) {
 	e := testenv.Postgres().Env(t)
 	ctx := context.Background()
 	if err := kandevtest.InsertSession(ctx, e.DB, e.Tables, "s", "t"); err != nil {
@@ -35,26 +56,42 @@ func TestIndexBuiltWithoutBlockingWrites(t *testing.T) {
 	if err := e.Store.Upsert(ctx, frame("before")); err != nil {
 		t.Fatal(err)
 	}
-	const index = "idx_subagents_session_order"
-	e.Exec(t, `DROP INDEX `+index)
+	e.Exec(t, drop)
+	// A writer's transaction, open while the index builds: begun before
+	// the pass — or, where the pass alters the table first, queued behind
+	// that change before its commit — and still open after.
 	open := e.DB.Begin()
-	if err := open.Exec(`UPDATE task_session_subagents SET updated_at = now() WHERE tool_call_id = 'before'`).
-		Error; err != nil {
-		t.Fatal(err)
+	begin := func() error {
+		return open.Exec(`UPDATE task_session_subagents SET updated_at = now() WHERE tool_call_id = 'before'`).Error
+	}
+	hook := func(string) error { return nil }
+	if step == backfill.StepTable {
+		if err := begin(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		began := make(chan error, 1)
+		hook = func(stage string) error {
+			if stage == "before commit" {
+				go func() { began <- begin() }()
+				if err := await.Poll(30*time.Second, func() bool { return waiting(e, "UPDATE%") > 0 }); err != nil {
+					return fmt.Errorf("the writer queued behind the step's lock: %w", err)
+				}
+			}
+			return nil
+		}
+		defer func() {
+			if err := await.Recv(t, began, "the open transaction's write"); err != nil {
+				t.Error(err)
+			}
+		}()
 	}
 	passed := make(chan backfill.Report, 1)
-	go func() { passed <- backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Prepare(ctx) }()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var waiting int64
-		e.DB.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND query LIKE 'CREATE INDEX%' AND wait_event_type = 'Lock'`).Scan(&waiting)
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the index build never waited for the open transaction")
-		}
-		time.Sleep(20 * time.Millisecond)
+	go func() {
+		passed <- backfill.New(e.Store, backfill.WithLogger(testlog.Discard), backfill.WithHook(hook)).Prepare(ctx)
+	}()
+	if err := await.Poll(30*time.Second, func() bool { return waiting(e, "CREATE INDEX%") > 0 }); err != nil {
+		t.Fatalf("the index build waiting for the open transaction: %v", err)
 	}
 	written := make(chan error, 1)
 	go func() { written <- e.Store.Upsert(ctx, frame("during")) }()
@@ -64,8 +101,7 @@ func TestIndexBuiltWithoutBlockingWrites(t *testing.T) {
 		t.Fatalf("a frame written while the index builds: %v, %v; want it written at once", err, late)
 	}
 	r := await.Recv(t, passed, "the pass")
-	if step := r.Step(backfill.StepTable); r.Failed() ||
-		!strings.Contains(step.Detail, "ran DROP INDEX CONCURRENTLY IF EXISTS "+index+"; CREATE INDEX CONCURRENTLY "+index) {
+	if r.Failed() || !strings.Contains(r.Step(step).Detail, named) {
 		t.Fatalf("the pass: %s; want the concurrent build named", r)
 	}
 	valid := func() bool {
@@ -81,4 +117,12 @@ func TestIndexBuiltWithoutBlockingWrites(t *testing.T) {
 	if r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Prepare(ctx); r.Failed() || !valid() {
 		t.Fatalf("the pass over an invalid index: %s; valid afterwards: %t", r, valid())
 	}
+}
+
+// waiting counts the statements of the test's database, like like, that
+// wait for a lock.
+func waiting(e *sqltest.Env, like string) (n int64) {
+	e.DB.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND query LIKE ? AND wait_event_type = 'Lock'`, like).Scan(&n)
+	return n
 }

@@ -67,7 +67,7 @@ func (s *Store) steps(merged *int64) []Step {
 	}, Step{
 		Version: seamVersion,
 		Name:    "rows marked for the seam's check",
-		Stages:  []string{"add column", "merge doubled pairs", "remove merged rows"},
+		Stages:  []string{"add column", "merge doubled pairs", "remove merged rows", "mark rows checked"},
 		Apply: func(ctx context.Context, tx *gorm.DB, _ Tables, hook func(string) error) error {
 			info, err := s.d.Describe(ctx, tx, Table)
 			if err != nil {
@@ -83,7 +83,18 @@ func (s *Store) steps(merged *int64) []Step {
 					return err
 				}
 			}
-			return repair(ctx, tx, hook)
+			if err := repair(ctx, tx, hook); err != nil {
+				return err
+			}
+			// Every pair is checked now, and no other writer runs while
+			// the step holds the table: the rows left at 0 (every row,
+			// where the dialect could not add the column with 1) are
+			// marked, through the index.
+			mark := `UPDATE ` + Table + ` SET ` + seamColumn.Name + ` = 1 WHERE ` + unchecked("")
+			if err := tx.Exec(mark).Error; err != nil {
+				return fmt.Errorf("mark rows checked: %w", err)
+			}
+			return hook("mark rows checked")
 		},
 	})
 	slices.SortFunc(out, func(a, b Step) int { return a.Version - b.Version })
@@ -91,9 +102,9 @@ func (s *Store) steps(merged *int64) []Step {
 }
 
 // addSeamColumn adds seamColumn to a table with rows: where the dialect
-// can change a default in place, the rows present take 1 (this step
+// can change a default in place, the rows present take 1 (the step
 // repairs them whole) and later inserts 0, without rewriting the table;
-// elsewhere every row takes 0, and the seam check marks them once.
+// elsewhere every row takes 0, and the step marks them all once.
 func (s *Store) addSeamColumn() []string {
 	set, ok := s.d.(DefaultSetter)
 	if !ok {
@@ -200,6 +211,9 @@ type Evolution struct {
 	// Merged is how many (session, tool call id) pairs the seam repair
 	// and the seam check merged from two rows into one.
 	Merged int64
+	// Built are the indexes the table lacked, built after the step's
+	// transaction, without blocking writes where the dialect can.
+	Built []string
 	// Left is the seam check left to the table's owner, wrapping
 	// ErrLeftToOwner and ErrPrivilege: the role may not delete the rows
 	// the repair merges (nil: none left).
@@ -207,7 +221,9 @@ type Evolution struct {
 }
 
 // Changed reports whether the step changed the table.
-func (e Evolution) Changed() bool { return len(e.Applied) > 0 || len(e.Added) > 0 || e.Merged > 0 }
+func (e Evolution) Changed() bool {
+	return len(e.Applied) > 0 || len(e.Added) > 0 || len(e.Built) > 0 || e.Merged > 0
+}
 
 func (e Evolution) String() string {
 	var parts []string
@@ -222,6 +238,9 @@ func (e Evolution) String() string {
 	}
 	if len(e.Added) > 0 {
 		parts = append(parts, "added "+strings.Join(e.Added, ", "))
+	}
+	if len(e.Built) > 0 {
+		parts = append(parts, "built "+strings.Join(e.Built, ", ")+" after the transaction")
 	}
 	if len(parts) == 0 {
 		return "declared shape holds"
@@ -275,6 +294,13 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	pass := catalogOf(ctx)
 	pass.forget()
 	defer pass.forget()
+	// An index the table lacks (one the declaration added) is built after
+	// the transaction where the dialect can build it without blocking the
+	// table's writes: in the transaction, its build would hold the lock
+	// the column changes took for as long as it reads the table.
+	_, indexer := s.d.(OnlineIndexer)
+	_, pool := PoolOf(s.db)
+	online := indexer && pool
 	form := s.d.BackfillForm(false)
 	err = s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
 		return s.write(conn, form.Begin, func(tx *gorm.DB) error {
@@ -336,6 +362,9 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 			if sharded { // Citus refuses a function's DDL after this transaction's work on the table: see below
 				stmts = stmts[:len(stmts)-len(s.form.Sharded)]
 			}
+			if online { // built after the commit, without blocking writes
+				stmts = slices.DeleteFunc(stmts, func(q string) bool { return slices.Contains(IndexDDL(s.d), q) })
+			}
 			for _, q := range stmts { // indexes, and what a rebuild dropped
 				if err := tx.Exec(q).Error; err != nil {
 					return fmt.Errorf("complete the schema: %w\n  in: %s", err, q)
@@ -351,6 +380,11 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	if err != nil {
 		return Evolution{}, s.opError("bring the table to its declared shape", err)
 	}
+	if online {
+		if ev.Built, err = s.buildMissingIndexes(ctx); err != nil {
+			return ev, err
+		}
+	}
 	// Sharded — placed now (an upgraded table follows its sessions), or
 	// before — it needs what the upsert needs there, made after the
 	// commit: Citus refuses a function's DDL in a transaction that has
@@ -365,6 +399,23 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 		}
 	}
 	return s.checkSeam(ctx, ev)
+}
+
+// buildMissingIndexes builds, outside any transaction and without
+// blocking writes (OnlineIndexer), the declared indexes the table lacks,
+// and returns their names.
+func (s *Store) buildMissingIndexes(ctx context.Context) ([]string, error) {
+	db := s.db.WithContext(ctx)
+	info, err := s.d.Describe(ctx, db, Table)
+	if err != nil {
+		return nil, s.opError("read the table's shape", err)
+	}
+	missing := compare(s.d, s.tables, info).indexes
+	if err := s.create(db, s.buildIndexes(info, missing, true)); err != nil {
+		return nil, err
+	}
+	catalogOf(ctx).forget()
+	return missing, nil
 }
 
 // checkSeam runs the seam check (repairSeam) after the shape step and

@@ -231,10 +231,20 @@ func (s *Store) upsertParts(n int, cols []storekit.Column) (UpsertParts, error) 
 // backfilled rows so merged. The update takes updated_at; the count of
 // rows it updates is the number of pairs repaired. It runs before the
 // shape step adds the declared columns the table lacks, so it merges the
-// columns the table has (has; nil: every declared one). only, when not
-// nil, is a further condition on the pair of a row (by its alias): the
-// pass's seam check repairs the pairs of its unchecked rows alone.
+// columns the table has (has; nil: every declared one). only is a
+// further condition on the pair of a row (by its alias): the pass's seam
+// check repairs the pairs of its unchecked rows alone; nil, the pairs
+// holding more than one row, found by one grouping of the table — which
+// spares every history row of a whole table a look for its pair's other
+// rows (SQLite has no index that finds a pair's rows under every
+// execution id, so that look reads the session's rows).
 func (s *Store) repairStatements(has func(column string) bool, only ref) (merge, remove string) {
+	if only == nil {
+		only = func(alias string) string {
+			return `(` + alias + `.task_session_id, ` + alias + `.tool_call_id) IN (SELECT task_session_id, tool_call_id
+		FROM ` + Table + ` GROUP BY task_session_id, tool_call_id HAVING count(*) > 1)`
+		}
+	}
 	known := " AND o.agent_execution_id <> '" + core.UnknownExecution + "'"
 	set := historySet(func(c string) string { return "b." + c }, func(c string) string { return "t." + c }, "?", has)
 	merge = `UPDATE ` + Table + ` AS t SET ` + set + `
@@ -243,11 +253,9 @@ func (s *Store) repairStatements(has func(column string) bool, only ref) (merge,
 		AND t.agent_execution_id <> '` + core.UnknownExecution + `' AND ` + s.firstOfPair("t", known)
 	remove = `DELETE FROM ` + Table + ` WHERE ` + backfilled(Table) + `
 	AND EXISTS (SELECT 1 FROM ` + Table + ` o WHERE ` + samePair("o", Table) + known + `)`
-	if only != nil {
-		merge += `
+	merge += `
 		AND ` + only("b")
-		remove += `
+	remove += `
 	AND ` + only(Table)
-	}
 	return merge, remove
 }

@@ -37,3 +37,15 @@ func Within[T any](ch <-chan T, d time.Duration) (T, error) {
 		return zero, fmt.Errorf("nothing after %v", d)
 	}
 }
+
+// Poll asks cond every 20 ms until it holds, or returns an error after d:
+// for a state another goroutine or process reaches, such as a statement
+// waiting on the server.
+func Poll(d time.Duration, cond func() bool) error {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", d)
+		}
+	}
+	return nil
+}

@@ -27,7 +27,11 @@ UPDATE task_session_subagents AS t SET task_id = b.task_id,
 	FROM task_session_subagents AS b
 	WHERE b.agent_execution_id = 'unknown' AND b.source = 'backfill' AND t.task_session_id = b.task_session_id AND t.tool_call_id = b.tool_call_id
 		AND t.agent_execution_id <> 'unknown' AND NOT EXISTS (SELECT 1 FROM task_session_subagents o WHERE o.task_session_id = t.task_session_id AND o.tool_call_id = t.tool_call_id AND o.agent_execution_id <> 'unknown'
-			AND ((EXTRACT(EPOCH FROM o.observed_at) * 1000000)::bigint < (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint OR ((EXTRACT(EPOCH FROM o.observed_at) * 1000000)::bigint = (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint AND o.agent_execution_id COLLATE "C" < t.agent_execution_id COLLATE "C")));
+			AND ((EXTRACT(EPOCH FROM o.observed_at) * 1000000)::bigint < (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint OR ((EXTRACT(EPOCH FROM o.observed_at) * 1000000)::bigint = (EXTRACT(EPOCH FROM t.observed_at) * 1000000)::bigint AND o.agent_execution_id COLLATE "C" < t.agent_execution_id COLLATE "C")))
+		AND (b.task_session_id, b.tool_call_id) IN (SELECT task_session_id, tool_call_id
+		FROM task_session_subagents GROUP BY task_session_id, tool_call_id HAVING count(*) > 1);
 
 DELETE FROM task_session_subagents WHERE task_session_subagents.agent_execution_id = 'unknown' AND task_session_subagents.source = 'backfill'
-	AND EXISTS (SELECT 1 FROM task_session_subagents o WHERE o.task_session_id = task_session_subagents.task_session_id AND o.tool_call_id = task_session_subagents.tool_call_id AND o.agent_execution_id <> 'unknown');
+	AND EXISTS (SELECT 1 FROM task_session_subagents o WHERE o.task_session_id = task_session_subagents.task_session_id AND o.tool_call_id = task_session_subagents.tool_call_id AND o.agent_execution_id <> 'unknown')
+	AND (task_session_subagents.task_session_id, task_session_subagents.tool_call_id) IN (SELECT task_session_id, tool_call_id
+		FROM task_session_subagents GROUP BY task_session_id, tool_call_id HAVING count(*) > 1);
