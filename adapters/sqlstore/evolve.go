@@ -149,20 +149,7 @@ func (s *Store) repairSeam(ctx context.Context) (int64, error) {
 	if todo == 0 {
 		return 0, nil
 	}
-	var merged int64
-	err := s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
-		return s.write(conn, s.d.BackfillForm(false).Begin, func(tx *gorm.DB) error {
-			n, err := s.repairPairs(tx, q.merge, q.remove, func(string) error { return nil })
-			if err != nil {
-				return err
-			}
-			merged = n
-			if err := tx.Exec(q.mark).Error; err != nil {
-				return fmt.Errorf("mark rows checked: %w", err)
-			}
-			return nil
-		})
-	})
+	merged, err := s.repairIn(ctx, q.merge, q.remove, q.mark)
 	if c, ok := s.d.(PrivilegeChecker); ok && err != nil && c.Refused(err) {
 		return 0, liberr.Errorf("%w: %w: merging the pairs an earlier release doubled deletes rows (run the "+
 			"migration pass as the owner: subagentctl migrate): %w", ErrLeftToOwner, ErrPrivilege,
@@ -171,6 +158,28 @@ func (s *Store) repairSeam(ctx context.Context) (int64, error) {
 		return 0, s.opError("merge the pairs an earlier release doubled", err)
 	}
 	return merged, nil
+}
+
+// repairIn runs a repair's merge and remove, then after, if any, in one
+// transaction: the pool's, or the host's that the store's handle is. It
+// reports the pairs merged.
+func (s *Store) repairIn(ctx context.Context, merge, remove, after string) (int64, error) {
+	var merged int64
+	repair := func(tx *gorm.DB) (err error) {
+		if merged, err = s.repairPairs(tx, merge, remove, func(string) error { return nil }); err != nil || after == "" {
+			return err
+		}
+		if err := tx.Exec(after).Error; err != nil {
+			return fmt.Errorf("mark rows checked: %w", err)
+		}
+		return nil
+	}
+	if _, pool := PoolOf(s.db); !pool {
+		return merged, repair(s.db.WithContext(ctx))
+	}
+	return merged, s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
+		return s.write(conn, s.d.BackfillForm(false).Begin, repair)
+	})
 }
 
 // seamCheck is the seam check's statements, in the order they run.

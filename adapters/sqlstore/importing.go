@@ -7,10 +7,14 @@ import (
 	"iter"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/internal/canon"
 	"github.com/subagentctx/subagentctx/internal/liberr"
+	"gorm.io/gorm"
 )
 
 // The record moves between stores as an export (docs/CONTRACT.md §3.3,
@@ -45,10 +49,14 @@ type ImportResult struct {
 	// by the merge rules, or inserted) and committed — a refused row's
 	// batch's others included.
 	Rows int64 `json:"rows"`
-	// KeysWritten are the keys the target did not have; KeysKept, those it
-	// had with another value, which it keeps (a key is written once).
-	KeysWritten []string `json:"keys_written"`
-	KeysKept    []string `json:"keys_kept"`
+	// KeysWritten are the keys the target did not have; KeysReplaced,
+	// those it had with another value, which the record's replaced.
+	KeysWritten  []string `json:"keys_written"`
+	KeysReplaced []string `json:"keys_replaced"`
+	// Merged is how many pairs the import left with two rows of one
+	// invocation — the record's history beside a row the target's own live
+	// frames wrote for it — merged into one (the seam's repair).
+	Merged int64 `json:"merged,omitempty"`
 }
 
 // importBatch is how many rows one transaction of an import writes;
@@ -60,17 +68,27 @@ const (
 )
 
 // Import loads a record — keys (Keys' form) and rows (an export's) — into
-// the store, streaming, in batches of its own transactions: each row by
-// the merge rules (AC-14: one upsert each; a row already there merges, the
-// write-once columns keeping the target's), updated_at the time of the
-// import; each activation key written if absent (one present with another
-// value is kept, and reported); the retention boundary moved forward to
-// the source's. A second import of the same record changes no column but
-// updated_at; an import stopped half-way is resumed by running it again.
-// Rows are written before the keys, so that a reader never sees the keys
-// of a record not yet there. A row the store refuses (a session the host
-// does not have: ErrConstraint) stops the import with its error; the rows
-// before it, and the others of its batch, are written (and counted).
+// the store, streaming, in batches of its own transactions, and
+// reproduces it (docs/CONTRACT.md §3.3, Moving the record): for each
+// (session, tool call id) pair it holds, the target's row of that pair's
+// history that no live row absorbed, written before the import began
+// (the target's own pass read the same host messages), is dropped in the
+// row's transaction; each row is then written by the merge rules (AC-14:
+// one upsert each; a row already there — the target's own live frames' —
+// merges, the write-once columns keeping the target's), updated_at the
+// time of the import. Then the pairs left with two rows of one invocation
+// (the record's history beside the target's live row that absorbed its
+// own) are merged, as the migration pass's repair merges them; then each
+// activation key is set to the record's, byte for byte (one the target
+// had with another value is replaced, and reported), and the retention
+// boundary moved forward to the source's. So a record moved into a target
+// whose host booted first reads as it did. A second import of the same
+// record changes no column but updated_at; an import stopped half-way is
+// resumed by running it again. Rows are written before the keys, so that a
+// reader never sees the keys of a record not yet there. A row the store
+// refuses (a session the host does not have: ErrConstraint) stops the
+// import with its error; the rows before it, and the others of its batch,
+// are written (and counted).
 func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Seq2[core.Subagent, error],
 ) (ImportResult, error) {
 	var res ImportResult
@@ -80,25 +98,58 @@ func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Se
 	if err := CheckKeys(keys); err != nil {
 		return res, err
 	}
+	began := canon.Time(s.now())
 	batch := make([]core.Subagent, 0, importBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
+	write := func(rows []core.Subagent) ([]error, error) {
 		// A live target's own writes may deadlock with a batch, or the
 		// database pass a moment: the batch (rolled back whole) is written
 		// again, with backoff, as the recorder does (docs/CONTRACT.md §6.1).
-		rowErrs, err := s.UpsertBatch(ctx, batch)
+		rowErrs, err := s.upsertBatch(ctx, rows, began)
 		for delay := 10 * time.Millisecond; errors.Is(err, core.ErrUnavailable) && delay < importRetryFor; delay *= 2 {
 			select {
 			case <-time.After(delay):
 			case <-ctx.Done():
-				return errors.Join(err, ctx.Err())
+				return nil, errors.Join(err, ctx.Err())
 			}
-			rowErrs, err = s.UpsertBatch(ctx, batch)
+			rowErrs, err = s.upsertBatch(ctx, rows, began)
 		}
+		return rowErrs, err
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		rowErrs, err := write(batch)
 		if err != nil {
 			return err
+		}
+		// History refused under its id, which a live row of its pair here
+		// holds (the target's own frames absorbed it): written under an id
+		// of its own, the repair below merges it into that row.
+		var again []core.Subagent
+		var at []int
+		for i, e := range rowErrs {
+			if e == nil {
+				continue
+			}
+			held, err := s.heldByItsPair(ctx, &batch[i])
+			if err != nil {
+				return err
+			}
+			if held {
+				r := batch[i]
+				r.ID = uuid.NewString()
+				again, at = append(again, r), append(at, i)
+			}
+		}
+		if len(again) > 0 {
+			errs, err := write(again)
+			if err != nil {
+				return err
+			}
+			for k, i := range at {
+				rowErrs[i] = errs[k]
+			}
 		}
 		// The batch's other rows are committed whatever one refused row
 		// says: counted, so that Rows is what the target holds of it.
@@ -126,10 +177,16 @@ func (s *Store) Import(ctx context.Context, keys map[string]string, rows iter.Se
 	if err := flush(); err != nil {
 		return res, err
 	}
+	merge, remove := s.repairStatements(nil, nil)
+	n, err := s.repairIn(ctx, merge, remove, "")
+	if err != nil {
+		return res, s.opError("import: merge the pairs with two rows of one invocation", err)
+	}
+	res.Merged = n
 	return res, s.importKeys(ctx, keys, &res)
 }
 
-// importKeys writes the activation keys absent here and moves the
+// importKeys sets the activation keys to the record's and moves the
 // retention boundary forward.
 func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *ImportResult) error {
 	if err := CheckKeys(keys); err != nil {
@@ -145,8 +202,11 @@ func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *Imp
 		switch {
 		case !ok:
 		case hasKey(have, name) && have[name] == v: // '' (nothing to recover) too
-		case hasKey(have, name): // written once: the target's stays
-			res.KeysKept = append(res.KeysKept, name)
+		case hasKey(have, name):
+			if err := s.replaceKey(db, name, v); err != nil {
+				return s.opError("import the keys", err)
+			}
+			res.KeysReplaced = append(res.KeysReplaced, name)
 		default:
 			wrote, err := s.writeKey(db, name, v)
 			if err != nil {
@@ -166,6 +226,32 @@ func (s *Store) importKeys(ctx context.Context, keys map[string]string, res *Imp
 		}
 	}
 	return nil
+}
+
+// heldByItsPair reports whether row is history that no live row absorbed
+// in the record (the backfill's, under 'unknown') whose id a live row of
+// its pair holds in the store: one that absorbed that history here.
+func (s *Store) heldByItsPair(ctx context.Context, row *core.Subagent) (bool, error) {
+	if row.AgentExecutionID != core.UnknownExecution || row.Source != core.SourceBackfill {
+		return false, nil
+	}
+	var n int64
+	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM `+Table+` WHERE task_session_id = ? AND id = ?
+	AND tool_call_id = ? AND agent_execution_id <> '`+core.UnknownExecution+`'`,
+		row.TaskSessionID, row.ID, row.ToolCallID).Scan(&n).Error
+	if err != nil {
+		return false, s.opError("import: find the holder of history's id", err)
+	}
+	return n > 0, nil
+}
+
+// replaceKey sets a meta key present with another value to value.
+func (s *Store) replaceKey(db *gorm.DB, key, value string) error {
+	meta, err := s.metaName(db.Statement.Context, db)
+	if err != nil {
+		return fmt.Errorf("find the meta table: %w", err)
+	}
+	return db.Exec(`UPDATE `+quote(meta)+` SET value = ? WHERE "key" = ?`, value, key).Error
 }
 
 // CheckKeys refuses an activation key the record could not read back:
@@ -200,8 +286,11 @@ func (r ImportResult) String() string {
 	if len(r.KeysWritten) > 0 {
 		s += fmt.Sprintf("; keys written: %v", r.KeysWritten)
 	}
-	if len(r.KeysKept) > 0 {
-		s += fmt.Sprintf("; keys kept as the target had them: %v", r.KeysKept)
+	if r.Merged > 0 {
+		s += fmt.Sprintf("; %d pairs of the record's history and the target's live rows merged", r.Merged)
+	}
+	if len(r.KeysReplaced) > 0 {
+		s += fmt.Sprintf("; keys replaced by the record's: %v", r.KeysReplaced)
 	}
 	return s
 }

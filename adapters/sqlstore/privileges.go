@@ -27,7 +27,9 @@ const (
 	// PartPrune is prune.
 	PartPrune Part = "prune"
 	// PartImport is import: it writes rows by the merge rules, as the live
-	// path does, and the activation keys and retention boundary.
+	// path does, drops the target's own reading of history the record
+	// holds and merges pairs (DELETE), and writes the activation keys and
+	// retention boundary.
 	PartImport Part = "import"
 )
 
@@ -65,8 +67,9 @@ func Grants(t Tables, part Part) ([]Grant, error) {
 	case PartPrune:
 		return []Grant{{[]string{"SELECT", "DELETE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta}}, nil
 	case PartImport:
-		return []Grant{{[]string{"SELECT", "INSERT", "UPDATE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta}},
-			nil
+		return []Grant{
+			{[]string{"SELECT", "INSERT", "UPDATE", "DELETE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta},
+		}, nil
 	}
 	return nil, liberr.Errorf("no part %q: want one of %s", part, joinParts())
 }

@@ -49,15 +49,18 @@ type Store struct {
 	// New (a dry run: no I/O), with how it absorbs history; lean is its
 	// statement without the sparse columns, for a row with none of them
 	// (isLean).
-	form     UpsertForm
-	lean     UpsertForm
-	prepared [2]atomic.Pointer[sql.Stmt] // form's and lean's statements, prepared on first use
-	mu       sync.Mutex                  // serialises preparing them
-	owned    func() error                // closes connections the store opened; nil for a host's handle
-	checked  atomic.Bool                 // the handle's settings were checked (Fragments.CheckHandle)
-	readOnly bool                        // opened read-only (Open with ReadOnly)
-	noSchema bool                        // Open creates nothing (NoSchema)
-	horizon  time.Duration               // the write horizon (WithWriteHorizon)
+	form UpsertForm
+	lean UpsertForm
+	// dropHistorySQL is an import's statement that drops a pair's history
+	// written before it began (dropHistory), in the handle's placeholders.
+	dropHistorySQL string
+	prepared       [2]atomic.Pointer[sql.Stmt] // form's and lean's statements, prepared on first use
+	mu             sync.Mutex                  // serialises preparing them
+	owned          func() error                // closes connections the store opened; nil for a host's handle
+	checked        atomic.Bool                 // the handle's settings were checked (Fragments.CheckHandle)
+	readOnly       bool                        // opened read-only (Open with ReadOnly)
+	noSchema       bool                        // Open creates nothing (NoSchema)
+	horizon        time.Duration               // the write horizon (WithWriteHorizon)
 	// sharded is whether the table is sharded, once read: 0 not yet, 1
 	// no, 2 yes (batches are then written in waves, waves.go);
 	// waveStatements are the upserts of n rows, by n.
@@ -123,7 +126,28 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 		}
 		*f.form = d.Upsert(parts)
 	}
+	// updated_at compared as stored, with an instant bound as the upserts
+	// bind theirs (Citus refuses EXTRACT of a column in a DELETE).
+	s.dropHistorySQL = s.placeholders(`DELETE FROM ` + Table + ` WHERE task_session_id = ? AND tool_call_id = ?
+	AND ` + backfilled("") + ` AND updated_at < ?`)
 	return s, nil
+}
+
+// placeholders writes q's placeholders (?, none in a literal) in the
+// handle's own form, for a statement run on the pool directly: $1… on
+// PostgreSQL.
+func (s *Store) placeholders(q string) string {
+	stmt := &gorm.Statement{DB: s.db}
+	var b strings.Builder
+	for _, r := range q {
+		if r != '?' {
+			b.WriteRune(r)
+			continue
+		}
+		stmt.Vars = append(stmt.Vars, nil)
+		s.db.Dialector.BindVarTo(&b, stmt, nil)
+	}
+	return b.String()
 }
 
 // configure applies options to a new store, validating the table names

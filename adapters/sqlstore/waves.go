@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -78,10 +79,16 @@ func waves(rows []core.Subagent, todo []int) [][]int {
 // It reports false, having written nothing, when a statement failed: the
 // caller writes the rows one statement each, to find the row at fault. err
 // is for the transaction itself (beginning, committing, ctx's end).
-func (s *Store) writeWaves(ctx context.Context, pool *sql.DB, rows []core.Subagent, todo []int) (bool, error) {
+func (s *Store) writeWaves(ctx context.Context, pool *sql.DB, rows []core.Subagent, todo []int, replacing time.Time,
+) (bool, error) {
 	tx, err := pool.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
+	}
+	for _, st := range s.dropHistory(rows, todo, replacing) {
+		if _, err := tx.ExecContext(ctx, st.SQL, st.Args...); err != nil {
+			return false, errors.Join(err, tx.Rollback())
+		}
 	}
 	for _, w := range waves(rows, todo) {
 		values := make([]any, 0, len(w)*len(columns))

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -41,7 +42,7 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	pool, isPool := PoolOf(s.db)
 	switch {
 	case s.form.Absorb != nil && row.AgentExecutionID != core.UnknownExecution:
-		_, err = s.writeRows(ctx, []core.Subagent{row}, []int{0})
+		_, err = s.writeRows(ctx, []core.Subagent{row}, []int{0}, time.Time{})
 	case isPool:
 		which, f, cols := s.upsertOf(&row)
 		var stmt *sql.Stmt
@@ -127,6 +128,14 @@ func (s *Store) historysID(ctx context.Context, err error, rows []core.Subagent,
 // others nothing. When the database is unavailable, no row is written and
 // err matches core.ErrUnavailable.
 func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error, error) {
+	return s.upsertBatch(ctx, rows, time.Time{})
+}
+
+// upsertBatch is UpsertBatch; an import's (Store.Import) gives, in
+// replacing, the instant it began: the write first drops each of its
+// pairs' history that no live row has absorbed and that was written before
+// then (dropHistory).
+func (s *Store) upsertBatch(ctx context.Context, rows []core.Subagent, replacing time.Time) ([]error, error) {
 	if err := s.checkHandle(ctx); err != nil {
 		if errors.Is(err, core.ErrUnavailable) {
 			return nil, err
@@ -143,7 +152,7 @@ func (s *Store) UpsertBatch(ctx context.Context, rows []core.Subagent) ([]error,
 		}
 	}
 	for len(todo) > 0 {
-		at, err := s.writeRows(ctx, rows, todo)
+		at, err := s.writeRows(ctx, rows, todo, replacing)
 		switch {
 		case err == nil:
 			return rowErrs, nil
@@ -194,22 +203,23 @@ func (s *Store) batchError(ctx context.Context, rows []core.Subagent, rowErrs []
 // writeRows writes rows[todo…] in one transaction: the pool's, or on a
 // handle that is not a pool, the handle's own (onHandle). On a failed
 // statement it reports the position in todo of the row at fault, or -1
-// when the fault is no row's.
-func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int) (at int, err error) {
+// when the fault is no row's. replacing is upsertBatch's.
+func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int, replacing time.Time,
+) (at int, err error) {
 	sharded, err := s.shardedWrites(ctx)
 	if err != nil {
 		return -1, err
 	}
 	pool, ok := PoolOf(s.db)
 	if !ok {
-		return s.onHandle(ctx, rows, todo, sharded)
+		return s.onHandle(ctx, rows, todo, sharded, replacing)
 	}
 	if sharded {
-		if done, err := s.writeWaves(ctx, pool, rows, todo); done || err != nil {
+		if done, err := s.writeWaves(ctx, pool, rows, todo, replacing); done || err != nil {
 			return -1, err
 		}
 	}
-	stmts, of := s.writeStatements(rows, todo, s.form.Absorb != nil && !sharded)
+	stmts, of := s.writeStatements(rows, todo, s.form.Absorb != nil && !sharded, replacing)
 	if p, ok := s.d.(Pipeliner); ok {
 		if at, ok, err := p.Pipeline(ctx, pool, stmts); ok {
 			// A row the database refused is the row's, even when the
@@ -283,8 +293,9 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int)
 // rows are written one statement each — in a transaction of their own
 // when history is absorbed before them, which the planner's settings and
 // the absorbing hold for.
-func (s *Store) onHandle(ctx context.Context, rows []core.Subagent, todo []int, sharded bool) (at int, err error) {
-	stmts, of := s.writeStatements(rows, todo, s.form.Absorb != nil && !sharded)
+func (s *Store) onHandle(ctx context.Context, rows []core.Subagent, todo []int, sharded bool, replacing time.Time,
+) (at int, err error) {
+	stmts, of := s.writeStatements(rows, todo, s.form.Absorb != nil && !sharded, replacing)
 	run := func(db *gorm.DB) (int, error) {
 		for k, st := range stmts {
 			if err := db.Exec(st.SQL, st.Args...).Error; err != nil {
@@ -377,8 +388,10 @@ var errAbsorbing = errors.New("absorb history")
 // rows[todo…], with, for each, the position in todo of the row it writes
 // (-1: none). absorb says whether history is absorbed before the upserts
 // (UpsertForm.Absorb, not on a sharded table), each absorbing statement
-// between the planner's settings and their restoring.
-func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool) (stmts []Statement, of []int) {
+// between the planner's settings and their restoring; an import's history
+// is dropped before (replacing: dropHistory), after the pairs' locks.
+func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool, replacing time.Time,
+) (stmts []Statement, of []int) {
 	add := func(st Statement, n int) { stmts, of = append(stmts, st), append(of, n) }
 	var first, own []int
 	if absorb {
@@ -386,6 +399,9 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool) (
 	}
 	if absorb && len(todo) > 1 { // a single row locks one row at a time
 		add(s.pairLocks(rows, todo), -1)
+	}
+	for _, st := range s.dropHistory(rows, todo, replacing) {
+		add(st, -1)
 	}
 	absorbing := func(at ...int) {
 		a := s.form.Absorb
@@ -404,6 +420,29 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool) (
 		add(Statement{SQL: f.Statement, Args: upsertArgs(f, cols, &rows[i])}, n)
 	}
 	return stmts, of
+}
+
+// dropHistory are an import's statements that drop, for each pair of
+// rows[todo…], the pair's row of history that no live row absorbed,
+// written before the import began (replacing; zero: none): the record
+// imported holds that pair's history itself — the target's own pass read
+// the same host messages — and its rows are written as the record has
+// them, not merged into the target's reading (docs/CONTRACT.md §3.3).
+func (s *Store) dropHistory(rows []core.Subagent, todo []int, replacing time.Time) []Statement {
+	if replacing.IsZero() {
+		return nil
+	}
+	type pair struct{ session, tool string }
+	seen := map[pair]bool{}
+	var out []Statement
+	for _, i := range todo {
+		p := pair{rows[i].TaskSessionID, rows[i].ToolCallID}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, Statement{SQL: s.dropHistorySQL, Args: []any{p.session, p.tool, replacing}})
+		}
+	}
+	return out
 }
 
 // absorbing is the absorbing statement of rows[todo[n]] for each n in at.

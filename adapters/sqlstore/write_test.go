@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/subagentctx/subagentctx/core"
 )
@@ -56,7 +57,7 @@ func TestWriteStatements(t *testing.T) {
 	rows := []core.Subagent{r("a", "e1"), r("b", core.UnknownExecution), r("b", "e1"), r("c", "e1")}
 	requests := int64(3)
 	rows[3].Requests = &requests
-	stmts, of := s.writeStatements(rows, []int{0, 1, 2, 3}, true)
+	stmts, of := s.writeStatements(rows, []int{0, 1, 2, 3}, true, time.Time{})
 	var got []string
 	for _, st := range stmts {
 		got = append(got, st.SQL)
@@ -77,10 +78,10 @@ func TestWriteStatements(t *testing.T) {
 		!slices.Equal(a[2].([]string), []string{"e1"}) {
 		t.Errorf("row 2's own absorbing's arguments: %v", a)
 	}
-	if stmts, _ := s.writeStatements(rows, []int{0}, true); len(stmts) != 4 || stmts[1].SQL != "ABSORB" {
+	if stmts, _ := s.writeStatements(rows, []int{0}, true, time.Time{}); len(stmts) != 4 || stmts[1].SQL != "ABSORB" {
 		t.Errorf("a write of one row takes no pair's lock: %v", stmts)
 	}
-	if stmts, _ := s.writeStatements(rows, []int{0, 1, 2, 3}, false); len(stmts) != 4 {
+	if stmts, _ := s.writeStatements(rows, []int{0, 1, 2, 3}, false, time.Time{}); len(stmts) != 4 {
 		t.Errorf("not absorbing (a sharded table): %d statements, want the 4 upserts", len(stmts))
 	}
 	boom := errors.New("boom")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,19 +110,19 @@ func TestImportRoundTrip(t *testing.T) {
 		}
 		r = cli(t, "", "--db", envs[i].DSN, "import", "--json", dump).want(t, 0) // again: nothing changes
 		var res struct {
-			KeysWritten []string `json:"keys_written"`
-			KeysKept    []string `json:"keys_kept"`
+			KeysWritten  []string `json:"keys_written"`
+			KeysReplaced []string `json:"keys_replaced"`
 		}
 		json.Unmarshal([]byte(r.stdout), &res)
-		if got := reads(t, envs[i].DSN, ids); got != want || len(res.KeysWritten) != 0 || len(res.KeysKept) != 0 {
+		if got := reads(t, envs[i].DSN, ids); got != want || len(res.KeysWritten) != 0 ||
+			len(res.KeysReplaced) != 0 {
 			t.Errorf("%s: a second import changed something (%s)", chain[i].Name, r.stdout)
 		}
 	}
 
 	// Into a target whose host booted on its moved tables first: its own
 	// pass backfilled the same history, rows whose ids are the messages'
-	// as the source's that absorbed history keep them. Every row moves;
-	// the target keeps its own activation keys (a key is written once).
+	// as the source's that absorbed history keep them. Every row moves.
 	for _, d := range []*sqltest.Driver{testenv.SQLite(), testenv.Postgres(), testenv.Citus()} {
 		booted := d.Env(t)
 		hostData(t, booted, ids, msgs)
@@ -233,6 +234,101 @@ func TestImportCountsWhatCommitted(t *testing.T) {
 		}
 		if n := dst.Count(t); n != 2 {
 			t.Errorf("the target holds %d rows, want s1's 2", n)
+		}
+	})
+}
+
+// TestImportReproducesTheRecordInABootedTarget (docs/CONTRACT.md §3.3,
+// Moving the record), on every dialect: a record moved into a target
+// whose host booted first — its pass read the same messages, later, when
+// one had completed and one more had been written — reads as the source
+// does (rows, activation, health, statistics), in either row order: the
+// invocation recorded live stays live, the one whose history a live row
+// absorbed keeps the source's settled_at, and the tool call id a second
+// execution reused keeps both rows and the first's hold on history. A
+// pair whose history the target's own live frame absorbed, where the
+// record holds it unabsorbed, ends as one row.
+func TestImportReproducesTheRecordInABootedTarget(t *testing.T) {
+	testenv.Each(t, func(t *testing.T, src *sqltest.Env) {
+		base := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
+		msg := func(id, sess, tool, status string, created, updated time.Time) kandevtest.Message {
+			m := kandevtest.Subagent(tool, status, &core.Payload{SubagentType: "explorer", Description: id})
+			return kandevtest.Message{ID: id, TaskSessionID: sess, TaskID: sess + "-task", TurnID: "turn-1",
+				Metadata: ptr(m.JSON()), CreatedAt: created, UpdatedAt: updated}
+		}
+		ids := []string{"s1", "s2"}
+		history := []kandevtest.Message{
+			msg("m1", "s1", "toolu_h1", "in_progress", base, base),
+			msg("m2", "s1", "toolu_h2", "completed", base.Add(time.Minute), base.Add(time.Minute)),
+			msg("m4", "s2", "toolu_r", "in_progress", base.Add(2*time.Minute), base.Add(2*time.Minute)),
+		}
+		hostData(t, src, ids, history)
+		cli(t, "", "--db", src.DSN, "migrate").want(t, 0)
+		// After the source's capture: an invocation recorded live (its
+		// message too), m1 completing, the reused tool call id.
+		now := time.Now().UTC()
+		later := []kandevtest.Message{msg("m3", "s1", "toolu_l3", "completed", now, now)}
+		if err := kandevtest.InsertMessages(context.Background(), src.DB, src.Tables, later); err != nil {
+			t.Fatal(err)
+		}
+		completed := kandevtest.Subagent("toolu_h1", "completed", &core.Payload{SubagentType: "explorer",
+			Description: "m1"}).JSON()
+		src.Exec(t, `UPDATE task_session_messages SET metadata = ?, updated_at = ? WHERE id = 'm1'`, completed,
+			now.Add(time.Second))
+		task := `{"description":"","prompt":"","subagent_type":"","total_tokens":7}`
+		cli(t, jsonFrame("s1", "toolu_l3", "exec-1", "completed", now.Add(2*time.Second), task)+"\n"+
+			jsonFrame("s1", "toolu_h1", "exec-1", "completed", now.Add(3*time.Second), task)+"\n"+
+			jsonFrame("s2", "toolu_r", "exec-1", "completed", now.Add(4*time.Second), task)+"\n"+
+			jsonFrame("s2", "toolu_r", "exec-2", "in_progress", now.Add(5*time.Second), task)+"\n",
+			"--db", src.DSN, "record").want(t, 0)
+		want := reads(t, src.DSN, ids)
+		exported := cli(t, "", "--db", src.DSN, "export", "--keys").want(t, 0).stdout
+		lines := strings.SplitAfter(strings.TrimSuffix(exported, "\n"), "\n")
+		reversed := lines[0] // the keys first, then the rows backwards
+		for i := len(lines) - 1; i > 0; i-- {
+			reversed += strings.TrimSuffix(lines[i], "\n") + "\n"
+		}
+		booted := func() *sqltest.Env {
+			dst := src.Driver.Env(t)
+			hostData(t, dst, ids, append(slices.Clone(history), later...))
+			dst.Exec(t, `UPDATE task_session_messages SET metadata = ?, updated_at = ? WHERE id = 'm1'`, completed,
+				now.Add(time.Second))
+			cli(t, "", "--db", dst.DSN, "migrate").want(t, 0) // its pass reads m1 completed, and m3
+			return dst
+		}
+		for name, record := range map[string]string{"in the export's order": exported, "backwards": reversed} {
+			dst := booted()
+			cli(t, record, "--db", dst.DSN, "import").want(t, 0)
+			if got := reads(t, dst.DSN, ids); got != want {
+				t.Errorf("%s, %s: the booted target after the import differs from the source:\n--- source\n%s\n"+
+					"--- target\n%s", src.Name, name, want, got)
+			}
+			cli(t, record, "--db", dst.DSN, "import").want(t, 0) // again: nothing changes
+			if got := reads(t, dst.DSN, ids); got != want {
+				t.Errorf("%s, %s: a second import changed the record:\n%s", src.Name, name, got)
+			}
+		}
+		// The target's own live frame absorbed m2's history, which the
+		// record holds unabsorbed: one row, the live one holding history.
+		dst := booted()
+		cli(t, jsonFrame("s1", "toolu_h2", "exec-9", "completed", now.Add(6*time.Second), task)+"\n",
+			"--db", dst.DSN, "record").want(t, 0)
+		var res struct {
+			Merged int64 `json:"merged"`
+		}
+		json.Unmarshal([]byte(cli(t, exported, "--db", dst.DSN, "import", "--json").want(t, 0).stdout), &res)
+		var rows []core.Subagent
+		json.Unmarshal([]byte(cli(t, "", "--db", dst.DSN, "list", "--session", "s1", "--json").want(t, 0).stdout),
+			&rows)
+		var h2 []string
+		for _, r := range rows {
+			if r.ToolCallID == "toolu_h2" {
+				h2 = append(h2, r.AgentExecutionID+"/"+string(r.Source)+"/"+r.ID)
+			}
+		}
+		if len(h2) != 1 || h2[0] != "exec-9/backfill/m2" || res.Merged != 1 {
+			t.Errorf("%s: toolu_h2 after the import into a target whose live frame absorbed it: %v (%d merged), "+
+				"want exec-9/backfill/m2 alone", src.Name, h2, res.Merged)
 		}
 	})
 }

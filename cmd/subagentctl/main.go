@@ -82,8 +82,9 @@ commands:
                                          ends "next since: T"; --keys: the activation keys and the retention
                                          boundary first, on a line of their own (for import)
   import [--json] [FILE|-]               load what export --keys wrote (JSON lines, default stdin) into this
-                                         store: rows by the merge rules, the activation keys if absent, the
-                                         retention boundary forward; a second import changes nothing but
+                                         store as the source had it: rows by the merge rules, replacing this
+                                         store's own reading of the history they hold; the activation keys;
+                                         the retention boundary forward; a second import changes nothing but
                                          updated_at; run it again to resume
   prune --before DURATION|TIME [--json]  delete the rows last written before the time (90d: use 2160h), in short
                                          batches, after moving the retention boundary there; health and coverage
