@@ -408,7 +408,7 @@ func FuzzBackfill(f *testing.F) {
 		}
 		ref := sc.reference()
 		for _, d := range ds {
-			if sc.sqliteOnly && !d.Features.HostTimeText {
+			if sc.sqliteOnly && !d.Dialect.HostTimeText() {
 				continue
 			}
 			e := d.Env(t)

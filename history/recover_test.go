@@ -91,7 +91,7 @@ func FuzzRecover(f *testing.F) {
 		)
 		want := describe(r.Subagent, r.Recoverable, r.Row)
 		for _, p := range probes {
-			if !p.d.Features.HostTimeText && (!utf8.ValidString(doc) || strings.ContainsRune(doc, 0)) {
+			if !p.d.Dialect.HostTimeText() && (!utf8.ValidString(doc) || strings.ContainsRune(doc, 0)) {
 				continue // PostgreSQL cannot store this text
 			}
 			p.e.Exec(t, `DELETE FROM task_session_messages`)

@@ -47,6 +47,10 @@ var (
 	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
 )
 
+// HostTimeText implements sqlstore.MessageView: the host's timestamps are
+// TIMESTAMPTZ or TIMESTAMP, at the microsecond.
+func (Dialect) HostTimeText() bool { return false }
+
 // HostInstant implements sqlstore.MessageView: Unix microseconds, for
 // either column type. EXTRACT(EPOCH …) reads a TIMESTAMPTZ as its instant
 // and a TIMESTAMP as UTC wall time (what a Go host's driver writes for a

@@ -20,6 +20,11 @@ import (
 // nanosecond precision: fixed width, UTC, years 0001-9999.
 const instantLayout = "2006-01-02T15:04:05.000000000Z"
 
+// HostTimeText implements sqlstore.MessageView: SQLite has no timestamp
+// type, so a host's timestamps are text, in whatever form its driver
+// wrote.
+func (Dialect) HostTimeText() bool { return true }
+
 // HostInstant implements sqlstore.MessageView through the registered
 // function subagentctx_instant, which reads the host's text with
 // history.ParseHostTime.

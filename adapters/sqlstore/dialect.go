@@ -263,6 +263,12 @@ type MessageView interface {
 	// MessageKeyColumns names (or more): what health reads of each
 	// message, which a dialect may read more cheaply than the whole row.
 	SubagentKeys(t Tables, where string) string
+	// HostTimeText reports whether the host's timestamps are text (SQLite,
+	// which has no timestamp type), read in any of the forms
+	// history.ParseHostTime reads, at nanosecond precision; otherwise they
+	// are typed timestamps at the database's precision. The conformance
+	// suite (sqltest) stores them in every form a dialect reads.
+	HostTimeText() bool
 	// HostInstant is an SQL expression over a host timestamp column
 	// (messages' created_at, updated_at): a value that orders and compares
 	// as the instant at the host's full precision, NULL when the value is

@@ -71,7 +71,6 @@ func SQLite() *sqltest.Driver {
 				WHEN NEW.tool_call_id = '`+toolCallID+`' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
 			return func() { exec(t, db, `DROP TRIGGER fail_insert`) }
 		},
-		Features: sqltest.Features{HostTimeText: true},
 	}
 }
 

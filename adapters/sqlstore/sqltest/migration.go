@@ -393,7 +393,7 @@ func testHostTimestamps(t *testing.T, d *Driver) {
 			updated,
 		)
 	}
-	if !d.Features.HostTimeText {
+	if !d.Dialect.HostTimeText() {
 		t.Log("declared: host timestamps are typed (microseconds); the text forms are SQLite's")
 		put("a", "tc", "pending", at(1), at(1))
 		put("b", "tc", "completed", at(1).Add(time.Microsecond), at(9))

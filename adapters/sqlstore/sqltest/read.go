@@ -168,7 +168,7 @@ func testTimestampComparisons(t *testing.T, d *Driver) {
 	message(t, e, "at", "s", "tc-at", capture)                                // at it
 	message(t, e, "late", "s", "tc-late", capture.Add(49*time.Minute))        // later on the key's calendar day
 	want := int64(2)                                                          // at and late; not before
-	if d.Features.HostTimeText {
+	if d.Dialect.HostTimeText() {
 		// Host created_at in other text forms the driver and other writers store.
 		for i, text := range []string{
 			"2026-08-13 08:40:00.500001+09:30", // = capture, written with an offset
@@ -463,7 +463,7 @@ func testWholeStoreCoverage(t *testing.T, d *Driver) {
 	message(t, e, "m-only", "s-message-only", "tc-1", capture.Add(30*time.Minute))
 	record(t, e, "s-row-only", "tc-1", "e1", capture.Add(40*time.Minute))
 	undated := any("not a time")
-	if !d.Features.HostTimeText {
+	if !d.Dialect.HostTimeText() {
 		undated = "infinity"
 	}
 	e.Exec(t, `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at,

@@ -4,8 +4,9 @@
 // declaration, error classification, the migration pass (its evolution
 // path and the seam between history and live capture) and the read side.
 // A dialect's test supplies a Driver; where dialects legitimately differ,
-// the Driver declares it in Features and the suite tests each declared
-// difference, visibly.
+// the Dialect declares it (sqlstore.MessageView's HostTimeText, the
+// optional interfaces) and the suite tests each declared difference,
+// visibly.
 //
 // Stability: the conformance suite a third-party store runs is covered by
 // the module's semver promise, as a host's package is (README, Stability).
@@ -61,8 +62,7 @@ type Driver struct {
 	// Host, when set, finishes the host's tables after they are created,
 	// as a host on this deployment has them (Citus: distributed by session,
 	// the meta table a reference table).
-	Host     func(t testing.TB, db *gorm.DB)
-	Features Features
+	Host func(t testing.TB, db *gorm.DB)
 }
 
 // legacyTable, earlierTable and previousRelease turn the table into an
@@ -86,15 +86,6 @@ func (d *Driver) earlier(t testing.TB, db *gorm.DB, shape func(testing.TB, *gorm
 		t.Skipf("%s starts after %s: no upgrade from it to test", d.Name, what)
 	}
 	shape(t, db)
-}
-
-// Features declares where a dialect legitimately differs.
-type Features struct {
-	// HostTimeText: the host's timestamps are text (SQLite), in any of the
-	// forms history.ParseHostTime reads and at nanosecond precision; the
-	// suite stores them in every form. Otherwise they are typed
-	// microsecond timestamps.
-	HostTimeText bool
 }
 
 // Env is one fresh database of a Driver's dialect with Kandev-shaped host
