@@ -10,7 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
@@ -142,11 +142,11 @@ func read(t *testing.T, e *sqltest.Env, view string) []map[string]any {
 	return out
 }
 
-// keys renders the views' rows, sqlstore.MessageKeyColumns of each.
+// keys renders the views' rows, sqldialect.MessageKeyColumns of each.
 func keys(rows []map[string]any) string {
 	var b strings.Builder
 	for _, r := range rows {
-		for _, c := range sqlstore.MessageKeyColumns() {
+		for _, c := range sqldialect.MessageKeyColumns() {
 			fmt.Fprintf(&b, "%s=%#v ", c, r[c])
 		}
 		b.WriteString("\n")
@@ -155,7 +155,7 @@ func keys(rows []map[string]any) string {
 }
 
 // describeView describes the one message SubagentMessages read, each of
-// sqlstore.MessageColumns decoded as its declared column's type.
+// sqldialect.MessageColumns decoded as its declared column's type.
 func describeView(out []map[string]any) string {
 	if len(out) == 0 {
 		return describe(false, false, core.Subagent{})
@@ -183,7 +183,7 @@ func describeView(out []map[string]any) string {
 		TaskID:        deref(text("task_id")),
 		ToolCallID:    deref(text("tool_call_id")),
 	}
-	for _, c := range sqlstore.HistoryColumns() {
+	for _, c := range sqldialect.HistoryColumns() {
 		switch c.Type {
 		case storekit.Text:
 			if p := text(c.Name); p != nil {

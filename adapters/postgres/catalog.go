@@ -12,11 +12,12 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
-// TableExists implements sqlstore.Catalog: a table visible on the
+// TableExists implements sqldialect.Catalog: a table visible on the
 // search_path.
 func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
 	var ok bool
@@ -31,13 +32,13 @@ var typeNames = map[string]string{"text": "TEXT", "bigint": "BIGINT", "integer":
 // onDelete spells pg_constraint.confdeltype.
 var onDelete = map[string]string{"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
 
-// Describe implements sqlstore.Catalog from pg_catalog (a query on
+// Describe implements sqldialect.Catalog from pg_catalog (a query on
 // information_schema's views costs milliseconds, at every boot), in one
 // statement: the pass describes the table in each of its steps, and every
 // round trip is part of what a pass costs on an up-to-date table. A
 // partitioned table is described by its parent, which carries the keys.
-func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlstore.TableInfo, error) {
-	var info sqlstore.TableInfo
+func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqldialect.TableInfo, error) {
+	var info sqldialect.TableInfo
 	var found struct {
 		Exists, Partitioned           bool
 		Columns, Indexes, ForeignKeys *string
@@ -76,7 +77,7 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 		}
 	}
 	for _, c := range cols {
-		col := sqlstore.ColumnInfo{Name: c.Name, Type: c.Type, NotNull: c.NotNull}
+		col := sqldialect.ColumnInfo{Name: c.Name, Type: c.Type, NotNull: c.NotNull}
 		if t, ok := typeNames[c.Type]; ok {
 			col.Type = t
 		}
@@ -86,11 +87,11 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 		info.Columns = append(info.Columns, col)
 	}
 	for _, i := range idx {
-		info.Indexes = append(info.Indexes, sqlstore.IndexInfo{Name: i.Name, Unique: i.Unique, Primary: i.Primary,
+		info.Indexes = append(info.Indexes, sqldialect.IndexInfo{Name: i.Name, Unique: i.Unique, Primary: i.Primary,
 			Partial: i.Partial, Columns: strings.Split(i.Columns, ","), Constraint: i.Constraint})
 	}
 	for _, f := range fks {
-		info.ForeignKeys = append(info.ForeignKeys, sqlstore.ForeignKeyInfo{
+		info.ForeignKeys = append(info.ForeignKeys, sqldialect.ForeignKeyInfo{
 			Column: f.Column, RefTable: f.RefTable, RefColumn: f.RefColumn, OnDelete: onDelete[f.DelType],
 		})
 	}
@@ -124,20 +125,20 @@ const describeTable = `SELECT to_regclass(?) IS NOT NULL AS exists,
 		JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
 		WHERE k.conrelid = to_regclass(?) AND k.contype = 'f' AND k.conparentid = 0) AS foreign_keys`
 
-// OnlineIndex implements sqlstore.OnlineIndexer: CONCURRENTLY, after
+// OnlineIndex implements sqldialect.OnlineIndexer: CONCURRENTLY, after
 // dropping what an interrupted build left (an invalid index of the same
 // name, which IF NOT EXISTS would keep). PostgreSQL refuses CONCURRENTLY
 // on a partitioned table: its indexes are built the plain way.
-func (Dialect) OnlineIndex(info sqlstore.TableInfo, name, on string) []string {
+func (Dialect) OnlineIndex(info sqldialect.TableInfo, name, on string) []string {
 	if info.Partitioned {
 		return nil
 	}
 	return []string{"DROP INDEX CONCURRENTLY IF EXISTS " + name, "CREATE INDEX CONCURRENTLY " + name + " ON " + on}
 }
 
-// SchemaExtras implements sqlstore.Catalog: the message view's function.
-func (Dialect) SchemaExtras() []sqlstore.SchemaObject {
-	return []sqlstore.SchemaObject{{
+// SchemaExtras implements sqldialect.Catalog: the message view's function.
+func (Dialect) SchemaExtras() []sqldialect.SchemaObject {
+	return []sqldialect.SchemaObject{{
 		Create:  metadataFunction,
 		Present: `SELECT to_regprocedure('subagentctx_metadata_v1(text)') IS NOT NULL`,
 	}}
@@ -148,11 +149,11 @@ var (
 	primaryKey = []string{"task_session_id", "id"}
 )
 
-// Steps implements sqlstore.Catalog: PostgreSQL changes the table in
+// Steps implements sqldialect.Catalog: PostgreSQL changes the table in
 // place, each step doing only what the catalog shows is missing. Its DDL
 // is transactional: a failed step leaves the table as it was.
-func (d Dialect) Steps() []sqlstore.Step {
-	return []sqlstore.Step{
+func (d Dialect) Steps() []sqldialect.Step {
+	return []sqldialect.Step{
 		{
 			Version: 1,
 			Name:    "agent_execution_id in the key",
@@ -169,7 +170,7 @@ func (d Dialect) Steps() []sqlstore.Step {
 	}
 }
 
-// SetDefault implements sqlstore.DefaultSetter.
+// SetDefault implements sqldialect.DefaultSetter.
 func (Dialect) SetDefault(table, column, literal string) string {
 	return "ALTER TABLE " + table + " ALTER COLUMN " + column + " SET DEFAULT " + literal
 }
@@ -271,7 +272,7 @@ func (d Dialect) primaryKey(ctx context.Context, tx *gorm.DB, _ sqlstore.Tables,
 	return run(db, hook, "primary key", alter+`ADD PRIMARY KEY (`+strings.Join(primaryKey, ", ")+`)`)
 }
 
-// Refused implements sqlstore.PrivilegeChecker: 42501, insufficient
+// Refused implements sqldialect.PrivilegeChecker: 42501, insufficient
 // privilege, which PostgreSQL also returns to a role that is not an
 // object's owner.
 func (Dialect) Refused(err error) bool {
@@ -284,7 +285,7 @@ func (Dialect) Refused(err error) bool {
 // PUBLIC holds unless a database revoked it.
 const pairLock = "pg_advisory_xact_lock(integer, integer)"
 
-// Lacking implements sqlstore.PrivilegeChecker for the session's role, in
+// Lacking implements sqldialect.PrivilegeChecker for the session's role, in
 // one statement: the grants' table privileges, then, for a part that
 // inserts rows, EXECUTE on the function of the pairs' locks (named as its
 // GRANT names it).

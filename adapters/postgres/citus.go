@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 )
 
@@ -56,13 +57,13 @@ func citusPlacement(ctx context.Context, db *gorm.DB, table string) (tablePlacem
 	return p, err
 }
 
-// Distributed implements sqlstore.Placement.
+// Distributed implements sqldialect.Placement.
 func (Dialect) Distributed(ctx context.Context, db *gorm.DB) (bool, error) {
 	p, err := placement(ctx, db, `"`+sqlstore.Table+`"`)
 	return p.distributedBy("task_session_id"), err
 }
 
-// Distribute implements sqlstore.Placement. Only a hash-distributed
+// Distribute implements sqldialect.Placement. Only a hash-distributed
 // sessions table calls for it; sessions on the coordinator (or a reference
 // table) keep the record beside them there. The table is distributed once
 // it has its declared shape (the shape step upgrades an older one first).
@@ -125,7 +126,7 @@ func (d Dialect) Distribute(ctx context.Context, db *gorm.DB, t sqlstore.Tables,
 // Citus cares about: a distributed table's keys must contain the session,
 // so it is distributed only from the primary key (task_session_id, id) on
 // (step 3).
-func inferVersion(info sqlstore.TableInfo) int {
+func inferVersion(info sqldialect.TableInfo) int {
 	for _, x := range info.Indexes {
 		if x.Primary && slices.Equal(x.Columns, primaryKey) && info.Column("agent_execution_id") != nil {
 			return 3
@@ -149,7 +150,7 @@ func deref(s *string) string {
 // distributed table needs citus.enable_unsafe_triggers, set for the
 // statement only. The function's name is fixed (citusAbsorber); its body
 // is this build's (legacyAbsorber replaces an earlier one).
-func absorbTrigger(a absorber) sqlstore.SchemaObject {
+func absorbTrigger(a absorber) sqldialect.SchemaObject {
 	t, fn := sqlstore.Table, a.name
 	create := `DO $do$ BEGIN
 IF to_regprocedure('` + fn + `()') IS NULL THEN
@@ -172,7 +173,7 @@ END $do$`
 	AND tgname = 'subagentctx_absorb' AND (tgfoid = to_regprocedure('` + fn + `()')
 		OR tgfoid IN (SELECT oid FROM pg_proc WHERE proname IN (` + legacyNames() + `)
 			AND ` + a.holdsBody() + `)))`
-	return sqlstore.SchemaObject{Create: create, Present: present}
+	return sqldialect.SchemaObject{Create: create, Present: present}
 }
 
 // citusAbsorber is the name of the trigger function a sharded table
@@ -194,7 +195,7 @@ const citusAbsorber = "subagentctx_absorb_dbde5c46"
 // are built for the shard, planned on each call; fired on the table
 // itself or on a partition of it, they name the table and keep their
 // plans.
-func absorbFunction(u sqlstore.UpsertParts) absorber {
+func absorbFunction(u sqldialect.UpsertParts) absorber {
 	t := sqlstore.Table
 	self := func(c string) string { return "t." + c }
 	params := map[string]string{"task_session_id": "$1", "tool_call_id": "$2"}
@@ -276,7 +277,7 @@ func legacyNames() string {
 // legacyAbsorber gives each of legacyAbsorbers that exists, and a's own
 // function where an earlier release made it, this build's body, in the
 // table's schema; present when each is absent or has it.
-func legacyAbsorber(a absorber) sqlstore.SchemaObject {
+func legacyAbsorber(a absorber) sqldialect.SchemaObject {
 	var create, present []string
 	for _, fn := range append(slices.Clone(legacyAbsorbers), a.name) {
 		create = append(create, `IF to_regprocedure('`+fn+`()') IS NOT NULL THEN
@@ -286,7 +287,7 @@ END IF;`)
 		present = append(present, `(to_regprocedure('`+fn+`()') IS NULL OR EXISTS (SELECT 1 FROM pg_proc
 	WHERE oid = to_regprocedure('`+fn+`()') AND `+a.holdsBody()+`))`)
 	}
-	return sqlstore.SchemaObject{
+	return sqldialect.SchemaObject{
 		Create:  "DO $do$ BEGIN\n" + strings.Join(create, "\n") + "\nEND $do$",
 		Present: "SELECT " + strings.Join(present, " AND "),
 		Cleanup: true,

@@ -18,27 +18,28 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
-// Dialect is PostgreSQL's sqlstore.Dialect: its fragments here, its
+// Dialect is PostgreSQL's sqldialect.Dialect: its fragments here, its
 // message view in messages.go, its catalog and upgrade steps in
 // catalog.go, its placement on Citus in citus.go.
 type Dialect struct{}
 
 var (
-	_ sqlstore.Dialect          = Dialect{}
-	_ sqlstore.Placement        = Dialect{}
-	_ sqlstore.Pipeliner        = Dialect{}
-	_ sqlstore.PassLocker       = Dialect{}
-	_ sqlstore.PrivilegeChecker = Dialect{}
+	_ sqldialect.Dialect          = Dialect{}
+	_ sqldialect.Placement        = Dialect{}
+	_ sqldialect.Pipeliner        = Dialect{}
+	_ sqldialect.PassLocker       = Dialect{}
+	_ sqldialect.PrivilegeChecker = Dialect{}
 )
 
-// Name implements sqlstore.Fragments.
+// Name implements sqldialect.Fragments.
 func (Dialect) Name() string { return "postgres" }
 
-// ColumnType implements sqlstore.Fragments. Metrics are BIGINT (the
+// ColumnType implements sqldialect.Fragments. Metrics are BIGINT (the
 // upstream 32-bit INTEGER was a defect, docs/CONTRACT.md §8.1); timestamps
 // are TIMESTAMPTZ: instants, so neither writing nor comparing depends on
 // the session's TimeZone.
@@ -54,11 +55,11 @@ func (Dialect) ColumnType(t storekit.Type) string {
 	return "TEXT"
 }
 
-// Instant implements sqlstore.Fragments. EXTRACT(EPOCH …) is exact
+// Instant implements sqldialect.Fragments. EXTRACT(EPOCH …) is exact
 // (numeric) and independent of the session time zone for TIMESTAMPTZ.
 func (Dialect) Instant(x string) string { return "(EXTRACT(EPOCH FROM " + x + ") * 1000000)::bigint" }
 
-// Within implements sqlstore.Fragments: timestamptz compares as the
+// Within implements sqldialect.Fragments: timestamptz compares as the
 // instant, at the microsecond, whatever the session's time zone.
 func (Dialect) Within(x string, since, until time.Time) (string, []any) {
 	var conds []string
@@ -75,26 +76,26 @@ func (Dialect) Within(x string, since, until time.Time) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// ThroughIndex implements sqlstore.Fragments: the table; PostgreSQL's
+// ThroughIndex implements sqldialect.Fragments: the table; PostgreSQL's
 // histograms estimate a time range.
 func (Dialect) ThroughIndex(table, _ string) string { return table }
 
-// Extreme implements sqlstore.Fragments: timestamptz orders as the
+// Extreme implements sqldialect.Fragments: timestamptz orders as the
 // instant.
 func (d Dialect) Extreme(fn, x string) string { return d.Instant(fn + "(" + x + ")") }
 
-// Ordered implements sqlstore.Fragments: timestamptz sorts as the instant,
+// Ordered implements sqldialect.Fragments: timestamptz sorts as the instant,
 // at the microsecond.
 func (Dialect) Ordered(x string) string { return x }
 
-// OrderedArg implements sqlstore.Fragments.
+// OrderedArg implements sqldialect.Fragments.
 func (Dialect) OrderedArg(t time.Time) any { return storekit.CanonicalTime(t) }
 
-// Bytewise implements sqlstore.Fragments: the C collation compares bytes,
+// Bytewise implements sqldialect.Fragments: the C collation compares bytes,
 // whatever the database's own (an ICU locale orders linguistically).
 func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }
 
-// Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT of the
+// Upsert implements sqldialect.Fragments: the INSERT … ON CONFLICT of the
 // parts, after a statement, in the write's transaction, that moves each
 // pair's backfilled row to the execution of the row that will absorb it
 // (docs/CONTRACT.md §8.5): the row's upsert then lands on it by its key
@@ -105,7 +106,7 @@ func (Dialect) Bytewise(x string) string { return x + ` COLLATE "C"` }
 // earlier builds absorbed with, and its functions. A sharded table keeps
 // a trigger (absorbTrigger): Citus refuses Absorb's subqueries there, and
 // would run it on every shard.
-func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
+func (Dialect) Upsert(u sqldialect.UpsertParts) sqldialect.UpsertForm {
 	t := sqlstore.Table
 	// Each named row probes its pair's history by the unique key; where
 	// there is history, its own key and the holder of its id by theirs
@@ -168,7 +169,7 @@ FROM (SELECT DISTINCT hashtext(length(p.session) || ':' || p.session || p.tool_c
 	fns := `SELECT p.oid::regprocedure FROM pg_proc p WHERE p.proname LIKE 'subagentctx\_absorb\_%'
 	AND p.proname NOT IN (` + legacyNames() + `)
 	AND p.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass('` + t + `'))`
-	drop := sqlstore.SchemaObject{
+	drop := sqldialect.SchemaObject{
 		Create: `DO $do$ DECLARE f regprocedure; BEGIN
 DROP TRIGGER IF EXISTS subagentctx_absorb ON ` + t + `;
 FOR f IN ` + fns + ` LOOP
@@ -181,11 +182,11 @@ END $do$`,
 	}
 	absorbs := absorbFunction(u)
 	legacy := legacyAbsorber(absorbs)
-	return sqlstore.UpsertForm{
+	return sqldialect.UpsertForm{
 		Statement: u.Into + " VALUES " + u.Values(func(n int, _ storekit.Column) string { return "$" + strconv.Itoa(n) }) +
 			" ON CONFLICT " + u.Key + " DO UPDATE SET " + u.Set,
-		Schema: []sqlstore.SchemaObject{drop, legacy},
-		Absorb: &sqlstore.Absorbing{
+		Schema: []sqldialect.SchemaObject{drop, legacy},
+		Absorb: &sqldialect.Absorbing{
 			Statement: absorb,
 			Lock:      lock,
 			// Saved in the subquery, whose row the settings' projection waits for.
@@ -193,7 +194,7 @@ END $do$`,
 				strings.Join(was, ",\n\t\t") + "), true) OFFSET 0) AS saved",
 			Restore: "SELECT " + strings.Join(restore, ",\n\t"),
 		},
-		Sharded: []sqlstore.SchemaObject{absorbTrigger(absorbs), legacy},
+		Sharded: []sqldialect.SchemaObject{absorbTrigger(absorbs), legacy},
 	}
 }
 
@@ -201,7 +202,7 @@ END $do$`,
 // settings while it absorbs history.
 const saved = "subagentctx.planner"
 
-// NearestRanks implements sqlstore.Fragments with percentile_disc, one
+// NearestRanks implements sqldialect.Fragments with percentile_disc, one
 // sort of each group's durations where window functions took two sorts
 // and four window aggregates over all of them (a third of the 7-day
 // overview at 1 M rows). percentile_disc(p) is the value at rank
@@ -218,20 +219,20 @@ FROM (SELECT dim, k, CASE WHEN GROUPING(source) = 1 THEN 'all' ELSE source END A
 	CROSS JOIN LATERAL (VALUES ((50 * g.m + 99) / 100, g.p[1]), ((95 * g.m + 99) / 100, g.p[2])) AS r (rn, value)`
 }
 
-// InFew implements sqlstore.Fragments: an array built once (an InitPlan)
+// InFew implements sqldialect.Fragments: an array built once (an InitPlan)
 // and looked up by the index, where IN (subquery) would be planned from
 // the subquery's estimated size — a guess that, for a window's few
 // sessions, chooses a scan of every message.
 func (Dialect) InFew(expr, subquery string) string { return expr + " = ANY(ARRAY(" + subquery + "))" }
 
-// Classify implements sqlstore.Fragments with docs/CONTRACT.md §6.1's
+// Classify implements sqldialect.Fragments with docs/CONTRACT.md §6.1's
 // table. A constraint anywhere in err comes first (the frame's own fault,
 // whatever a rollback added); then a failure to reach the server: a
 // refusal at connect carries a SQLSTATE too (53300, too many
 // connections), and is the database's passing state whatever the code.
 func (Dialect) Classify(err error) error {
 	// A constraint is the frame's own, whatever came with it.
-	if sqlstore.Any(err, func(e error) bool {
+	if sqldialect.Any(err, func(e error) bool {
 		pgErr, ok := e.(*pgconn.PgError)
 		return ok && strings.HasPrefix(pgErr.Code, "23")
 	}) {
@@ -272,7 +273,7 @@ func classifySQLState(code string) error {
 	return nil
 }
 
-// CheckHandle implements sqlstore.Fragments: the database must be UTF-8,
+// CheckHandle implements sqldialect.Fragments: the database must be UTF-8,
 // the encoding every identifier and text rule of the contract is stated in
 // (docs/CONTRACT.md §2, §4.2).
 func (Dialect) CheckHandle(ctx context.Context, db *gorm.DB) error {
@@ -290,16 +291,16 @@ func (Dialect) CheckHandle(ctx context.Context, db *gorm.DB) error {
 	return nil
 }
 
-// Writers implements sqlstore.Fragments: PostgreSQL writes rows of
+// Writers implements sqldialect.Fragments: PostgreSQL writes rows of
 // different keys in parallel.
 func (Dialect) Writers() int { return 4 }
 
-// Pipeline implements sqlstore.Pipeliner through pgx's batch protocol: the
+// Pipeline implements sqldialect.Pipeliner through pgx's batch protocol: the
 // statements of one transaction travel in one round trip instead of one
 // each (measured: about 5 times the frames a second on a local server,
 // where the round trip dominates). A pool whose driver is not pgx's stdlib
 // is declined.
-func (Dialect) Pipeline(ctx context.Context, pool *sql.DB, stmts []sqlstore.Statement) (at int, ok bool, err error) {
+func (Dialect) Pipeline(ctx context.Context, pool *sql.DB, stmts []sqldialect.Statement) (at int, ok bool, err error) {
 	conn, err := pool.Conn(ctx)
 	if err != nil {
 		return -1, true, err

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 )
 
 // passKey is the migration pass's advisory lock key: the table's own
@@ -67,7 +68,7 @@ func localLock(ctx context.Context, pool *sql.DB) (release func(), err error) {
 	}
 }
 
-// LockPass implements sqlstore.PassLocker with a session-level advisory
+// LockPass implements sqldialect.PassLocker with a session-level advisory
 // lock: it needs no privilege, and the server drops it with the
 // connection if the process dies. A host's transaction takes none: its own
 // statements are serialised by it. On a pool of one connection the lock's
@@ -75,7 +76,7 @@ func localLock(ctx context.Context, pool *sql.DB) (release func(), err error) {
 // would otherwise wait for the connection the lock holds, for ever); on
 // a larger one the lock keeps a connection of its own until the release.
 func (Dialect) LockPass(ctx context.Context, db *gorm.DB, shared bool) (func(), error) {
-	pool, ok := sqlstore.PoolOf(db)
+	pool, ok := sqldialect.PoolOf(db)
 	if !ok {
 		return func() {}, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
@@ -47,11 +48,11 @@ var (
 	maxInstant = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
 )
 
-// HostTimeText implements sqlstore.MessageView: the host's timestamps are
+// HostTimeText implements sqldialect.MessageView: the host's timestamps are
 // TIMESTAMPTZ or TIMESTAMP, at the microsecond.
 func (Dialect) HostTimeText() bool { return false }
 
-// HostInstant implements sqlstore.MessageView: Unix microseconds, for
+// HostInstant implements sqldialect.MessageView: Unix microseconds, for
 // either column type. EXTRACT(EPOCH …) reads a TIMESTAMPTZ as its instant
 // and a TIMESTAMP as UTC wall time (what a Go host's driver writes for a
 // UTC time.Time), never through the session's TimeZone. Infinite values
@@ -63,22 +64,22 @@ func (Dialect) HostInstant(x string) string {
 	)
 }
 
-// HostTimeFloor implements sqlstore.MessageView: t itself. Compared with
+// HostTimeFloor implements sqldialect.MessageView: t itself. Compared with
 // the column, the value takes its type: a timestamptz compares as the
 // instant, and a timestamp as its UTC wall time, which is how HostInstant
 // reads one.
 func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC() }
 
-// HostTimeCeiling implements sqlstore.MessageView: t itself, as for
+// HostTimeCeiling implements sqldialect.MessageView: t itself, as for
 // HostTimeFloor (a timestamp's UTC wall time before t is a value before
 // t).
 func (Dialect) HostTimeCeiling(t time.Time) any { return storekit.CeilMicro(t).UTC() }
 
-// HostInstantArg implements sqlstore.MessageView: host instants are
+// HostInstantArg implements sqldialect.MessageView: host instants are
 // microseconds, so the bound is t rounded up to the next one.
 func (Dialect) HostInstantArg(t time.Time) any { return storekit.CeilMicro(t).UnixMicro() }
 
-// ParseHostInstant implements sqlstore.MessageView.
+// ParseHostInstant implements sqldialect.MessageView.
 func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 	switch x := v.(type) {
 	case nil:
@@ -90,17 +91,17 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 	return nil, fmt.Errorf("host instant %v is a %T, want an integer", v, v)
 }
 
-// SubagentKeys implements sqlstore.MessageView: the view's first layer,
+// SubagentKeys implements sqldialect.MessageView: the view's first layer,
 // the columns that decide whether a message is recoverable, without the
 // rest of the metadata's readings, which the planner would otherwise
 // simplify on every plan only to drop them (a quarter of the health
 // check's planning: 2.6 → 1.9 ms).
 func (d Dialect) SubagentKeys(t sqlstore.Tables, where string) string {
-	return `SELECT k.` + strings.Join(sqlstore.MessageKeyColumns(), ", k.") + `
+	return `SELECT k.` + strings.Join(sqldialect.MessageKeyColumns(), ", k.") + `
 	FROM (` + d.keyed(t, where) + `) k`
 }
 
-// SubagentMessages implements sqlstore.MessageView with jsonb, whose rules
+// SubagentMessages implements sqldialect.MessageView with jsonb, whose rules
 // the Go reference (history.Recover) follows exactly: every column that
 // declares a metadata path reads it as its type says (jsonValue). Only
 // messages whose text can spell the kind (literally, or through a \u
@@ -113,7 +114,7 @@ func (d Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
 	return d.messages(t, where, "")
 }
 
-// NewestSubagentMessages implements sqlstore.MessageView: the messages
+// NewestSubagentMessages implements sqldialect.MessageView: the messages
 // are ranked on what decides whether they are recoverable and which is
 // newest, and only the newest of each pair has the rest of its metadata
 // read (about a tenth of the backfill where every pair has two messages).
@@ -178,7 +179,7 @@ func (d Dialect) messages(t sqlstore.Tables, where, window string) string {
 	for i, s := range terminal {
 		terminal[i] = "'" + s + "'"
 	}
-	for _, c := range sqlstore.HistoryColumns() {
+	for _, c := range sqldialect.HistoryColumns() {
 		switch {
 		case c.Metadata != nil, c.Name == "turn_id":
 			out = append(out, "e."+c.Name)
@@ -240,7 +241,7 @@ func fromMicros(us string) string {
 		" + (" + us + " % 1000000) * INTERVAL '1 microsecond') AT TIME ZONE 'UTC'"
 }
 
-// BackfillForm implements sqlstore.MessageView: one statement with a
+// BackfillForm implements sqldialect.MessageView: one statement with a
 // writable CTE, or on Citus one per part pushed down to the shards, after
 // a lock and a plan. The lock (SHARE ROW EXCLUSIVE, which the live
 // upserts' ROW EXCLUSIVE waits for, and reads do not) serialises the
@@ -258,15 +259,15 @@ func fromMicros(us string) string {
 // costs past jit_above_cost, and compiling the statement would take longer
 // than running it, so JIT is off too. On Citus the settings travel with
 // the shards' statements.
-func (Dialect) BackfillForm(distributed bool) sqlstore.BackfillForm {
+func (Dialect) BackfillForm(distributed bool) sqldialect.BackfillForm {
 	plan := []string{"SET LOCAL enable_nestloop = off", "SET LOCAL jit = off"}
 	if distributed {
 		plan = append([]string{"SET LOCAL citus.propagate_set_commands = 'local'"}, plan...)
 	}
-	return sqlstore.BackfillForm{Lock: "LOCK TABLE " + sqlstore.Table + " IN SHARE ROW EXCLUSIVE MODE", Plan: plan}
+	return sqldialect.BackfillForm{Lock: "LOCK TABLE " + sqlstore.Table + " IN SHARE ROW EXCLUSIVE MODE", Plan: plan}
 }
 
-// WithConn implements sqlstore.MessageView: nothing to prepare; fn runs on
+// WithConn implements sqldialect.MessageView: nothing to prepare; fn runs on
 // one connection (the backfill's transaction needs one), which a handle on
 // a connection or a transaction already is.
 func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) error) error {

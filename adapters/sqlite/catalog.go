@@ -9,10 +9,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
-// TableExists implements sqlstore.Catalog.
+// TableExists implements sqldialect.Catalog.
 func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool, error) {
 	var n int64
 	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).
@@ -20,11 +21,11 @@ func (Dialect) TableExists(ctx context.Context, db *gorm.DB, name string) (bool,
 	return n > 0, err
 }
 
-// Describe implements sqlstore.Catalog from sqlite_master and the table
+// Describe implements sqldialect.Catalog from sqlite_master and the table
 // pragmas. Types are the declared type names, which is what ColumnType
 // spells.
-func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlstore.TableInfo, error) {
-	var info sqlstore.TableInfo
+func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqldialect.TableInfo, error) {
+	var info sqldialect.TableInfo
 	db = db.WithContext(ctx)
 	var cols []struct {
 		Name, Type string
@@ -39,7 +40,7 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 	}
 	info.Exists = true
 	for _, c := range cols {
-		col := sqlstore.ColumnInfo{Name: c.Name, Type: strings.ToUpper(c.Type), NotNull: c.NotNull == 1}
+		col := sqldialect.ColumnInfo{Name: c.Name, Type: strings.ToUpper(c.Type), NotNull: c.NotNull == 1}
 		if c.Dflt != nil {
 			col.Default = *c.Dflt
 		}
@@ -55,7 +56,7 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 		return info, err
 	}
 	for _, x := range idx {
-		info.Indexes = append(info.Indexes, sqlstore.IndexInfo{
+		info.Indexes = append(info.Indexes, sqldialect.IndexInfo{
 			Name: x.Name, Primary: x.Origin == "pk", Unique: x.IsUnique == 1, Partial: x.IsPartial == 1,
 			Columns: strings.Split(x.Columns, ","),
 		})
@@ -68,28 +69,28 @@ func (d Dialect) Describe(ctx context.Context, db *gorm.DB, name string) (sqlsto
 	for _, f := range fks {
 		info.ForeignKeys = append(
 			info.ForeignKeys,
-			sqlstore.ForeignKeyInfo{Column: f.Column, RefTable: f.Table, RefColumn: f.RefColumn, OnDelete: f.OnDelete},
+			sqldialect.ForeignKeyInfo{Column: f.Column, RefTable: f.Table, RefColumn: f.RefColumn, OnDelete: f.OnDelete},
 		)
 	}
 	return info, nil
 }
 
-// SchemaExtras implements sqlstore.Catalog: SQLite's helpers are Go
+// SchemaExtras implements sqldialect.Catalog: SQLite's helpers are Go
 // functions registered on each connection (WithConn), not schema objects.
-func (Dialect) SchemaExtras() []sqlstore.SchemaObject { return nil }
+func (Dialect) SchemaExtras() []sqldialect.SchemaObject { return nil }
 
-// Steps implements sqlstore.Catalog. SQLite can neither drop a UNIQUE
+// Steps implements sqldialect.Catalog. SQLite can neither drop a UNIQUE
 // constraint nor change a primary key, so both of its steps rebuild the
 // table in its declared shape; the first rebuild brings everything, and
 // the second then finds nothing to do. (Version 2, PostgreSQL's widening,
 // has nothing to change here: INTEGER is 64-bit, timestamps are text.)
-func (d Dialect) Steps() []sqlstore.Step {
-	return []sqlstore.Step{
+func (d Dialect) Steps() []sqldialect.Step {
+	return []sqldialect.Step{
 		{
 			Version: 1,
 			Name:    "agent_execution_id in the key",
 			Stages:  rebuildStages,
-			Apply: d.rebuildUnless(func(info sqlstore.TableInfo) bool {
+			Apply: d.rebuildUnless(func(info sqldialect.TableInfo) bool {
 				return info.Column("agent_execution_id") != nil && hasUnique(info, storekit.KeyColumns()) &&
 					!hasUnique(info, legacyKey)
 			}),
@@ -98,10 +99,10 @@ func (d Dialect) Steps() []sqlstore.Step {
 			Version: 3,
 			Name:    "primary key (task_session_id, id)",
 			Stages:  rebuildStages,
-			Apply: d.rebuildUnless(func(info sqlstore.TableInfo) bool {
+			Apply: d.rebuildUnless(func(info sqldialect.TableInfo) bool {
 				return slices.ContainsFunc(
 					info.Indexes,
-					func(x sqlstore.IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKey) },
+					func(x sqldialect.IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKey) },
 				)
 			}),
 		},
@@ -114,10 +115,10 @@ var (
 	rebuildStages = []string{"create new table", "copy rows", "drop old table", "rename"}
 )
 
-func hasUnique(info sqlstore.TableInfo, cols []string) bool {
+func hasUnique(info sqldialect.TableInfo, cols []string) bool {
 	return slices.ContainsFunc(
 		info.Indexes,
-		func(x sqlstore.IndexInfo) bool { return x.Key() && !x.Primary && slices.Equal(x.Columns, cols) },
+		func(x sqldialect.IndexInfo) bool { return x.Key() && !x.Primary && slices.Equal(x.Columns, cols) },
 	)
 }
 
@@ -132,7 +133,7 @@ const upgradeTable = "task_session_subagents_upgrade"
 // creates the declared ones). SQLite DDL is transactional: all of it
 // commits or none.
 func (d Dialect) rebuildUnless(
-	done func(sqlstore.TableInfo) bool,
+	done func(sqldialect.TableInfo) bool,
 ) func(context.Context, *gorm.DB, sqlstore.Tables, func(string) error) error {
 	return func(ctx context.Context, tx *gorm.DB, t sqlstore.Tables, hook func(string) error) error {
 		info, err := d.Describe(ctx, tx, sqlstore.Table)

@@ -11,25 +11,26 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
-// Dialect is SQLite's sqlstore.Dialect: its fragments here, its message
+// Dialect is SQLite's sqldialect.Dialect: its fragments here, its message
 // view in messages.go, its catalog and upgrade steps in catalog.go. SQLite
-// never shards (no sqlstore.Placement).
+// never shards (no sqldialect.Placement).
 type Dialect struct{}
 
 var (
-	_ sqlstore.Dialect    = Dialect{}
-	_ sqlstore.PassLocker = Dialect{}
-	_ sqlstore.Ceiling    = Dialect{}
+	_ sqldialect.Dialect    = Dialect{}
+	_ sqldialect.PassLocker = Dialect{}
+	_ sqldialect.Ceiling    = Dialect{}
 )
 
-// Name implements sqlstore.Fragments.
+// Name implements sqldialect.Fragments.
 func (Dialect) Name() string { return "sqlite" }
 
-// ColumnType implements sqlstore.Fragments. SQLite's INTEGER is 64-bit;
+// ColumnType implements sqldialect.Fragments. SQLite's INTEGER is 64-bit;
 // TIMESTAMP columns hold go-sqlite3's UTC text form, compared through
 // Instant.
 func (Dialect) ColumnType(t storekit.Type) string {
@@ -42,7 +43,7 @@ func (Dialect) ColumnType(t storekit.Type) string {
 	return "TEXT"
 }
 
-// Instant implements sqlstore.Fragments: the Unix time in microseconds of
+// Instant implements sqldialect.Fragments: the Unix time in microseconds of
 // any text form SQLite's date functions accept ("YYYY-MM-DD
 // HH:MM:SS[.f…][±HH:MM|Z]", with a space or T). The whole seconds go
 // through unixepoch() with the fraction removed (SQLite's date functions
@@ -60,7 +61,7 @@ func (Dialect) Instant(x string) string {
 		" THEN CAST(substr(" + digits + " || '000000', 1, 6) AS INTEGER) ELSE 0 END)"
 }
 
-// Within implements sqlstore.Fragments. The raw text bounds the range an
+// Within implements sqldialect.Fragments. The raw text bounds the range an
 // index serves: at or above HostTimeFloor(since) and below
 // HostTimeCeiling(until), a superset for every text form Instant reads (a T sorts above the space;
 // no offset moves a local time by more than fourteen hours). Within it, a
@@ -91,7 +92,7 @@ func (d Dialect) Within(x string, since, until time.Time) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// Ceiling implements sqlstore.Ceiling: every instant of years 1-9999 in
+// Ceiling implements sqldialect.Ceiling: every instant of years 1-9999 in
 // any text form Within accepts sorts below "9999-12-32", which is no date,
 // so SQLite keeps it text (a bound that looked like a number would be
 // compared as one).
@@ -105,14 +106,14 @@ func canonical(x string) string {
 	return "substr(" + x + ", 11, 1) = ' ' AND substr(" + x + ", -6) = '+00:00'"
 }
 
-// ThroughIndex implements sqlstore.Fragments with INDEXED BY: without a
+// ThroughIndex implements sqldialect.Fragments with INDEXED BY: without a
 // histogram SQLite's planner takes a range on observed_at for a quarter
 // of the table, and groups a window's rows by reading the whole table
 // through the session index instead (264 ms for a day of a million rows,
 // 56 ms through the time index).
 func (Dialect) ThroughIndex(table, index string) string { return table + " INDEXED BY " + index }
 
-// Extreme implements sqlstore.Fragments: the canonical values' extreme by
+// Extreme implements sqldialect.Fragments: the canonical values' extreme by
 // their text, read as an instant once per group, and the others' through
 // Instant row by row (Within says why).
 func (d Dialect) Extreme(fn, x string) string {
@@ -121,15 +122,15 @@ func (d Dialect) Extreme(fn, x string) string {
 	return "COALESCE(" + strings.ToLower(fn) + "(" + text + ", " + other + "), " + text + ", " + other + ")"
 }
 
-// Ordered implements sqlstore.Fragments: Instant itself, built of
+// Ordered implements sqldialect.Fragments: Instant itself, built of
 // deterministic functions only, so an index can be declared on it (a text
 // column's own order is the instant's only for the canonical form).
 func (d Dialect) Ordered(x string) string { return d.Instant(x) }
 
-// OrderedArg implements sqlstore.Fragments: Instant's microseconds.
+// OrderedArg implements sqldialect.Fragments: Instant's microseconds.
 func (Dialect) OrderedArg(t time.Time) any { return storekit.CanonicalTime(t).UnixMicro() }
 
-// Bytewise implements sqlstore.Fragments: SQLite's default collation,
+// Bytewise implements sqldialect.Fragments: SQLite's default collation,
 // BINARY, compares bytes.
 func (Dialect) Bytewise(x string) string { return x }
 
@@ -143,7 +144,7 @@ func (Dialect) Bytewise(x string) string { return x }
 // while the trigger is gone are merged by the next pass (its repair step).
 const absorbTrigger = "subagentctx_absorb_v1"
 
-// Upsert implements sqlstore.Fragments: the INSERT … ON CONFLICT keyed so
+// Upsert implements sqldialect.Fragments: the INSERT … ON CONFLICT keyed so
 // that it absorbs history by itself (docs/CONTRACT.md §8.5). A frame under
 // an execution id whose own key has no row, while its pair has a row the
 // backfill wrote, takes that row's key ('unknown'). It then conflicts on
@@ -167,7 +168,7 @@ const absorbTrigger = "subagentctx_absorb_v1"
 // are numbered (?N is the value of the N-th of u.Columns) so that the key's
 // choice and the SET list can read the frame's session, execution and tool
 // call id again.
-func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
+func (Dialect) Upsert(u sqldialect.UpsertParts) sqldialect.UpsertForm {
 	t := sqlstore.Table
 	param := func(c string) string {
 		return fmt.Sprint("?", slices.IndexFunc(u.Columns, func(d storekit.Column) bool { return d.Name == c })+1)
@@ -208,7 +209,7 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
 	index := "CREATE UNIQUE INDEX " + u.HistoryIndex + " ON " + t + unknown
 	present := `SELECT count(*) = 1 FROM sqlite_master WHERE type = 'index' AND name = '` + u.HistoryIndex +
 		`' AND sql = '` + strings.ReplaceAll(index, "'", "''") + `'`
-	return sqlstore.UpsertForm{Statement: upsert, Args: order, Schema: []sqlstore.SchemaObject{
+	return sqldialect.UpsertForm{Statement: upsert, Args: order, Schema: []sqldialect.SchemaObject{
 		{
 			Create:  `DROP TRIGGER IF EXISTS ` + absorbTrigger,
 			Present: `SELECT count(*) = 0 FROM sqlite_master WHERE type = 'trigger' AND name = '` + absorbTrigger + `'`,
@@ -222,7 +223,7 @@ func (Dialect) Upsert(u sqlstore.UpsertParts) sqlstore.UpsertForm {
 
 // positional turns the numbered placeholders of q (?N: the value of the
 // N-th of the statement's columns) into positional ones, and returns the
-// column each takes, in order (sqlstore.UpsertForm.Args): the statement
+// column each takes, in order (sqldialect.UpsertForm.Args): the statement
 // reads the key's values more than once, and modernc.org/sqlite binds ?N
 // by matching every argument against every number (formatting each), a
 // cost that grows with the square of the row's width, where it binds a
@@ -246,7 +247,7 @@ func positional(q string) (string, []int) {
 	return b.String(), order
 }
 
-// NearestRanks implements sqlstore.Fragments with window functions: per
+// NearestRanks implements sqldialect.Fragments with window functions: per
 // dim one sort by k and duration (a sort of them all by dim, k and
 // duration costs more), numbering each k's durations over both sources
 // (rn) and counting the live ones up to each (rl), from which a duration's
@@ -274,15 +275,15 @@ UNION ALL
 SELECT dim, k, source, ms, rs, duration_ms FROM y WHERE ` + ranked("rs", "ms")
 }
 
-// InFew implements sqlstore.Fragments: SQLite searches the index for each
+// InFew implements sqldialect.Fragments: SQLite searches the index for each
 // value of an IN list's subquery.
 func (Dialect) InFew(expr, subquery string) string { return expr + " IN (" + subquery + ")" }
 
-// BoundedStatements implements sqlstore.BoundedStatements: the busy timeout
+// BoundedStatements implements sqldialect.BoundedStatements: the busy timeout
 // (Pragmas) bounds a statement's wait for the write lock.
 func (Dialect) BoundedStatements() {}
 
-// Classify implements sqlstore.Fragments with docs/CONTRACT.md §6.1's
+// Classify implements sqldialect.Fragments with docs/CONTRACT.md §6.1's
 // table (each driver's file finds the error's SQLite code: classify).
 func (Dialect) Classify(err error) error { return classify(err) }
 
@@ -314,7 +315,7 @@ func classifyCode(code int) error {
 	return nil
 }
 
-// CheckHandle implements sqlstore.Fragments on one connection of the
+// CheckHandle implements sqldialect.Fragments on one connection of the
 // handle (a pool's connections share its DSN's settings): foreign keys
 // must be on (without them AC-16's cascade silently does nothing) and a
 // busy timeout set (without it a write meeting another writer fails at
@@ -363,6 +364,6 @@ func (Dialect) CheckHandle(ctx context.Context, db *gorm.DB) error {
 	})
 }
 
-// Writers implements sqlstore.Fragments: SQLite serialises writers: more
+// Writers implements sqldialect.Fragments: SQLite serialises writers: more
 // would only wait on its lock.
 func (Dialect) Writers() int { return 1 }

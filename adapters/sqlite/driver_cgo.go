@@ -7,7 +7,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
-	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/liberr"
 )
@@ -40,7 +40,7 @@ const readOnlyParams = "mode=ro&_query_only=1&_busy_timeout=10000"
 // classify is docs/CONTRACT.md §6.1's table for go-sqlite3's codes.
 func classify(err error) error {
 	// A constraint is the frame's own, whatever came with it.
-	if sqlstore.Any(err, func(e error) bool {
+	if sqldialect.Any(err, func(e error) bool {
 		se, ok := e.(sqlite3.Error)
 		return ok && int(se.Code) == codeConstraint
 	}) {

@@ -8,7 +8,7 @@ import (
 
 	"modernc.org/sqlite"
 
-	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/liberr"
 )
@@ -67,7 +67,7 @@ func init() {
 // codes, which are extended: the primary code is the low byte.
 func classify(err error) error {
 	// A constraint is the frame's own, whatever came with it.
-	if sqlstore.Any(err, func(e error) bool {
+	if sqldialect.Any(err, func(e error) bool {
 		se, ok := e.(*sqlite.Error)
 		return ok && se.Code()&0xff == codeConstraint
 	}) {

@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// LockPass implements sqlstore.PassLocker with a lock on a file beside the
+// LockPass implements sqldialect.PassLocker with a lock on a file beside the
 // database (<database>-subagentctx-pass): every process opening the same
 // file, and every store in this one, waits on it, and the operating system
 // drops it with a process that dies. An in-memory database has no file

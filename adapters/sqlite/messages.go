@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/history"
 	"github.com/subagentctx/subagentctx/internal/liberr"
 )
@@ -20,17 +21,17 @@ import (
 // nanosecond precision: fixed width, UTC, years 0001-9999.
 const instantLayout = "2006-01-02T15:04:05.000000000Z"
 
-// HostTimeText implements sqlstore.MessageView: SQLite has no timestamp
+// HostTimeText implements sqldialect.MessageView: SQLite has no timestamp
 // type, so a host's timestamps are text, in whatever form its driver
 // wrote.
 func (Dialect) HostTimeText() bool { return true }
 
-// HostInstant implements sqlstore.MessageView through the registered
+// HostInstant implements sqldialect.MessageView through the registered
 // function subagentctx_instant, which reads the host's text with
 // history.ParseHostTime.
 func (Dialect) HostInstant(x string) string { return "subagentctx_instant(CAST(" + x + " AS TEXT))" }
 
-// HostTimeFloor implements sqlstore.MessageView: the hour fourteen hours
+// HostTimeFloor implements sqldialect.MessageView: the hour fourteen hours
 // before t, as "YYYY-MM-DD HH" text. Every form history.ParseHostTime
 // reads begins with the date and the hour, after a space or a T (which
 // sorts above the space), and no offset puts a local time more than 12
@@ -40,7 +41,7 @@ func (Dialect) HostTimeFloor(t time.Time) any {
 	return t.UTC().Add(-14 * time.Hour).Format("2006-01-02 15")
 }
 
-// HostTimeCeiling implements sqlstore.MessageView: the day after t plus
+// HostTimeCeiling implements sqldialect.MessageView: the day after t plus
 // fourteen hours, as "YYYY-MM-DD" text, which every form of a time before
 // t (a local time at most 14 hours after its instant, a T or a space
 // after the date) compares below.
@@ -48,10 +49,10 @@ func (Dialect) HostTimeCeiling(t time.Time) any {
 	return t.UTC().Add(14*time.Hour).AddDate(0, 0, 1).Format("2006-01-02")
 }
 
-// HostInstantArg implements sqlstore.MessageView.
+// HostInstantArg implements sqldialect.MessageView.
 func (Dialect) HostInstantArg(t time.Time) any { return t.UTC().Format(instantLayout) }
 
-// ParseHostInstant implements sqlstore.MessageView.
+// ParseHostInstant implements sqldialect.MessageView.
 func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 	switch x := v.(type) {
 	case nil:
@@ -66,30 +67,30 @@ func (Dialect) ParseHostInstant(v any) (*time.Time, error) {
 	return nil, fmt.Errorf("host instant %v is a %T, want text", v, v)
 }
 
-// SubagentMessages implements sqlstore.MessageView: every candidate
+// SubagentMessages implements sqldialect.MessageView: every candidate
 // message is read by the registered function subagentctx_message, which
 // runs history.Recover and returns its reading as a JSON object keyed by
 // column (SQLite's own JSON functions read duplicate keys, surrogates and
 // numbers differently from PostgreSQL, docs/CONTRACT.md §8.6); the view
-// extracts each of sqlstore.MessageColumns from it. Only messages whose
+// extracts each of sqldialect.MessageColumns from it. Only messages whose
 // text can spell the kind (literally, or through a \u escape) reach the
 // function.
 func (Dialect) SubagentMessages(t sqlstore.Tables, where string) string {
-	return messageView(t, where, "subagentctx_message", sqlstore.MessageColumns())
+	return messageView(t, where, "subagentctx_message", sqldialect.MessageColumns())
 }
 
-// NewestSubagentMessages implements sqlstore.MessageView: the whole view
+// NewestSubagentMessages implements sqldialect.MessageView: the whole view
 // ranked (its reader returns every column at once).
 func (d Dialect) NewestSubagentMessages(t sqlstore.Tables, window string) string {
-	return sqlstore.Newest(d.SubagentMessages(t, ""), window)
+	return sqldialect.Newest(d.SubagentMessages(t, ""), window)
 }
 
-// SubagentKeys implements sqlstore.MessageView: the same view through
+// SubagentKeys implements sqldialect.MessageView: the same view through
 // subagentctx_message_key, the same history.Recover returning only
-// sqlstore.MessageKeyColumns — health reads every candidate message, and
+// sqldialect.MessageKeyColumns — health reads every candidate message, and
 // writing and re-reading the whole row was a third of the reader's cost.
 func (Dialect) SubagentKeys(t sqlstore.Tables, where string) string {
-	return messageView(t, where, "subagentctx_message_key", sqlstore.MessageKeyColumns())
+	return messageView(t, where, "subagentctx_message_key", sqldialect.MessageKeyColumns())
 }
 
 // messageView reads the candidate messages through the registered reader
@@ -116,15 +117,15 @@ func messageView(t sqlstore.Tables, where, fn string, columns []string) string {
 	WHERE v.x IS NOT NULL`
 }
 
-// BackfillForm implements sqlstore.MessageView: SQLite has no writable
+// BackfillForm implements sqldialect.MessageView: SQLite has no writable
 // CTE, so the ranked messages are staged by one scan before the write
 // transaction, which begins IMMEDIATE: the write lock, held for the merge,
 // the insert and the keys only, serialises it with the live writes.
-func (Dialect) BackfillForm(bool) sqlstore.BackfillForm {
-	return sqlstore.BackfillForm{Staged: true, Begin: "BEGIN IMMEDIATE"}
+func (Dialect) BackfillForm(bool) sqldialect.BackfillForm {
+	return sqldialect.BackfillForm{Staged: true, Begin: "BEGIN IMMEDIATE"}
 }
 
-// WithConn implements sqlstore.MessageView: fn runs on one connection of
+// WithConn implements sqldialect.MessageView: fn runs on one connection of
 // db on which subagentctx_message and subagentctx_instant are registered.
 func (Dialect) WithConn(ctx context.Context, db *gorm.DB, fn func(*gorm.DB) error) error {
 	return db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
@@ -147,7 +148,7 @@ const storedLayout = "2006-01-02 15:04:05.999999999-07:00"
 // message is subagentctx_message: history.Recover on one message, as a
 // JSON object keyed by the view's columns (NULL when it is not a subagent
 // message): the tool call id, whether it is recoverable (0/1), created_at
-// as an instantLayout text, and every column of sqlstore.HistoryColumns as
+// as an instantLayout text, and every column of sqldialect.HistoryColumns as
 // the table stores it. It runs once per candidate message of every
 // backfill and health check, so the object is appended byte by byte, with
 // no map and no reflection.
@@ -234,8 +235,8 @@ func reading(whole bool, id, session, task, turn, metadata, created, updated any
 	return string(append(b, '}')), nil
 }
 
-// historyColumns are sqlstore.HistoryColumns, built once.
-var historyColumns = sqlstore.HistoryColumns()
+// historyColumns are sqldialect.HistoryColumns, built once.
+var historyColumns = sqldialect.HistoryColumns()
 
 // appendJSONText appends s as a JSON string, read back by json_extract as
 // s itself: quotes, backslashes and control characters escaped, and an

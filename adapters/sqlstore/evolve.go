@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/liberr"
@@ -18,15 +19,15 @@ import (
 
 // The table evolves along one path (docs/CONTRACT.md §4 step 2): the
 // numbered steps — the non-additive changes of its history, each run once
-// and recorded in the meta table under VersionKey, as goose, River and
+// and recorded in the meta table under versionKey, as goose, River and
 // Temporal record theirs — then every column the declaration has and the
 // table lacks, added from storekit.Columns. A table an earlier build left
 // without a recorded version is placed by its catalog (inferVersion).
 
-// VersionKey is the meta table's key recording that numbered step v has
+// versionKey is the meta table's key recording that numbered step v has
 // been applied to the table (or that the table was created past it); its
 // value is the instant it was recorded, RFC 3339 UTC. Written once.
-func VersionKey(v int) string { return "subagent_context_schema_v" + strconv.Itoa(v) }
+func versionKey(v int) string { return "subagent_context_schema_v" + strconv.Itoa(v) }
 
 // repairVersion is the shared step that merges the pairs earlier builds
 // doubled at the seam (docs/CONTRACT.md §8.5); seamVersion adds
@@ -41,7 +42,7 @@ const (
 // steps are the numbered steps on this dialect, in order: the dialect's
 // own, then the shared ones.
 // The repairs add the pairs they merged to *merged.
-func (s *Store) steps(merged *int64) []Step {
+func (s *Store) steps(merged *int64) []sqldialect.Step {
 	repair := func(ctx context.Context, tx *gorm.DB, hook func(string) error) error {
 		info, err := s.d.Describe(ctx, tx, Table)
 		if err != nil {
@@ -57,14 +58,14 @@ func (s *Store) steps(merged *int64) []Step {
 		*merged += n
 		return err
 	}
-	out := append(slices.Clone(s.d.Steps()), Step{
+	out := append(slices.Clone(s.d.Steps()), sqldialect.Step{
 		Version: repairVersion,
 		Name:    "one row per invocation at the seam",
 		Stages:  []string{"merge doubled pairs", "remove merged rows"},
 		Apply: func(ctx context.Context, tx *gorm.DB, _ Tables, hook func(string) error) error {
 			return repair(ctx, tx, hook)
 		},
-	}, Step{
+	}, sqldialect.Step{
 		Version: seamVersion,
 		Name:    "rows marked for the seam's check",
 		Stages:  []string{"add column", "merge doubled pairs", "remove merged rows", "mark rows checked"},
@@ -97,7 +98,7 @@ func (s *Store) steps(merged *int64) []Step {
 			return hook("mark rows checked")
 		},
 	})
-	slices.SortFunc(out, func(a, b Step) int { return a.Version - b.Version })
+	slices.SortFunc(out, func(a, b sqldialect.Step) int { return a.Version - b.Version })
 	return out
 }
 
@@ -106,7 +107,7 @@ func (s *Store) steps(merged *int64) []Step {
 // repairs them whole) and later inserts 0, without rewriting the table;
 // elsewhere every row takes 0, and the step marks them all once.
 func (s *Store) addSeamColumn() []string {
-	set, ok := s.d.(DefaultSetter)
+	set, ok := s.d.(sqldialect.DefaultSetter)
 	if !ok {
 		return []string{addColumnDDL(s.d, seamColumn)}
 	}
@@ -150,7 +151,7 @@ func (s *Store) repairSeam(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	merged, err := s.repairIn(ctx, q.merge, q.remove, q.mark)
-	if c, ok := s.d.(PrivilegeChecker); ok && err != nil && c.Refused(err) {
+	if c, ok := s.d.(sqldialect.PrivilegeChecker); ok && err != nil && c.Refused(err) {
 		return 0, liberr.Errorf("%w: %w: merging the pairs an earlier release doubled deletes rows (run the "+
 			"migration pass as the owner: subagentctl migrate): %w", ErrLeftToOwner, ErrPrivilege,
 			s.opError("merge doubled pairs", err))
@@ -174,7 +175,7 @@ func (s *Store) repairIn(ctx context.Context, merge, remove, after string) (int6
 		}
 		return nil
 	}
-	if _, pool := PoolOf(s.db); !pool {
+	if _, pool := sqldialect.PoolOf(s.db); !pool {
 		return merged, repair(s.db.WithContext(ctx))
 	}
 	return merged, s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
@@ -257,10 +258,6 @@ func (e Evolution) String() string {
 	return strings.Join(parts, "; ") + fmt.Sprintf("; %d rows remain", e.Rows)
 }
 
-// ErrShape is wrapped by the shape step's error when the table differs
-// from its declaration in a way no numbered step of this build changes.
-var ErrShape = errors.New("task_session_subagents differs from its declaration")
-
 // Evolve brings the table to its declared shape (docs/CONTRACT.md §4 step
 // 2), in one transaction, every row kept: the numbered steps not yet
 // recorded, each recorded as it runs; then the columns the table lacks,
@@ -307,8 +304,8 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 	// the transaction where the dialect can build it without blocking the
 	// table's writes: in the transaction, its build would hold the lock
 	// the column changes took for as long as it reads the table.
-	_, indexer := s.d.(OnlineIndexer)
-	_, pool := PoolOf(s.db)
+	_, indexer := s.d.(sqldialect.OnlineIndexer)
+	_, pool := sqldialect.PoolOf(s.db)
 	online := indexer && pool
 	form := s.d.BackfillForm(false)
 	err = s.d.WithConn(ctx, s.db, func(conn *gorm.DB) error {
@@ -331,9 +328,9 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 			}
 			at := formatKey(s.now())
 			for _, st := range s.steps(&ev.Merged) {
-				if !slices.ContainsFunc(pending, func(p Step) bool { return p.Version == st.Version }) {
+				if !slices.ContainsFunc(pending, func(p sqldialect.Step) bool { return p.Version == st.Version }) {
 					if _, ok := versions[st.Version]; !ok { // placed past it: record it
-						if _, err := s.writeKey(tx, VersionKey(st.Version), at); err != nil {
+						if _, err := s.writeKey(tx, versionKey(st.Version), at); err != nil {
 							return err
 						}
 					}
@@ -342,7 +339,7 @@ func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evol
 				if err := st.Apply(ctx, tx, s.tables, hook); err != nil {
 					return fmt.Errorf("step %d (%s): %w", st.Version, st.Name, err)
 				}
-				if _, err := s.writeKey(tx, VersionKey(st.Version), at); err != nil {
+				if _, err := s.writeKey(tx, versionKey(st.Version), at); err != nil {
 					return err
 				}
 				ev.Applied = append(ev.Applied, fmt.Sprintf("%d (%s)", st.Version, st.Name))
@@ -446,12 +443,12 @@ func (s *Store) checkSeam(ctx context.Context, ev Evolution) (Evolution, error) 
 
 // pending are the numbered steps the table still needs, in order; placed
 // says the table had no version recorded, so its catalog placed it.
-func (s *Store) pending(info TableInfo, versions map[int]string) ([]Step, bool) {
+func (s *Store) pending(info sqldialect.TableInfo, versions map[int]string) ([]sqldialect.Step, bool) {
 	current, placed := 0, len(versions) == 0
 	if placed {
 		current = inferVersion(s.d, info)
 	}
-	var out []Step
+	var out []sqldialect.Step
 	for _, st := range s.steps(new(int64)) {
 		if _, ok := versions[st.Version]; !ok && st.Version > current {
 			out = append(out, st)
@@ -461,7 +458,7 @@ func (s *Store) pending(info TableInfo, versions map[int]string) ([]Step, bool) 
 }
 
 // catalog reads the table's shape and the versions recorded for it.
-func (s *Store) catalog(db *gorm.DB) (TableInfo, map[int]string, error) {
+func (s *Store) catalog(db *gorm.DB) (sqldialect.TableInfo, map[int]string, error) {
 	ctx := db.Statement.Context
 	info, err := s.describe(ctx, db)
 	if err != nil {
@@ -479,7 +476,7 @@ func (s *Store) catalog(db *gorm.DB) (TableInfo, map[int]string, error) {
 	}
 	for _, p := range kv {
 		if v, err := strconv.Atoi(strings.TrimPrefix(p.Key, "subagent_context_schema_v")); err == nil &&
-			VersionKey(v) == p.Key {
+			versionKey(v) == p.Key {
 			versions[v] = p.Value
 		}
 	}
@@ -504,7 +501,7 @@ func (s *Store) ShapeDiff(ctx context.Context) (string, error) {
 // once per pass unless the pass changes the catalog. It fails, saying
 // why, where the sessions are sharded so that the table cannot follow.
 func (s *Store) distribute(ctx context.Context) (sharded bool, err error) {
-	p, ok := s.d.(Placement)
+	p, ok := s.d.(sqldialect.Placement)
 	if !ok {
 		return false, nil
 	}
@@ -517,7 +514,7 @@ func (s *Store) distribute(ctx context.Context) (sharded bool, err error) {
 
 // distributed reports whether the table is sharded.
 func (s *Store) distributed(ctx context.Context) (bool, error) {
-	p, ok := s.d.(Placement)
+	p, ok := s.d.(sqldialect.Placement)
 	if !ok {
 		return false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
@@ -46,12 +47,6 @@ func (s *Store) Export(ctx context.Context, q report.ExportQuery) iter.Seq2[core
 	}
 }
 
-// DefaultWriteHorizon bounds, by default, how long after stamping a row's
-// updated_at a write of the store may still commit (WithWriteHorizon):
-// half of it for the write, which the store cancels past that, half for
-// the clocks of the processes writing to one database.
-const DefaultWriteHorizon = time.Minute
-
 // WithWriteHorizon sets the write horizon (default DefaultWriteHorizon):
 // the store rolls back every write of its own not committed within half
 // of it, and an export's next window starts that far behind now
@@ -89,7 +84,7 @@ func (s *Store) exportStatement(q report.ExportQuery) (string, []any) {
 	d := s.d
 	sess, id := d.Bytewise("task_session_id"), d.Bytewise("id")
 	within, args := d.Within("updated_at", q.Since, q.Until)
-	if c, ok := d.(Ceiling); ok && !q.Since.IsZero() && q.Until.IsZero() {
+	if c, ok := d.(sqldialect.Ceiling); ok && !q.Since.IsZero() && q.Until.IsZero() {
 		within += " AND " + c.Ceiling("updated_at")
 	}
 	stmt := "SELECT " + columnList("") + " FROM " + Table + " WHERE " + within

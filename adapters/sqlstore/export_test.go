@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
@@ -11,11 +12,11 @@ import (
 // What the package's external tests (the golden statements, the Citus
 // plans) read of its statements; hosts never need them.
 
-func (s *Store) WaveSQL(n int) (string, error)  { return s.waveSQL(n) }
-func (s *Store) SchemaSQL(meta string) []string { return s.schemaStatements(false, meta) }
-func (s *Store) ShardedSchemaSQL() []string     { return s.schemaStatements(true, DefaultMetaTable) }
-func (s *Store) Upserting() UpsertForm          { return s.form }
-func (s *Store) LeanUpsert() UpsertForm         { return s.lean }
+func (s *Store) WaveSQL(n int) (string, error)     { return s.waveSQL(n) }
+func (s *Store) SchemaSQL(meta string) []string    { return s.schemaStatements(false, meta) }
+func (s *Store) ShardedSchemaSQL() []string        { return s.schemaStatements(true, DefaultMetaTable) }
+func (s *Store) Upserting() sqldialect.UpsertForm  { return s.form }
+func (s *Store) LeanUpsert() sqldialect.UpsertForm { return s.lean }
 func (s *Store) UpsertArgs(row *core.Subagent) []any {
 	return upsertArgs(&s.form, storekit.Columns(), row)
 }
@@ -67,9 +68,9 @@ func (s *Store) FirstActivitySQL(where string, before time.Time) (string, string
 	rows, messages, _, _ := s.firstActivityStatements(where, before)
 	return rows, messages
 }
-func (s *Store) RepairSQL() (string, string)        { return s.repairStatements(nil, nil) }
-func (s *Store) MessagesSQL() string                { return s.d.SubagentMessages(s.tables, "") }
-func (s *Store) Form(distributed bool) BackfillForm { return s.d.BackfillForm(distributed) }
+func (s *Store) RepairSQL() (string, string)                   { return s.repairStatements(nil, nil) }
+func (s *Store) MessagesSQL() string                           { return s.d.SubagentMessages(s.tables, "") }
+func (s *Store) Form(distributed bool) sqldialect.BackfillForm { return s.d.BackfillForm(distributed) }
 
 // SeamSQL is the seam check's statements in the order they run.
 func (s *Store) SeamSQL() []string {

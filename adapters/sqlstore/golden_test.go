@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
@@ -139,7 +140,7 @@ func TestGoldenStatements(t *testing.T) {
 // (where the dialect stages) before the transaction, then the
 // transaction, opened as the dialect opens it; the merge and the insert
 // take updated_at.
-func backfillText(form sqlstore.BackfillForm, stmts []string) string {
+func backfillText(form sqldialect.BackfillForm, stmts []string) string {
 	begin := form.Begin
 	if begin == "" {
 		begin = "BEGIN"

@@ -5,19 +5,9 @@ import (
 	"sync"
 
 	"gorm.io/gorm"
-)
 
-// PassLocker is implemented by a dialect that can serialise migration
-// passes across processes (docs/CONTRACT.md §4): PostgreSQL and Citus by
-// an advisory lock on the server, SQLite by a lock on a file beside the
-// database. Both dialects implement it; a third without it runs passes
-// unserialised, each step's own transaction its only guard.
-type PassLocker interface {
-	// LockPass waits for the pass's lock — shared, to wait only for a
-	// pass in progress, or exclusive, to run one — until ctx ends, and
-	// returns its release.
-	LockPass(ctx context.Context, db *gorm.DB, shared bool) (release func(), err error)
-}
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
+)
 
 // passHeld marks a context whose pass already holds the lock, so that
 // the steps it runs (EnsureSchema among them) do not take it again. Its
@@ -32,10 +22,10 @@ type passHeld struct{}
 // forgets it all whenever it runs DDL.
 type passCatalog struct {
 	mu      sync.Mutex
-	shape   *TableInfo      // the table's, read outside any transaction
-	present map[string]bool // tables seen to exist: the pass drops none
-	placed  bool            // the table found placed beside the sessions
-	sharded bool            // and sharded there
+	shape   *sqldialect.TableInfo // the table's, read outside any transaction
+	present map[string]bool       // tables seen to exist: the pass drops none
+	placed  bool                  // the table found placed beside the sessions
+	sharded bool                  // and sharded there
 }
 
 // catalogOf is ctx's pass's catalog; nil outside a pass.
@@ -57,7 +47,7 @@ func (c *passCatalog) forget() {
 
 // shapeOr is the table's shape, read by read once per pass (each time
 // outside one).
-func (c *passCatalog) shapeOr(read func() (TableInfo, error)) (TableInfo, error) {
+func (c *passCatalog) shapeOr(read func() (sqldialect.TableInfo, error)) (sqldialect.TableInfo, error) {
 	if c == nil {
 		return read()
 	}
@@ -114,8 +104,8 @@ func (c *passCatalog) placeOnce(place func() (bool, error)) (bool, error) {
 }
 
 // describe is the table's shape, read once per pass.
-func (s *Store) describe(ctx context.Context, db *gorm.DB) (TableInfo, error) {
-	return catalogOf(ctx).shapeOr(func() (TableInfo, error) { return s.d.Describe(ctx, db, Table) })
+func (s *Store) describe(ctx context.Context, db *gorm.DB) (sqldialect.TableInfo, error) {
+	return catalogOf(ctx).shapeOr(func() (sqldialect.TableInfo, error) { return s.d.Describe(ctx, db, Table) })
 }
 
 // tableExists reports whether a table exists; within a pass, a table once
@@ -155,7 +145,7 @@ func (s *Store) waitForPass(ctx context.Context) error {
 }
 
 func (s *Store) lockPass(ctx context.Context, shared bool) (func(), error) {
-	l, ok := s.d.(PassLocker)
+	l, ok := s.d.(sqldialect.PassLocker)
 	if !ok {
 		return func() {}, nil
 	}

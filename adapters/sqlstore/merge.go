@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 )
@@ -194,7 +195,7 @@ func isLean(row *core.Subagent) bool {
 // upsertParts are the parts of the upsert of n rows naming cols, which
 // the dialect assembles: GORM quotes the names and renders the merge
 // rules' SET list for the handle's dialect, and binds no value.
-func (s *Store) upsertParts(n int, cols []storekit.Column) (UpsertParts, error) {
+func (s *Store) upsertParts(n int, cols []storekit.Column) (sqldialect.UpsertParts, error) {
 	stmt := &gorm.Statement{DB: s.db.Session(&gorm.Session{DryRun: true, NewDB: true}), Table: Table}
 	render := func(build func()) string {
 		stmt.SQL.Reset()
@@ -220,7 +221,7 @@ func (s *Store) upsertParts(n int, cols []storekit.Column) (UpsertParts, error) 
 	table := render(func() { clause.Insert{Table: clause.Table{Name: Table}}.Build(stmt) })
 	into := "INSERT " + table + " " + quoted(append(names, seamColumn.Name))
 	set := render(func() { mergeSet(cols).Build(stmt) })
-	return UpsertParts{Into: into, Key: quoted(storekit.KeyColumns()), Set: set, Rows: n, Columns: cols,
+	return sqldialect.UpsertParts{Into: into, Key: quoted(storekit.KeyColumns()), Set: set, Rows: n, Columns: cols,
 		History: historyOf, Absorb: absorbing, HistoryIndex: historyIndex}, stmt.Error
 }
 

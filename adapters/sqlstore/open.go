@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"gorm.io/gorm"
+
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 )
 
 // Connect opens a handle to the database an adapter's Open names: a
@@ -20,7 +22,7 @@ type Connect func(readOnly bool) (*gorm.DB, error)
 // checks that the role may write (CheckPrivileges, PartLive). Close
 // releases the connections. The adapters' Open functions are this with
 // their dialect; the command line uses them with its options.
-func Open(ctx context.Context, d Dialect, connect Connect, opts ...Option) (*Store, error) {
+func Open(ctx context.Context, d sqldialect.Dialect, connect Connect, opts ...Option) (*Store, error) {
 	o, err := configure(opts)
 	if err != nil {
 		return nil, err // refused before any connection

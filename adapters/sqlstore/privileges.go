@@ -2,12 +2,11 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/internal/liberr"
-	"gorm.io/gorm"
 )
 
 // Part is a part of the library that uses the database, by the privileges
@@ -36,12 +35,6 @@ const (
 // Parts are every part, in the contract's order.
 func Parts() []Part { return []Part{PartMigrate, PartLive, PartRead, PartPrune, PartImport} }
 
-// Grant is privileges on one table.
-type Grant struct {
-	Privileges []string
-	Table      string
-}
-
 // Grants are the table privileges part needs, with the host's table names
 // t (defaults filled in; an empty meta table is DefaultMetaTable).
 // PartMigrate's are those it needs besides owning the table it creates
@@ -51,25 +44,18 @@ func Grants(t Tables, part Part) ([]Grant, error) {
 	if t.Meta == "" {
 		t.Meta = DefaultMetaTable
 	}
+	g := func(table string, privileges ...string) Grant { return Grant{Privileges: privileges, Table: table} }
 	switch part {
 	case PartMigrate:
-		return []Grant{
-			{[]string{"SELECT", "REFERENCES"}, t.Sessions},
-			{[]string{"SELECT"}, t.Messages},
-		}, nil
+		return []Grant{g(t.Sessions, "SELECT", "REFERENCES"), g(t.Messages, "SELECT")}, nil
 	case PartLive:
-		return []Grant{{[]string{"SELECT", "INSERT", "UPDATE"}, Table}, {[]string{"SELECT"}, t.Meta}}, nil
+		return []Grant{g(Table, "SELECT", "INSERT", "UPDATE"), g(t.Meta, "SELECT")}, nil
 	case PartRead:
-		return []Grant{
-			{[]string{"SELECT"}, Table}, {[]string{"SELECT"}, t.Meta},
-			{[]string{"SELECT"}, t.Sessions}, {[]string{"SELECT"}, t.Messages},
-		}, nil
+		return []Grant{g(Table, "SELECT"), g(t.Meta, "SELECT"), g(t.Sessions, "SELECT"), g(t.Messages, "SELECT")}, nil
 	case PartPrune:
-		return []Grant{{[]string{"SELECT", "DELETE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta}}, nil
+		return []Grant{g(Table, "SELECT", "DELETE"), g(t.Meta, "SELECT", "INSERT", "UPDATE")}, nil
 	case PartImport:
-		return []Grant{
-			{[]string{"SELECT", "INSERT", "UPDATE", "DELETE"}, Table}, {[]string{"SELECT", "INSERT", "UPDATE"}, t.Meta},
-		}, nil
+		return []Grant{g(Table, "SELECT", "INSERT", "UPDATE", "DELETE"), g(t.Meta, "SELECT", "INSERT", "UPDATE")}, nil
 	}
 	return nil, liberr.Errorf("no part %q: want one of %s", part, joinParts())
 }
@@ -83,29 +69,11 @@ func joinParts() string {
 	return strings.Join(names, ", ")
 }
 
-// ErrPrivilege is wrapped by CheckPrivileges' error: the role lacks a
-// privilege its part needs.
-var ErrPrivilege = errors.New("the database role lacks a privilege")
-
-// PrivilegeChecker is implemented by a dialect whose database has roles
-// (PostgreSQL): Lacking returns the first privilege, in the grants'
-// order, that the session's role does not hold on its table (ok when it
-// holds them all), asking for all of them in one statement — then any
-// the dialect's own statements need on a function of the database's, as
-// "FUNCTION name(types)". SQLite has none: the file's permissions decide
-// (the contract's §4.4). Refused
-// reports whether err is the database refusing the role a statement for
-// want of a privilege or of ownership.
-type PrivilegeChecker interface {
-	Lacking(ctx context.Context, db *gorm.DB, grants []Grant) (privilege, table string, ok bool, err error)
-	Refused(err error) bool
-}
-
 // CheckPrivileges reports, at boot rather than per frame, the first
 // privilege part needs that the session's role lacks: an error wrapping
 // ErrPrivilege that names the privilege, the table and the GRANT.
 func (s *Store) CheckPrivileges(ctx context.Context, part Part) error {
-	c, ok := s.d.(PrivilegeChecker)
+	c, ok := s.d.(sqldialect.PrivilegeChecker)
 	if !ok {
 		return nil
 	}

@@ -10,11 +10,6 @@ import (
 	"github.com/subagentctx/subagentctx/internal/liberr"
 )
 
-// DefaultPruneBatch is how many rows one statement of a prune deletes by
-// default: each batch is its own short transaction, so no lock is held for
-// long and the live writes interleave with it.
-const DefaultPruneBatch = 1000
-
 // PruneOption tunes a prune.
 type PruneOption func(*pruneOptions)
 

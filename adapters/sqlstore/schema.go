@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core/storekit"
 )
 
@@ -74,7 +75,7 @@ const historyIndex = "idx_subagents_history"
 // three-column key and the cascading foreign key to the host's sessions.
 // name is the table to create (Table, or a temporary name for a dialect's
 // rebuild step).
-func TableDDL(d Fragments, name string, t Tables) string {
+func TableDDL(d sqldialect.Fragments, name string, t Tables) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", name)
 	for _, c := range tableColumns {
@@ -90,7 +91,7 @@ func TableDDL(d Fragments, name string, t Tables) string {
 }
 
 // columnDDL is a column's type, NOT NULL and default, as declared.
-func columnDDL(d Fragments, c storekit.Column) string {
+func columnDDL(d sqldialect.Fragments, c storekit.Column) string {
 	s := d.ColumnType(c.Type)
 	if !c.Nullable {
 		s += " NOT NULL"
@@ -109,7 +110,7 @@ const sessionOrderIndex = "idx_subagents_session_order"
 
 // IndexDDL creates the secondary indexes if absent, the history's and the
 // sessions' order (in the dialect's form).
-func IndexDDL(d Fragments) []string {
+func IndexDDL(d sqldialect.Fragments) []string {
 	defs := indexDefs(d)
 	out := make([]string, len(defs))
 	for i, x := range defs {
@@ -126,7 +127,7 @@ func (x indexDef) create() string { return "CREATE INDEX IF NOT EXISTS " + x.nam
 
 // indexDefs are the secondary indexes, the history's and the sessions'
 // order (in the dialect's form).
-func indexDefs(d Fragments) []indexDef {
+func indexDefs(d sqldialect.Fragments) []indexDef {
 	out := make([]indexDef, len(secondaryIndexes))
 	for i, x := range secondaryIndexes {
 		out[i] = indexDef{x.Name, Table + "(" + x.Column + ")"}
@@ -144,9 +145,9 @@ func indexDefs(d Fragments) []indexDef {
 // table described by info, which holds rows: without blocking its writes
 // where the dialect can (OnlineIndexer) and they run outside any
 // transaction (outside), else as IndexDDL does.
-func (s *Store) buildIndexes(info TableInfo, names []string, outside bool) []string {
+func (s *Store) buildIndexes(info sqldialect.TableInfo, names []string, outside bool) []string {
 	var out []string
-	online, _ := s.d.(OnlineIndexer)
+	online, _ := s.d.(sqldialect.OnlineIndexer)
 	if !outside {
 		online = nil
 	}
@@ -184,7 +185,7 @@ func (s *Store) schemaStatements(sharded bool, meta string) []string {
 }
 
 // upsertObjects are what the upsert needs on a table placed so.
-func (s *Store) upsertObjects(sharded bool) []SchemaObject {
+func (s *Store) upsertObjects(sharded bool) []sqldialect.SchemaObject {
 	if sharded {
 		return s.form.Sharded
 	}
@@ -210,7 +211,7 @@ func defaultLiteral(c storekit.Column) string {
 
 // addColumnDDL adds a declared column that a deployed table lacks: only a
 // nullable or defaulted one can be added to a table with rows.
-func addColumnDDL(d Fragments, c storekit.Column) string {
+func addColumnDDL(d sqldialect.Fragments, c storekit.Column) string {
 	return "ALTER TABLE " + Table + " ADD COLUMN " + c.Name + " " + columnDDL(d, c)
 }
 
@@ -251,7 +252,7 @@ func (r shapeReport) String() string {
 // sessions with its cascade; the secondary indexes. A column the table has
 // beyond the declaration is tolerated unless no insert could fill it (NOT
 // NULL without a default).
-func compare(d Fragments, t Tables, info TableInfo) shapeReport {
+func compare(d sqldialect.Fragments, t Tables, info sqldialect.TableInfo) shapeReport {
 	var r shapeReport
 	if !info.Exists {
 		r.diffs = append(r.diffs, "the table does not exist")
@@ -327,7 +328,7 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 	if legacy {
 		r.diffs = append(r.diffs, "still has the first draft's unique key ("+strings.Join(legacyKeyColumns, ", ")+")")
 	}
-	if !primary && !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Primary }) {
+	if !primary && !slices.ContainsFunc(info.Indexes, func(x sqldialect.IndexInfo) bool { return x.Primary }) {
 		r.diffs = append(r.diffs, "has no primary key")
 	}
 	for _, x := range secondaryIndexes {
@@ -336,11 +337,11 @@ func compare(d Fragments, t Tables, info TableInfo) shapeReport {
 		}
 	}
 	for _, name := range []string{historyIndex, seamIndex, sessionOrderIndex} {
-		if !slices.ContainsFunc(info.Indexes, func(x IndexInfo) bool { return x.Name == name }) {
+		if !slices.ContainsFunc(info.Indexes, func(x sqldialect.IndexInfo) bool { return x.Name == name }) {
 			r.indexes = append(r.indexes, name)
 		}
 	}
-	if !slices.ContainsFunc(info.ForeignKeys, func(f ForeignKeyInfo) bool {
+	if !slices.ContainsFunc(info.ForeignKeys, func(f sqldialect.ForeignKeyInfo) bool {
 		return f.Column == "task_session_id" && f.RefTable == t.Sessions && f.RefColumn == "id" &&
 			f.OnDelete == "CASCADE"
 	}) {
@@ -369,14 +370,14 @@ func orNone(lit string) string {
 // (PostgreSQL's 64-bit metrics and time-zone-aware timestamps), version 2;
 // the primary key (task_session_id, id), version 3 — the shape of every
 // build before the seam repair (step 4).
-func inferVersion(d Fragments, info TableInfo) int {
+func inferVersion(d sqldialect.Fragments, info sqldialect.TableInfo) int {
 	hasKey := slices.ContainsFunc(
 		info.Indexes,
-		func(x IndexInfo) bool { return x.Key() && slices.Equal(x.Columns, storekit.KeyColumns()) },
+		func(x sqldialect.IndexInfo) bool { return x.Key() && slices.Equal(x.Columns, storekit.KeyColumns()) },
 	)
 	legacy := slices.ContainsFunc(
 		info.Indexes,
-		func(x IndexInfo) bool { return x.Key() && slices.Equal(x.Columns, legacyKeyColumns) },
+		func(x sqldialect.IndexInfo) bool { return x.Key() && slices.Equal(x.Columns, legacyKeyColumns) },
 	)
 	if info.Column("agent_execution_id") == nil || !hasKey || legacy {
 		return 0
@@ -389,7 +390,7 @@ func inferVersion(d Fragments, info TableInfo) int {
 	}
 	if !slices.ContainsFunc(
 		info.Indexes,
-		func(x IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKeyColumns) },
+		func(x sqldialect.IndexInfo) bool { return x.Primary && slices.Equal(x.Columns, primaryKeyColumns) },
 	) {
 		return 2
 	}

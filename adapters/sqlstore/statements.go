@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
@@ -93,15 +94,16 @@ FROM `
 	// a list run only when the counts say it holds a pair; single, one
 	// statement after the CTEs ctes (each ending ",\n").
 	sharded := func(grouped string, args []any) []statement {
+		st := func(q string) sqldialect.Statement { return sqldialect.Statement{SQL: q, Args: args} }
 		return []statement{
-			{Statement{counts + `(` + grouped + `) p`, args}, ""},
-			{Statement{list(healthMissing) + `(` + grouped + `)` + tail(missing, "p.due_first"), args}, "shortfall"},
-			{Statement{list(healthExcess) + `(` + grouped + `)` + tail(excess, "p.recent_first"), args}, "excess"},
-			{Statement{list(healthDoubled) + `(` + grouped + `)` + tail(doubled, "p.stored_first"), args}, "doubled"},
+			{st(counts + `(` + grouped + `) p`), ""},
+			{st(list(healthMissing) + `(` + grouped + `)` + tail(missing, "p.due_first")), "shortfall"},
+			{st(list(healthExcess) + `(` + grouped + `)` + tail(excess, "p.recent_first")), "excess"},
+			{st(list(healthDoubled) + `(` + grouped + `)` + tail(doubled, "p.stored_first")), "doubled"},
 		}
 	}
 	single := func(ctes, grouped string, args []any) []statement {
-		return []statement{{Statement{`WITH ` + ctes + `p AS MATERIALIZED (` + grouped + `)
+		return []statement{{sqldialect.Statement{SQL: `WITH ` + ctes + `p AS MATERIALIZED (` + grouped + `)
 ` + counts + `p
 UNION ALL
 SELECT * FROM (` + list(healthMissing) + `p` + tail(missing, "p.due_first") + `) missing
@@ -109,7 +111,7 @@ UNION ALL
 SELECT * FROM (` + list(healthExcess) + `p` + tail(excess, "p.recent_first") + `) excess
 UNION ALL
 SELECT * FROM (` + list(healthDoubled) + `p` + tail(doubled, "p.stored_first") + `) doubled
-ORDER BY 1`, args}, ""}}
+ORDER BY 1`, Args: args}, ""}}
 	}
 	switch {
 	case whole && !distributed:
@@ -146,7 +148,7 @@ const (
 
 // statement is a health statement.
 type statement struct {
-	Statement
+	sqldialect.Statement
 	// Lists names the count, in the first statement's row, of what this
 	// statement lists: when that count is zero the list is empty, and
 	// the statement is not run.

@@ -31,6 +31,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
@@ -41,7 +42,7 @@ import (
 // concurrent use.
 type Store struct {
 	db     *gorm.DB
-	d      Dialect
+	d      sqldialect.Dialect
 	tables Tables
 	now    func() time.Time
 	// form is the upsert in the dialect's form (Fragments.Upsert) around
@@ -49,8 +50,8 @@ type Store struct {
 	// New (a dry run: no I/O), with how it absorbs history; lean is its
 	// statement without the sparse columns, for a row with none of them
 	// (isLean).
-	form UpsertForm
-	lean UpsertForm
+	form sqldialect.UpsertForm
+	lean sqldialect.UpsertForm
 	// dropHistorySQL is an import's statement that drops a pair's history
 	// written before it began (dropHistory), in the handle's placeholders.
 	dropHistorySQL string
@@ -78,6 +79,20 @@ var (
 	_ storekit.WriterHint = (*Store)(nil)
 )
 
+// The defaults of the store's options.
+const (
+	// DefaultPruneBatch is how many rows one statement of a prune deletes by
+	// default: each batch is its own short transaction, so no lock is held for
+	// long and the live writes interleave with it.
+	DefaultPruneBatch = 1000
+
+	// DefaultWriteHorizon bounds, by default, how long after stamping a row's
+	// updated_at a write of the store may still commit (WithWriteHorizon):
+	// half of it for the write, which the store cancels past that, half for
+	// the clocks of the processes writing to one database.
+	DefaultWriteHorizon = time.Minute
+)
+
 // Option configures a Store.
 type Option func(*Store)
 
@@ -92,19 +107,10 @@ func ReadOnly() Option { return func(s *Store) { s.readOnly = true } }
 // step), or the host has created the table itself.
 func NoSchema() Option { return func(s *Store) { s.noSchema = true } }
 
-// ErrHandleSettings is returned (wrapped, with the setting and how to set
-// it) when a handle the host supplied lacks a setting the store depends on.
-var ErrHandleSettings = errors.New("the database handle lacks a setting subagentctx depends on")
-
-// ErrNoSessionsTable is returned (wrapped) when the host's sessions table,
-// which task_session_subagents references, does not exist: the library
-// never creates it.
-var ErrNoSessionsTable = errors.New("the host's sessions table does not exist")
-
 // New returns a store on db without touching the database. The host's table
 // names are validated first (an *ErrInvalidTableName error names the one at
 // fault).
-func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
+func New(db *gorm.DB, d sqldialect.Dialect, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, liberr.Errorf("sqlstore.New: *gorm.DB is nil")
 	}
@@ -117,7 +123,7 @@ func New(db *gorm.DB, d Dialect, opts ...Option) (*Store, error) {
 	}
 	s.db, s.d, s.now = db, d, time.Now
 	for _, f := range []struct {
-		form *UpsertForm
+		form *sqldialect.UpsertForm
 		cols []storekit.Column
 	}{{&s.form, columns}, {&s.lean, leanColumns}} {
 		parts, err := s.upsertParts(1, f.cols)
@@ -322,12 +328,12 @@ func (s *Store) MakeSchema(ctx context.Context) (ran []string, err error) {
 		// Created in the declared shape: every numbered step is in it.
 		at := formatKey(s.now())
 		for _, st := range s.steps(new(int64)) {
-			if _, err := s.writeKey(db, VersionKey(st.Version), at); err != nil {
+			if _, err := s.writeKey(db, versionKey(st.Version), at); err != nil {
 				return ran, s.opError("record the schema version", err)
 			}
 		}
 	}
-	p, shards := s.d.(Placement)
+	p, shards := s.d.(sqldialect.Placement)
 	if !shards {
 		return ran, left
 	}
@@ -343,13 +349,6 @@ func (s *Store) MakeSchema(ctx context.Context) (ran []string, err error) {
 	}
 	return ran, left
 }
-
-// ErrLeftToOwner is wrapped, with ErrPrivilege, by EnsureSchema's error
-// when the role may not run a cleanup (SchemaObject.Cleanup) the schema
-// is due — such as dropping a trigger an earlier release re-created
-// during a rolling deploy: everything else is in place, and this build's
-// writes go on unharmed until the table's owner runs the migration pass.
-var ErrLeftToOwner = errors.New("a cleanup of what an earlier release left waits for the table's owner")
 
 // create runs DDL statements. On one connection of a pool: SQLite checks
 // a CREATE's name against the connection's cached schema, so an index
@@ -369,7 +368,7 @@ func (s *Store) create(db *gorm.DB, stmts []string) error {
 		return nil
 	}
 	var err error
-	if _, pool := PoolOf(db); pool {
+	if _, pool := sqldialect.PoolOf(db); pool {
 		err = db.Connection(create)
 	} else {
 		err = create(db)
@@ -381,7 +380,7 @@ func (s *Store) create(db *gorm.DB, stmts []string) error {
 	// table's owner may drop or replace, such as a trigger an earlier
 	// release re-created — is the operator's to run, not a passing state
 	// to retry in silence.
-	if c, ok := s.d.(PrivilegeChecker); ok && c.Refused(err) {
+	if c, ok := s.d.(sqldialect.PrivilegeChecker); ok && c.Refused(err) {
 		return liberr.Errorf("%w: the schema needs DDL only the table's owner may run (run the migration "+
 			"pass as the owner: subagentctl migrate): %w", ErrPrivilege, s.opError("create schema", err))
 	}
@@ -389,7 +388,7 @@ func (s *Store) create(db *gorm.DB, stmts []string) error {
 }
 
 // makeObjects creates those of the objects that are not present.
-func (s *Store) makeObjects(db *gorm.DB, objects []SchemaObject) error {
+func (s *Store) makeObjects(db *gorm.DB, objects []sqldialect.SchemaObject) error {
 	present, err := presence(db, objects)
 	if err != nil {
 		return s.opError("check the schema's objects", err)
@@ -437,7 +436,7 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB, sharded bool,
 		// table may hold millions of rows (an earlier release's lacks
 		// idx_subagents_session_order) — but in a host's transaction,
 		// where CONCURRENTLY cannot run.
-		_, pool := PoolOf(db)
+		_, pool := sqldialect.PoolOf(db)
 		stmts.required = append(stmts.required, s.buildIndexes(info, r.indexes, pool)...)
 		objects = append(objects, s.upsertObjects(sharded)...)
 	}
@@ -465,7 +464,7 @@ func (d ddl) none() bool { return len(d.required) == 0 && len(d.cleanup) == 0 }
 
 // presence asks whether each object exists, in one statement (a column
 // per object's Present).
-func presence(db *gorm.DB, objects []SchemaObject) ([]bool, error) {
+func presence(db *gorm.DB, objects []sqldialect.SchemaObject) ([]bool, error) {
 	if len(objects) == 0 {
 		return nil, nil
 	}
@@ -583,20 +582,6 @@ func columnList(prefix string) string {
 	return strings.Join(names, ", ")
 }
 
-// PoolOf is db's connection pool, seen through GORM's prepared-statement
-// cache (gorm.Config.PrepareStmt); false for a host's transaction, whose
-// statements all run on its one connection.
-func PoolOf(db *gorm.DB) (*sql.DB, bool) {
-	switch p := db.Statement.ConnPool.(type) {
-	case *sql.DB:
-		return p, true
-	case *gorm.PreparedStmtDB:
-		pool, ok := p.ConnPool.(*sql.DB)
-		return pool, ok
-	}
-	return nil, false
-}
-
 // opError is a failed operation's error, classified by the dialect.
 func (s *Store) opError(op string, err error) error { return s.keyError(op, core.RowKey{}, err) }
 
@@ -617,27 +602,4 @@ func (s *Store) keyError(op string, key core.RowKey, err error) error {
 		kind = nil
 	}
 	return &core.OpError{Op: op, Key: key, Kind: kind, Err: err}
-}
-
-// Any reports whether err or any error it wraps (errors.Join's included)
-// satisfies match: a dialect's Classify looks for the frame's own cause
-// anywhere in an error before the database's passing state.
-func Any(err error, match func(error) bool) bool {
-	if err == nil {
-		return false
-	}
-	if match(err) {
-		return true
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return Any(u.Unwrap(), match)
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if Any(e, match) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 )
@@ -39,7 +40,7 @@ func (s *Store) Upsert(ctx context.Context, row core.Subagent) error {
 	ctx, cancel := s.writeDeadline(ctx)
 	defer cancel()
 	var err error
-	pool, isPool := PoolOf(s.db)
+	pool, isPool := sqldialect.PoolOf(s.db)
 	switch {
 	case s.form.Absorb != nil && row.AgentExecutionID != core.UnknownExecution:
 		_, err = s.writeRows(ctx, []core.Subagent{row}, []int{0}, time.Time{})
@@ -88,7 +89,7 @@ func (s *Store) historysID(ctx context.Context, err error, rows []core.Subagent,
 		row.AgentExecutionID == core.UnknownExecution {
 		return false
 	}
-	if _, pool := PoolOf(s.db); !pool {
+	if _, pool := sqldialect.PoolOf(s.db); !pool {
 		return false
 	}
 	db := s.db.WithContext(ctx)
@@ -210,7 +211,7 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int,
 	if err != nil {
 		return -1, err
 	}
-	pool, ok := PoolOf(s.db)
+	pool, ok := sqldialect.PoolOf(s.db)
 	if !ok {
 		return s.onHandle(ctx, rows, todo, sharded, replacing)
 	}
@@ -220,7 +221,7 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int,
 		}
 	}
 	stmts, of := s.writeStatements(rows, todo, s.form.Absorb != nil && !sharded, replacing)
-	if p, ok := s.d.(Pipeliner); ok {
+	if p, ok := s.d.(sqldialect.Pipeliner); ok {
 		if at, ok, err := p.Pipeline(ctx, pool, stmts); ok {
 			// A row the database refused is the row's, even when the
 			// deadline passed meanwhile; any other failure then is the
@@ -236,7 +237,7 @@ func (s *Store) writeRows(ctx context.Context, rows []core.Subagent, todo []int,
 	// goroutine per statement, a third of its throughput. ctx still bounds
 	// the wait for a connection and the transaction.
 	stmtCtx := ctx
-	if _, ok := s.d.(BoundedStatements); ok {
+	if _, ok := s.d.(sqldialect.BoundedStatements); ok {
 		stmtCtx = context.WithoutCancel(ctx)
 	}
 	// The forms of the upsert the rows need, prepared before the
@@ -391,8 +392,8 @@ var errAbsorbing = errors.New("absorb history")
 // between the planner's settings and their restoring; an import's history
 // is dropped before (replacing: dropHistory), after the pairs' locks.
 func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool, replacing time.Time,
-) (stmts []Statement, of []int) {
-	add := func(st Statement, n int) { stmts, of = append(stmts, st), append(of, n) }
+) (stmts []sqldialect.Statement, of []int) {
+	add := func(st sqldialect.Statement, n int) { stmts, of = append(stmts, st), append(of, n) }
 	var first, own []int
 	if absorb {
 		first, own = absorbers(rows, todo)
@@ -405,9 +406,9 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool, r
 	}
 	absorbing := func(at ...int) {
 		a := s.form.Absorb
-		add(Statement{SQL: a.Plan}, -1)
+		add(sqldialect.Statement{SQL: a.Plan}, -1)
 		add(s.absorbing(rows, todo, at), -1)
-		add(Statement{SQL: a.Restore}, -1)
+		add(sqldialect.Statement{SQL: a.Restore}, -1)
 	}
 	if len(first) > 0 {
 		absorbing(first...)
@@ -417,7 +418,7 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool, r
 			absorbing(n)
 		}
 		_, f, cols := s.upsertOf(&rows[i])
-		add(Statement{SQL: f.Statement, Args: upsertArgs(f, cols, &rows[i])}, n)
+		add(sqldialect.Statement{SQL: f.Statement, Args: upsertArgs(f, cols, &rows[i])}, n)
 	}
 	return stmts, of
 }
@@ -428,42 +429,42 @@ func (s *Store) writeStatements(rows []core.Subagent, todo []int, absorb bool, r
 // imported holds that pair's history itself — the target's own pass read
 // the same host messages — and its rows are written as the record has
 // them, not merged into the target's reading (docs/CONTRACT.md §3.3).
-func (s *Store) dropHistory(rows []core.Subagent, todo []int, replacing time.Time) []Statement {
+func (s *Store) dropHistory(rows []core.Subagent, todo []int, replacing time.Time) []sqldialect.Statement {
 	if replacing.IsZero() {
 		return nil
 	}
 	type pair struct{ session, tool string }
 	seen := map[pair]bool{}
-	var out []Statement
+	var out []sqldialect.Statement
 	for _, i := range todo {
 		p := pair{rows[i].TaskSessionID, rows[i].ToolCallID}
 		if !seen[p] {
 			seen[p] = true
-			out = append(out, Statement{SQL: s.dropHistorySQL, Args: []any{p.session, p.tool, replacing}})
+			out = append(out, sqldialect.Statement{SQL: s.dropHistorySQL, Args: []any{p.session, p.tool, replacing}})
 		}
 	}
 	return out
 }
 
 // absorbing is the absorbing statement of rows[todo[n]] for each n in at.
-func (s *Store) absorbing(rows []core.Subagent, todo []int, at []int) Statement {
+func (s *Store) absorbing(rows []core.Subagent, todo []int, at []int) sqldialect.Statement {
 	var sessions, tools, executions, ids []string
 	for _, n := range at {
 		r := &rows[todo[n]]
 		sessions, tools = append(sessions, r.TaskSessionID), append(tools, r.ToolCallID)
 		executions, ids = append(executions, r.AgentExecutionID), append(ids, r.ID)
 	}
-	return Statement{SQL: s.form.Absorb.Statement, Args: []any{sessions, tools, executions, ids}}
+	return sqldialect.Statement{SQL: s.form.Absorb.Statement, Args: []any{sessions, tools, executions, ids}}
 }
 
 // pairLocks is the statement that takes the locks of rows[todo…]'s
 // pairs (Absorbing.Lock).
-func (s *Store) pairLocks(rows []core.Subagent, todo []int) Statement {
+func (s *Store) pairLocks(rows []core.Subagent, todo []int) sqldialect.Statement {
 	sessions, tools := make([]string, len(todo)), make([]string, len(todo))
 	for n, i := range todo {
 		sessions[n], tools[n] = rows[i].TaskSessionID, rows[i].ToolCallID
 	}
-	return Statement{SQL: s.form.Absorb.Lock, Args: []any{sessions, tools}}
+	return sqldialect.Statement{SQL: s.form.Absorb.Lock, Args: []any{sessions, tools}}
 }
 
 // absorbers are, among rows[todo…], the rows that may absorb history (as
@@ -513,7 +514,7 @@ func absorbers(rows []core.Subagent, todo []int) (first, own []int) {
 // writeStatements' stmts) wrote — -1 for none — and its error, marked
 // errAbsorbing when the statement absorbed history (the store then reads
 // the table's placement again).
-func (s *Store) fault(stmts []Statement, of []int, at int, err error) (int, error) {
+func (s *Store) fault(stmts []sqldialect.Statement, of []int, at int, err error) (int, error) {
 	if at < 0 || at >= len(of) {
 		return -1, err
 	}
@@ -536,7 +537,7 @@ func args(row *core.Subagent, cols []storekit.Column) []any {
 // upsertOf is the upsert that writes row — the lean one where the row has
 // no value for a sparse column — as its index in s.prepared, with its
 // form and the columns it names.
-func (s *Store) upsertOf(row *core.Subagent) (which int, f *UpsertForm, cols []storekit.Column) {
+func (s *Store) upsertOf(row *core.Subagent) (which int, f *sqldialect.UpsertForm, cols []storekit.Column) {
 	if isLean(row) {
 		return 1, &s.lean, leanColumns
 	}
@@ -544,7 +545,7 @@ func (s *Store) upsertOf(row *core.Subagent) (which int, f *UpsertForm, cols []s
 }
 
 // upsertArgs are the arguments for row of f, which names cols (UpsertForm.Args).
-func upsertArgs(f *UpsertForm, cols []storekit.Column, row *core.Subagent) []any {
+func upsertArgs(f *sqldialect.UpsertForm, cols []storekit.Column, row *core.Subagent) []any {
 	values := args(row, cols)
 	if f.Args == nil {
 		return values

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core"
 )
 
@@ -49,8 +50,9 @@ func TestAbsorbers(t *testing.T) {
 // reports a sparse column — and a failed statement is charged to the row
 // it writes, or to none (an absorbing one marked errAbsorbing).
 func TestWriteStatements(t *testing.T) {
-	s := &Store{form: UpsertForm{Statement: "UPSERT", Absorb: &Absorbing{Statement: "ABSORB", Plan: "PLAN",
-		Lock: "LOCK", Restore: "RESTORE"}}, lean: UpsertForm{Statement: "LEAN"}}
+	absorb := &sqldialect.Absorbing{Statement: "ABSORB", Plan: "PLAN", Lock: "LOCK", Restore: "RESTORE"}
+	s := &Store{form: sqldialect.UpsertForm{Statement: "UPSERT", Absorb: absorb},
+		lean: sqldialect.UpsertForm{Statement: "LEAN"}}
 	r := func(tool, exec string) core.Subagent {
 		return core.Subagent{TaskSessionID: "s", ToolCallID: tool, AgentExecutionID: exec, ID: tool + exec}
 	}

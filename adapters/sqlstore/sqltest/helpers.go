@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
@@ -132,7 +132,7 @@ func (e *Env) meta(t testing.TB) string {
 }
 
 // describe reads a table from the catalog.
-func (e *Env) describe(t testing.TB, table string) sqlstore.TableInfo {
+func (e *Env) describe(t testing.TB, table string) sqldialect.TableInfo {
 	t.Helper()
 	info, err := e.Dialect.Describe(context.Background(), e.DB, table)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/core/storetest"
@@ -52,13 +53,13 @@ func testCatalog(t *testing.T, d *Driver) {
 	if len(c.Columns) != len(storekit.Columns())+1 {
 		t.Errorf("table has %d columns, the declaration %d and seam_checked", len(c.Columns), len(storekit.Columns()))
 	}
-	seam := sqlstore.ColumnInfo{Name: "seam_checked", Type: d.Dialect.ColumnType(storekit.Bool), NotNull: true,
+	seam := sqldialect.ColumnInfo{Name: "seam_checked", Type: d.Dialect.ColumnType(storekit.Bool), NotNull: true,
 		Default: "0"}
 	if g := c.Column(seam.Name); g == nil || *g != seam {
 		t.Errorf("column seam_checked: catalog %+v, want %+v", g, seam)
 	}
 	for _, col := range storekit.Columns() {
-		want := sqlstore.ColumnInfo{
+		want := sqldialect.ColumnInfo{
 			Name:    col.Name,
 			Type:    d.Dialect.ColumnType(col.Type),
 			NotNull: !col.Nullable,
@@ -86,7 +87,7 @@ func testCatalog(t *testing.T, d *Driver) {
 	if want := []string{strings.Join(storekit.KeyColumns(), ",")}; !slices.Equal(unique, want) {
 		t.Errorf("unique keys %v, want exactly %v", unique, want)
 	}
-	if want := []sqlstore.ForeignKeyInfo{
+	if want := []sqldialect.ForeignKeyInfo{
 		{Column: "task_session_id", RefTable: sqlstore.DefaultSessionsTable, RefColumn: "id", OnDelete: "CASCADE"},
 	}; !reflect.DeepEqual(
 		c.ForeignKeys,
@@ -207,7 +208,7 @@ func testMetaTable(t *testing.T, d *Driver) {
 				t.Errorf("the pass created %s beside %s", c.without, c.want)
 			}
 			if m := (&Env{Driver: d, DB: db}).describe(t, c.want).Columns; len(m) != 2 || m[0].Name != "key" ||
-				m[1] != (sqlstore.ColumnInfo{Name: "value", Type: "TEXT", NotNull: true, Default: "''"}) {
+				m[1] != (sqldialect.ColumnInfo{Name: "value", Type: "TEXT", NotNull: true, Default: "''"}) {
 				t.Errorf("meta table %s %+v, want (key TEXT PRIMARY KEY, value TEXT NOT NULL DEFAULT '')", c.want, m)
 			}
 			// The keys are read from, and written to, the table in use.

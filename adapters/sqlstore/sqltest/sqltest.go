@@ -4,7 +4,7 @@
 // declaration, error classification, the migration pass (its evolution
 // path and the seam between history and live capture) and the read side.
 // A dialect's test supplies a Driver; where dialects legitimately differ,
-// the Dialect declares it (sqlstore.MessageView's HostTimeText, the
+// the Dialect declares it (sqldialect.MessageView's HostTimeText, the
 // optional interfaces) and the suite tests each declared difference,
 // visibly.
 //
@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
+	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/kandevtest"
 )
@@ -28,7 +29,7 @@ type Driver struct {
 	// Name is the driver's name ("sqlite", "postgres-icu", …).
 	Name string
 	// Dialect is the store's dialect.
-	Dialect sqlstore.Dialect
+	Dialect sqldialect.Dialect
 	// Open returns a fresh, empty database, dropped at the test's cleanup,
 	// as a handle and as the DSN the command line takes.
 	Open func(t testing.TB) (db *gorm.DB, dsn string)

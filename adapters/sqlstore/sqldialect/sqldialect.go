@@ -1,30 +1,20 @@
-package sqlstore
-
-import (
-	"context"
-	"database/sql"
-	"strings"
-	"time"
-
-	"github.com/subagentctx/subagentctx/core/storekit"
-	"gorm.io/gorm"
-)
-
-// Dialect is what one SQL database supplies; everything else — the DDL, the
-// upsert, the lists, the migration pass's statements, health and
-// statistics — is rendered by this package from the column declaration
-// (storekit.Columns) and the dialect's answers.
-//
-// It is for authors of a dialect, not for hosts: adapters/sqlite and
-// adapters/postgres implement it, and it changes, in any version, when a
-// statement needs something new from a dialect. A host holds a *Store.
+// Package sqldialect is the interface a SQL database implements for
+// package sqlstore, the way database/sql/driver is for database/sql. It is
+// for authors of a dialect, not for hosts: adapters/sqlite and
+// adapters/postgres implement it, a host holds a *sqlstore.Store, and it
+// changes, in any version, when a statement needs something new from a
+// dialect. Everything else — the DDL, the upsert, the lists, the migration
+// pass's statements, health and statistics — is rendered by sqlstore from
+// the column declaration (storekit.Columns) and the dialect's answers.
 //
 // The SQL it assumes: identifiers quoted by the GORM dialector the handle
 // carries; INSERT … ON CONFLICT (key) DO UPDATE SET, whose SET list reads
 // the stored row by the table's name and the frame's values by excluded;
 // RETURNING; UPDATE … FROM; row values and EXISTS subqueries. Each concern
-// is a small interface of its own, so a third dialect is a guided job
-// (docs/design.md, "A third dialect", says what each takes).
+// is a small interface of its own — Fragments, MessageView, Catalog, which
+// Dialect joins — so a third dialect is a guided job (docs/design.md, "A
+// third dialect", says what each takes; sqltest.Driver's example, how its
+// test runs the suite).
 //
 // A dialect may implement optional interfaces as well, each for what it
 // buys:
@@ -44,11 +34,26 @@ import (
 // itself (SQLite: a first ON CONFLICT on history's index, in
 // adapters/sqlite/dialect.go), by a statement before the upserts in the
 // write's transaction (PostgreSQL on one server, UpsertForm.Absorb:
-// adapters/postgres/dialect.go and this package's write.go), or by a
-// trigger on a sharded table (Citus, UpsertForm.Sharded:
-// adapters/postgres/citus.go and this package's waves.go).
+// adapters/postgres/dialect.go and sqlstore's write.go), or by a trigger
+// on a sharded table (Citus, UpsertForm.Sharded: adapters/postgres/citus.go
+// and sqlstore's waves.go).
 //
-// testdata/<dialect>/*.sql holds every statement whole, per dialect.
+// sqlstore's testdata/<dialect>/*.sql holds every statement whole, per
+// dialect.
+package sqldialect
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"gorm.io/gorm"
+)
+
+// Dialect is what one SQL database supplies (the package's doc says what
+// it assumes, and which optional interfaces each dialect implements).
 type Dialect interface {
 	Fragments
 	MessageView
@@ -113,7 +118,7 @@ type Fragments interface {
 	// retried) or nil (unknown: given up), by docs/CONTRACT.md §6.1's
 	// table.
 	Classify(err error) error
-	// CheckHandle reports, with ErrHandleSettings, a setting of the
+	// CheckHandle reports, with sqlstore.ErrHandleSettings, a setting of the
 	// handle's connections the store depends on and cannot safely set
 	// itself, naming the setting and how to set it.
 	CheckHandle(ctx context.Context, db *gorm.DB) error
@@ -353,8 +358,8 @@ type SchemaObject struct {
 	// release left — a trigger its replicas re-create when they restart
 	// during a rolling deploy — and that this build's writes do not
 	// need: a role that may not run it (not the table's owner) is not
-	// stopped by it; EnsureSchema leaves it to the owner's next pass and
-	// says so (ErrLeftToOwner).
+	// stopped by it; sqlstore's EnsureSchema leaves it to the owner's next
+	// pass and says so (sqlstore.ErrLeftToOwner).
 	Cleanup bool
 }
 
@@ -526,7 +531,7 @@ func MessageColumns() []string {
 // carries them, and history leaves them NULL (docs/CONTRACT.md §3.4, §3.5).
 func HistoryColumns() []storekit.Column {
 	var out []storekit.Column
-	for _, c := range columns {
+	for _, c := range storekit.Columns() {
 		switch c.Name {
 		case "id", "task_session_id", "task_id", "tool_call_id", "agent_execution_id", "source", "updated_at":
 			continue
@@ -537,4 +542,73 @@ func HistoryColumns() []storekit.Column {
 		out = append(out, c)
 	}
 	return out
+}
+
+// Grant is privileges on one table.
+type Grant struct {
+	Privileges []string
+	Table      string
+}
+
+// PrivilegeChecker is implemented by a dialect whose database has roles
+// (PostgreSQL): Lacking returns the first privilege, in the grants'
+// order, that the session's role does not hold on its table (ok when it
+// holds them all), asking for all of them in one statement — then any
+// the dialect's own statements need on a function of the database's, as
+// "FUNCTION name(types)". SQLite has none: the file's permissions decide
+// (the contract's §4.4). Refused
+// reports whether err is the database refusing the role a statement for
+// want of a privilege or of ownership.
+type PrivilegeChecker interface {
+	Lacking(ctx context.Context, db *gorm.DB, grants []Grant) (privilege, table string, ok bool, err error)
+	Refused(err error) bool
+}
+
+// PassLocker is implemented by a dialect that can serialise migration
+// passes across processes (docs/CONTRACT.md §4): PostgreSQL and Citus by
+// an advisory lock on the server, SQLite by a lock on a file beside the
+// database. Both dialects implement it; a third without it runs passes
+// unserialised, each step's own transaction its only guard.
+type PassLocker interface {
+	// LockPass waits for the pass's lock — shared, to wait only for a
+	// pass in progress, or exclusive, to run one — until ctx ends, and
+	// returns its release.
+	LockPass(ctx context.Context, db *gorm.DB, shared bool) (release func(), err error)
+}
+
+// Any reports whether err or any error it wraps (errors.Join's included)
+// satisfies match: a dialect's Classify looks for the frame's own cause
+// anywhere in an error before the database's passing state.
+func Any(err error, match func(error) bool) bool {
+	if err == nil {
+		return false
+	}
+	if match(err) {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return Any(u.Unwrap(), match)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if Any(e, match) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PoolOf is db's connection pool, seen through GORM's prepared-statement
+// cache (gorm.Config.PrepareStmt); false for a host's transaction, whose
+// statements all run on its one connection.
+func PoolOf(db *gorm.DB) (*sql.DB, bool) {
+	switch p := db.Statement.ConnPool.(type) {
+	case *sql.DB:
+		return p, true
+	case *gorm.PreparedStmtDB:
+		pool, ok := p.ConnPool.(*sql.DB)
+		return pool, ok
+	}
+	return nil, false
 }
