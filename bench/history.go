@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testlog"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // The baselines of the history measures are written by hand as a user
@@ -214,7 +214,7 @@ func measureHistory(
 	}
 	var peak uint64
 	var inserted int64
-	m := backfill.New(s, backfill.WithLogger(testlog.Discard))
+	m := migration.New(s, migration.WithLogger(testlog.Discard))
 	for run := range c.runs {
 		if err := s.DB().Exec("DELETE FROM task_session_subagents").Error; err != nil {
 			return nil, historyPoint{}, err
@@ -243,14 +243,14 @@ func measureHistory(
 				return nil, historyPoint{}, err
 			}
 		}
-		var res backfill.StepResult
+		var res migration.StepResult
 		var p uint64
 		_, cpu, err := measured(meter, func() error { p = peakHeap(func() { res = m.Backfill(ctx) }); return nil })
 		if err != nil {
 			return nil, historyPoint{}, err
 		}
 		libCPU = append(libCPU, cpu)
-		if res.Status != backfill.Ran {
+		if res.Status != migration.Ran {
 			return nil, historyPoint{}, fmt.Errorf("backfill %s: %s", res.Status, res.Detail)
 		}
 		lib, peak, inserted = append(lib, res.Duration), max(peak, p), res.RowsInserted
@@ -328,7 +328,7 @@ func measureHistory(
 // the one read of the meta table a hand-written "already migrated?" check
 // would make.
 func idlePass(ctx context.Context, c config, dialect, size string, s *sqlstore.Store) (result, error) {
-	m := backfill.New(s, backfill.WithLogger(testlog.Discard))
+	m := migration.New(s, migration.WithLogger(testlog.Discard))
 	if r := m.Run(ctx); r.Failed() { // brings the keys back to where a pass leaves them
 		return result{}, fmt.Errorf("the pass: %s", r)
 	}
@@ -337,7 +337,7 @@ func idlePass(ctx context.Context, c config, dialect, size string, s *sqlstore.S
 		start := time.Now()
 		if r := m.Run(ctx); r.Failed() {
 			return result{}, fmt.Errorf("the pass on an up-to-date table: %s", r)
-		} else if n := r.Step(backfill.StepBackfill).RowsInserted; n != 0 {
+		} else if n := r.Step(migration.StepBackfill).RowsInserted; n != 0 {
 			return result{}, fmt.Errorf("the pass on an up-to-date table inserted %d rows", n)
 		}
 		lib = append(lib, time.Since(start))

@@ -42,7 +42,7 @@
 //
 // adapters/sqlite and adapters/postgres are the SQL stores (adapters/auto
 // picks one from a host's handle), adapters/memory the in-memory one;
-// package backfill runs the migration pass at boot, and fxmodule wires a
+// package migration runs the migration pass at boot, and fxmodule wires a
 // store, the pass and a Recorder into fx. A store author implements Store
 // and report.Reader with package core/storekit and proves the store with
 // the conformance suite in core/storetest.

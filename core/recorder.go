@@ -193,7 +193,7 @@ const (
 func WithObserver(o Observer) RecorderOption { return func(r *Recorder) { r.observer = o } }
 
 // WithReady holds the writers until ready is closed (frames queue
-// meanwhile): the migration pass's backfill.Runner.Ready, so that the first
+// meanwhile): the migration pass's migration.Runner.Ready, so that the first
 // write finds the table in its declared shape.
 func WithReady(ready <-chan struct{}) RecorderOption { return func(r *Recorder) { r.ready = ready } }
 

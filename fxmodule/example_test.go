@@ -10,10 +10,10 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/fxmodule"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // The host provides its store; the module runs the migration pass in the
@@ -30,7 +30,7 @@ func Example() {
 
 	var rec *core.Recorder
 	var reader report.Reader
-	var runner *backfill.Runner
+	var runner *migration.Runner
 	app := fx.New(fx.NopLogger,
 		fx.Provide(func() (*sqlstore.Store, error) { return sqlite.New(db) }),
 		fxmodule.SQL,

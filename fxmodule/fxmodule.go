@@ -16,7 +16,7 @@
 //	)
 //
 // SQL provides *core.Recorder, core.Store, report.Reader, report.StaleLister, *core.Counters and
-// *backfill.Runner from the host's *sqlstore.Store. Start returns at once:
+// *migration.Runner from the host's *sqlstore.Store. Start returns at once:
 // the migration pass runs in the background (retried with backoff while it
 // fails), and the recorder queues frames until the table is ready. Stop
 // drains the recorder for at most Config.Drain, stops the pass and closes
@@ -45,10 +45,10 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/liberr"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // Config tunes the module; supplying it is optional (fx.Supply).
@@ -120,7 +120,7 @@ var SQL = fx.Module("subagentctx",
 )
 
 // Memory wires a memory store, for a host's unit tests: the same types as
-// SQL but *backfill.Runner (there is nothing to migrate).
+// SQL but *migration.Runner (there is nothing to migrate).
 var Memory = fx.Module("subagentctx",
 	fx.Provide(
 		fx.Private,
@@ -132,15 +132,15 @@ var Memory = fx.Module("subagentctx",
 	),
 )
 
-func newRunner(p params, s *sqlstore.Store) (*backfill.Runner, error) {
+func newRunner(p params, s *sqlstore.Store) (*migration.Runner, error) {
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
 	}
-	var opts []backfill.RunnerOption
+	var opts []migration.RunnerOption
 	if p.Config.RetryMin > 0 || p.Config.RetryMax > 0 {
-		opts = append(opts, backfill.WithRetry(p.Config.RetryMin, p.Config.RetryMax))
+		opts = append(opts, migration.WithRetry(p.Config.RetryMin, p.Config.RetryMax))
 	}
-	return backfill.NewRunner(backfill.New(s, backfill.WithLogger(p.logger())), opts...), nil
+	return migration.NewRunner(migration.New(s, migration.WithLogger(p.logger())), opts...), nil
 }
 
 func recorderOptions(p params, c *core.Counters) []core.RecorderOption {
@@ -157,7 +157,7 @@ func recorderOptions(p params, c *core.Counters) []core.RecorderOption {
 	return append(opts, p.Options...)
 }
 
-func newSQLRecorder(p params, s *sqlstore.Store, runner *backfill.Runner, c *core.Counters) (*core.Recorder, error) {
+func newSQLRecorder(p params, s *sqlstore.Store, runner *migration.Runner, c *core.Counters) (*core.Recorder, error) {
 	rec, err := core.NewRecorder(s, append(recorderOptions(p, c), core.WithReady(runner.Ready()))...)
 	if err != nil {
 		return nil, err

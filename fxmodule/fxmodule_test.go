@@ -18,7 +18,6 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/fxmodule"
@@ -28,6 +27,7 @@ import (
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 var t0 = time.Date(2026, 8, 12, 9, 0, 0, 0, time.UTC)
@@ -137,7 +137,7 @@ func TestStartNeverWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec *core.Recorder
-	var runner *backfill.Runner
+	var runner *migration.Runner
 	app := fxtest.New(
 		t, supply(s), fx.Supply(fxmodule.Config{RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond}),
 		fx.Supply(testlog.Discard), fxmodule.SQL, fx.NopLogger, fx.Populate(&rec, &runner),
@@ -185,7 +185,7 @@ func TestBackfillInTheBackground(t *testing.T) {
 	}
 	var logs testlog.Buffer
 	var reader report.Reader
-	var runner *backfill.Runner
+	var runner *migration.Runner
 	app := fxtest.New(
 		t, supply(e.Store), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger,
 		fx.Populate(&reader, &runner),
@@ -194,7 +194,7 @@ func TestBackfillInTheBackground(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ran, err := runner.Wait(ctx)
-	if err != nil || ran.Failed() || ran.Step(backfill.StepBackfill).RowsInserted == 0 {
+	if err != nil || ran.Failed() || ran.Step(migration.StepBackfill).RowsInserted == 0 {
 		t.Fatalf("backfill: %v\n%s", err, ran)
 	}
 	if a, err := reader.Activation(ctx); err != nil || a.State != report.Activated {
@@ -237,7 +237,7 @@ func TestStopNeverFailsTheHost(t *testing.T) {
 		}
 		var logs testlog.Buffer
 		var rec *core.Recorder
-		var runner *backfill.Runner
+		var runner *migration.Runner
 		app := fx.New(supply(s), fx.Supply(fxmodule.Config{Drain: 300 * time.Millisecond}),
 			fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL, fx.NopLogger,
 			fx.Decorate(func(*core.Counters) *core.Counters { return core.NewCounters() }),
@@ -327,7 +327,7 @@ func TestReadyAsTheApplicationRole(t *testing.T) {
 			if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, msgs); err != nil {
 				t.Fatal(err)
 			}
-			if r := backfill.New(e.Store).Run(ctx); r.Failed() {
+			if r := migration.New(e.Store).Run(ctx); r.Failed() {
 				t.Fatalf("the owner's pass:\n%s", r)
 			}
 			_, dsn := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
@@ -340,7 +340,7 @@ func TestReadyAsTheApplicationRole(t *testing.T) {
 			store := testenv.PostgresStore(t, dsn)
 			var logs testlog.Buffer
 			var rec *core.Recorder
-			var runner *backfill.Runner
+			var runner *migration.Runner
 			app := fxtest.New(t, supply(store), fx.Supply(slog.New(slog.NewTextHandler(&logs, nil))), fxmodule.SQL,
 				fx.NopLogger, fx.Populate(&rec, &runner))
 			app.RequireStart()

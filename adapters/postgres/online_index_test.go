@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // TestIndexBuiltWithoutBlockingWrites (docs/CONTRACT.md §4 steps 1 and
@@ -30,11 +30,11 @@ func TestIndexBuiltWithoutBlockingWrites(t *testing.T) {
 		index, step, named string
 		drop               string
 	}{
-		{"idx_subagents_session_order", backfill.StepTable,
+		{"idx_subagents_session_order", migration.StepTable,
 			"ran DROP INDEX CONCURRENTLY IF EXISTS idx_subagents_session_order; CREATE INDEX CONCURRENTLY " +
 				"idx_subagents_session_order", `DROP INDEX idx_subagents_session_order`},
 		// The table as the build before step 5 left it.
-		{"idx_subagents_unchecked", backfill.StepShape, "built idx_subagents_unchecked after the transaction",
+		{"idx_subagents_unchecked", migration.StepShape, "built idx_subagents_unchecked after the transaction",
 			`ALTER TABLE task_session_subagents DROP COLUMN seam_checked;
 			DELETE FROM kandev_meta WHERE key = 'subagent_context_schema_v5'`},
 	} {
@@ -65,7 +65,7 @@ func testIndexBuiltWithoutBlockingWrites(t *testing.T, index, step, named, drop 
 		return open.Exec(`UPDATE task_session_subagents SET updated_at = now() WHERE tool_call_id = 'before'`).Error
 	}
 	hook := func(string) error { return nil }
-	if step == backfill.StepTable {
+	if step == migration.StepTable {
 		if err := begin(); err != nil {
 			t.Fatal(err)
 		}
@@ -86,9 +86,9 @@ func testIndexBuiltWithoutBlockingWrites(t *testing.T, index, step, named, drop 
 			}
 		}()
 	}
-	passed := make(chan backfill.Report, 1)
+	passed := make(chan migration.Report, 1)
 	go func() {
-		passed <- backfill.New(e.Store, backfill.WithLogger(testlog.Discard), backfill.WithHook(hook)).Prepare(ctx)
+		passed <- migration.New(e.Store, migration.WithLogger(testlog.Discard), migration.WithHook(hook)).Prepare(ctx)
 	}()
 	if err := await.Poll(30*time.Second, func() bool { return waiting(e, "CREATE INDEX%") > 0 }); err != nil {
 		t.Fatalf("the index build waiting for the open transaction: %v", err)
@@ -114,7 +114,7 @@ func testIndexBuiltWithoutBlockingWrites(t *testing.T, index, step, named, drop 
 	}
 	// What an interrupted concurrent build leaves: the index, invalid.
 	e.Exec(t, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass(?)`, index)
-	if r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Prepare(ctx); r.Failed() || !valid() {
+	if r := migration.New(e.Store, migration.WithLogger(testlog.Discard)).Prepare(ctx); r.Failed() || !valid() {
 		t.Fatalf("the pass over an invalid index: %s; valid afterwards: %t", r, valid())
 	}
 }

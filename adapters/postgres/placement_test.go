@@ -10,12 +10,12 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // placed is a table's row in Citus's catalog: method, distribution column,
@@ -101,8 +101,8 @@ func TestCitusMetaCreatedAsReference(t *testing.T) {
 	if method, _, _ := placed(t, e.DB, sqlstore.DefaultMetaTable); method != "n" {
 		t.Errorf("%s created by the pass: method %q, want a reference table (n)", sqlstore.DefaultMetaTable, method)
 	}
-	quiet := backfill.WithLogger(testlog.Discard)
-	if r := backfill.New(e.Store, quiet).Run(context.Background()); r.Failed() {
+	quiet := migration.WithLogger(testlog.Discard)
+	if r := migration.New(e.Store, quiet).Run(context.Background()); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
 	if e.Keys(t)[storekit.CaptureSinceKey] == "" {
@@ -161,7 +161,7 @@ func TestCitusEarlierTableDistributed(t *testing.T) {
 	if method, _, _ := placed(t, e.DB, sqlstore.Table); method != "" {
 		t.Fatalf("the earlier table is already placed (%q)", method)
 	}
-	r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(ctx)
+	r := migration.New(e.Store, migration.WithLogger(testlog.Discard)).Run(ctx)
 	if r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
@@ -189,7 +189,7 @@ func TestPartitionedTableUsedUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(ctx); r.Failed() {
+	if r := migration.New(e.Store, migration.WithLogger(testlog.Discard)).Run(ctx); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
 	var kind string

@@ -10,12 +10,12 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // TestMain runs the package with a non-UTC local zone; every connection also
@@ -102,8 +102,8 @@ func TestBackfillUnderParallelPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() ||
-		r.Step(backfill.StepBackfill).RowsInserted != 30 {
+	if r := migration.New(s, migration.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() ||
+		r.Step(migration.StepBackfill).RowsInserted != 30 {
 		t.Fatalf("pass under parallel plans:\n%s", r)
 	}
 	if h, err := s.Health(context.Background(), report.HealthQuery{}); err != nil || !h.Ran {

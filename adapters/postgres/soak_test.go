@@ -11,11 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // TestAC14_ConcurrentWritersOverSharedHistoryNeverDeadlock: four writers, each
@@ -44,7 +44,7 @@ func TestAC14_ConcurrentWritersOverSharedHistoryNeverDeadlock(t *testing.T) {
 	if err := kandevtest.InsertMessages(ctx, e.DB, e.Tables, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(ctx); r.Failed() {
+	if r := migration.New(e.Store, migration.WithLogger(testlog.Discard)).Run(ctx); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
 

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // The health check after the pass: every subagent message since the
@@ -29,7 +29,7 @@ func ExampleOpen() {
 		panic(err)
 	}
 	defer store.Close()
-	if err := backfill.New(store).Run(ctx).Err(); err != nil {
+	if err := migration.New(store).Run(ctx).Err(); err != nil {
 		panic(err)
 	}
 	h, err := store.Health(ctx, report.HealthQuery{})

@@ -71,7 +71,7 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*sqlstore.
 
 // New returns the store on a *gorm.DB the host already has, without
 // touching the database; Close leaves the handle open. Create the table
-// with EnsureSchema or the migration pass (package backfill).
+// with EnsureSchema or the migration pass (package migration).
 func New(db *gorm.DB, opts ...sqlstore.Option) (*sqlstore.Store, error) {
 	return sqlstore.New(db, Dialect{}, opts...)
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // TestMain runs the package with a non-UTC local zone: nothing may depend on
@@ -413,7 +413,7 @@ func TestAC32_EarlierBuildsTriggerDropped(t *testing.T) {
 		return n
 	}
 	e.Exec(t, trigger)
-	if r := backfill.New(e.Store).Run(ctx); r.Failed() {
+	if r := migration.New(e.Store).Run(ctx); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
 	if n := triggers(); n != 0 {
@@ -441,7 +441,7 @@ func TestAC32_EarlierBuildsTriggerDropped(t *testing.T) {
 		*r.Model != "m" || *r.ToolStatus != "completed" || !r.ObservedAt.Equal(history.ObservedAt) {
 		t.Errorf("the absorbed row: %+v", r)
 	}
-	if r := backfill.New(e.Store).Run(ctx); r.Failed() || triggers() != 0 {
+	if r := migration.New(e.Store).Run(ctx); r.Failed() || triggers() != 0 {
 		t.Errorf("the next pass: %s, %d triggers left", r, triggers())
 	}
 }
@@ -465,7 +465,7 @@ func TestAC32_HistoryIndexMadeUnique(t *testing.T) {
 	e.Exec(t, `DROP INDEX idx_subagents_history`)
 	e.Exec(t, `CREATE INDEX idx_subagents_history ON task_session_subagents(task_session_id, tool_call_id)
 		WHERE agent_execution_id = 'unknown' AND source = 'backfill'`)
-	if r := backfill.New(e.Store).Run(ctx); r.Failed() {
+	if r := migration.New(e.Store).Run(ctx); r.Failed() {
 		t.Fatalf("pass: %s", r)
 	}
 	var sql string

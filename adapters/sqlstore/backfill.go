@@ -155,7 +155,7 @@ type BackfillResult struct {
 // the insert ("inserted"), after each key ("wrote <key>") and before the
 // commit ("before commit"); its error aborts the transaction there
 // (fault-injection tests).
-func (s *Store) Backfill(
+func (s *Store) backfill(
 	ctx context.Context, now func() time.Time, hook func(stage string) error,
 ) (BackfillResult, error) {
 	var res BackfillResult
@@ -165,7 +165,7 @@ func (s *Store) Backfill(
 	// Under the pass's lock (taken here unless the caller's pass holds it),
 	// so that the rows' updated_at is stamped after it: an export waiting
 	// for the lock sees them committed (docs/CONTRACT.md §8.16).
-	ctx, release, err := s.LockPass(ctx)
+	ctx, release, err := s.holdPass(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -279,8 +279,8 @@ func (s *Store) recover(tx *gorm.DB, st backfillStatements, updated time.Time, r
 	return nil
 }
 
-// WriteExecutionKey writes subagent_context_execution_since (AC-33b) if it
+// writeExecutionKey writes subagent_context_execution_since (AC-33b) if it
 // is absent; it reports whether it wrote.
-func (s *Store) WriteExecutionKey(ctx context.Context, at time.Time) (bool, error) {
+func (s *Store) writeExecutionKey(ctx context.Context, at time.Time) (bool, error) {
 	return s.writeKey(s.db.WithContext(ctx), storekit.ExecutionSinceKey, formatKey(storekit.CanonicalTime(at)))
 }

@@ -258,7 +258,7 @@ func (e Evolution) String() string {
 	return strings.Join(parts, "; ") + fmt.Sprintf("; %d rows remain", e.Rows)
 }
 
-// Evolve brings the table to its declared shape (docs/CONTRACT.md §4 step
+// evolve brings the table to its declared shape (docs/CONTRACT.md §4 step
 // 2), in one transaction, every row kept: the numbered steps not yet
 // recorded, each recorded as it runs; then the columns the table lacks,
 // from the declaration; then what the upsert needs. On any failure the
@@ -266,12 +266,12 @@ func (e Evolution) String() string {
 // test, is such a failure). A table in its declared shape with every step
 // recorded is left untouched. Afterwards the table is placed beside the
 // sessions where the database shards them.
-func (s *Store) Evolve(ctx context.Context, hook func(stage string) error) (Evolution, error) {
+func (s *Store) evolve(ctx context.Context, hook func(stage string) error) (Evolution, error) {
 	var ev Evolution
 	if hook == nil {
 		hook = func(string) error { return nil }
 	}
-	ctx, release, err := s.LockPass(ctx)
+	ctx, release, err := s.holdPass(ctx)
 	if err != nil {
 		return ev, err
 	}
@@ -483,10 +483,10 @@ func (s *Store) catalog(db *gorm.DB) (sqldialect.TableInfo, map[int]string, erro
 	return info, versions, nil
 }
 
-// ShapeDiff says how the table differs from its declaration, or "" when
+// shapeDiff says how the table differs from its declaration, or "" when
 // its declared shape holds (the backfill and the execution key wait for
 // it, docs/CONTRACT.md §4 step 3).
-func (s *Store) ShapeDiff(ctx context.Context) (string, error) {
+func (s *Store) shapeDiff(ctx context.Context) (string, error) {
 	info, err := s.describe(ctx, s.db.WithContext(ctx))
 	if err != nil {
 		return "", s.opError("read the table's shape", err)

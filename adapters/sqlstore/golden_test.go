@@ -17,11 +17,11 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/<dialect>/*.sql from the code")
@@ -186,7 +186,7 @@ func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 		t.Fatal(err)
 	}
 	log.Start()
-	r := backfill.New(s, backfill.WithHook(func(stage string) error {
+	r := migration.New(s, migration.WithHook(func(stage string) error {
 		if stage == "before commit" {
 			log.Stop()
 		}
@@ -223,7 +223,7 @@ func upgradeStatements(t *testing.T, d *sqltest.Driver) string {
 // boot costs (AC-18, a second pass is a no-op), each one asked once.
 func idlePassStatements(t *testing.T, d *sqltest.Driver) string {
 	e := d.Env(t)
-	if r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() {
+	if r := migration.New(e.Store, migration.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() {
 		t.Fatalf("the first pass: %s", r)
 	}
 	var log sqltest.StatementLog
@@ -232,9 +232,9 @@ func idlePassStatements(t *testing.T, d *sqltest.Driver) string {
 		t.Fatal(err)
 	}
 	log.Start()
-	if r := backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() {
+	if r := migration.New(s, migration.WithLogger(testlog.Discard)).Run(context.Background()); r.Failed() {
 		t.Fatalf("the second pass: %s", r)
-	} else if r.Step(backfill.StepBackfill).Status != backfill.Skipped {
+	} else if r.Step(migration.StepBackfill).Status != migration.Skipped {
 		t.Fatalf("the second pass backfilled: %s", r)
 	}
 	log.Stop()

@@ -114,13 +114,13 @@ func (s *Store) tableExists(ctx context.Context, db *gorm.DB, name string) (bool
 	return catalogOf(ctx).existsOr(name, func() (bool, error) { return s.d.TableExists(ctx, db, name) })
 }
 
-// LockPass takes the migration pass's lock, exclusive: one pass at a time
+// holdPass takes the migration pass's lock, exclusive: one pass at a time
 // over the table, in this process and in every other, from its first
 // CREATE to its last key (docs/CONTRACT.md §4). It returns ctx marked as
 // holding the lock (a step run with it does not wait for itself) and the
-// release, which the caller must call. A ctx already holding it is
-// returned as it is.
-func (s *Store) LockPass(ctx context.Context) (context.Context, func(), error) {
+// release, which the caller must call. A ctx already holding it — a
+// Pass's — is returned as it is.
+func (s *Store) holdPass(ctx context.Context) (context.Context, func(), error) {
 	if ctx.Value(passHeld{}) != nil {
 		return ctx, func() {}, nil
 	}

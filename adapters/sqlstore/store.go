@@ -12,7 +12,7 @@
 //
 // The verbs mean the same on every layer: Open connects and creates the
 // schema; New wraps a handle and does no I/O; EnsureSchema creates what is
-// missing. The migration pass (package backfill) runs on a Store.
+// missing. The migration pass (package migration) runs on a Store.
 //
 // Stability: the interface for writing a SQL dialect is not covered by the
 // module's semver promise and may change in any version; the Store type and
@@ -262,21 +262,21 @@ func (s *Store) tablesIn(ctx context.Context, db *gorm.DB) (Tables, error) {
 // beside the sessions where the database shards them (Placement). It
 // never alters an existing table: bringing one to its declared shape
 // (with its indexes and what the upsert needs) is the migration pass's
-// shape step (Evolve); for a table that already has that shape it creates
+// shape step (Pass.Evolve); for a table that already has that shape it creates
 // what this build's upsert needs, if absent. The catalog decides: when
 // everything is in place it runs no DDL at all, so an application role
 // with only the live path's privileges (docs/CONTRACT.md §4.4) boots on
 // a table its owner migrated. DDL runs under the migration pass's lock
-// (LockPass), so that processes booting together never race on a CREATE.
+// (Pass), so that processes booting together never race on a CREATE.
 func (s *Store) EnsureSchema(ctx context.Context) error {
-	_, err := s.MakeSchema(ctx)
+	_, err := s.makeSchema(ctx)
 	return err
 }
 
-// MakeSchema is EnsureSchema, returning the DDL statements it ran (none
+// makeSchema is EnsureSchema, returning the DDL statements it ran (none
 // when everything was in place), so that the migration pass reports
 // every change it made.
-func (s *Store) MakeSchema(ctx context.Context) (ran []string, err error) {
+func (s *Store) makeSchema(ctx context.Context) (ran []string, err error) {
 	if err := s.checkHandle(ctx); err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func (s *Store) MakeSchema(ctx context.Context) (ran []string, err error) {
 	if stmts, _, _, err := s.missingSchema(ctx, s.db.WithContext(ctx), sharded); err != nil || stmts.none() {
 		return nil, err
 	}
-	ctx, release, err := s.LockPass(ctx)
+	ctx, release, err := s.holdPass(ctx)
 	if err != nil {
 		return nil, err
 	}

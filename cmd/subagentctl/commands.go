@@ -18,10 +18,10 @@ import (
 
 	"github.com/subagentctx/subagentctx/acp"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/claude"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 func cmdMigrate(ctx context.Context, e *env, o *jsonFlags) error {
@@ -51,12 +51,12 @@ func cmdMigrate(ctx context.Context, e *env, o *jsonFlags) error {
 
 // migrate runs a pass; its warnings go to stderr (redacted), and on a
 // terminal a ticker shows it is alive.
-func (e *env) migrate(ctx context.Context, s *sqlstore.Store) backfill.Report {
+func (e *env) migrate(ctx context.Context, s *sqlstore.Store) migration.Report {
 	stop := e.ticker(func(elapsed time.Duration) string {
 		return fmt.Sprintf("migrating… %s", elapsed.Truncate(time.Second))
 	})
 	defer stop()
-	return backfill.New(s, backfill.WithLogger(e.logger())).Run(ctx)
+	return migration.New(s, migration.WithLogger(e.logger())).Run(ctx)
 }
 
 // logger writes the library's warnings to stderr in the command's own

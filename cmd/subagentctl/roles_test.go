@@ -12,12 +12,12 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/postgres"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // TestAC17_RolesAsProductionRunsThem (docs/CONTRACT.md §4.4): on
@@ -69,7 +69,7 @@ func TestAC17_RolesAsProductionRunsThem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			runner := backfill.NewRunner(backfill.New(store))
+			runner := migration.NewRunner(migration.New(store))
 			runner.Start(ctx)
 			await.Recv(t, runner.Ready(), "the application role's pass ready")
 			report, err := runner.Wait(ctx)
@@ -112,7 +112,7 @@ func TestAC17_RolesAsProductionRunsThem(t *testing.T) {
 				strings.Count(r.stderr, "\n") != 1 {
 				t.Errorf("record without UPDATE: %s", r.stderr)
 			}
-			if rep := backfill.New(store).Run(ctx); !rep.Failed() ||
+			if rep := migration.New(store).Run(ctx); !rep.Failed() ||
 				!strings.Contains(rep.String(), "UPDATE on task_session_subagents") {
 				t.Errorf("the pass without UPDATE:\n%s", rep)
 			}

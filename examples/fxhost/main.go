@@ -85,7 +85,7 @@ func run(ctx context.Context, w io.Writer, path, addr string, serve bool) error 
 			}
 			return sqlite.New(db) // touches nothing: the module migrates in the background
 		}),
-		fxmodule.SQL, // provides *core.Recorder, core.Store, report.Reader, *core.Counters, *backfill.Runner
+		fxmodule.SQL, // provides *core.Recorder, core.Store, report.Reader, *core.Counters, *migration.Runner
 		fx.Provide(NewStreamHandler),
 		// README: end
 		fx.Invoke(func(lc fx.Lifecycle) { // the host's debug server

@@ -31,11 +31,11 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/auto"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 func main() {
@@ -89,7 +89,7 @@ func run(ctx context.Context, stdout, logs io.Writer, dsn string) error {
 	defer zlog.Sync()
 
 	var handler *StreamHandler
-	var runner *backfill.Runner
+	var runner *migration.Runner
 	var reader report.Reader
 	app := fx.New(
 		fx.NopLogger,

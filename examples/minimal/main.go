@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 func main() {
@@ -64,7 +64,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	}
 	defer store.Close()
 	// The migration pass at boot: table, shape, execution key, backfill.
-	if report := backfill.New(store).Run(ctx); report.Failed() {
+	if report := migration.New(store).Run(ctx); report.Failed() {
 		return fmt.Errorf("migration pass:\n%s", report)
 	}
 	rec, err := core.NewRecorder(store, core.WithCounters(core.ProcessCounters()))

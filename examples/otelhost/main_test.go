@@ -28,12 +28,12 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/fxmodule"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 	"github.com/subagentctx/subagentctx/otelbridge"
 )
 
@@ -655,7 +655,7 @@ func meteredHost(t *testing.T, meters fx.Option, before func()) {
 	}
 	kandevtest.InsertSession(context.Background(), db, tables, "sess", "task")
 	var rec *core.Recorder
-	var runner *backfill.Runner
+	var runner *migration.Runner
 	app := fxtest.New(t,
 		fx.Provide(func() (*sqlstore.Store, error) { return sqlite.New(db) }),
 		fxmodule.SQL,

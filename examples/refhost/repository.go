@@ -13,8 +13,8 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/auto"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // Repository is the host's subagent persistence.
@@ -31,7 +31,7 @@ func Open(ctx context.Context, db *sql.DB, log *slog.Logger) (*Repository, error
 	if err != nil {
 		return nil, err
 	}
-	if err := backfill.New(store, backfill.WithLogger(log)).Run(ctx).Err(); err != nil {
+	if err := migration.New(store, migration.WithLogger(log)).Run(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("subagent migration: %w", err)
 	}
 	counters := core.NewCounters()

@@ -19,10 +19,10 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 func main() {
@@ -70,7 +70,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 	}
 	defer s.Close()
 	// The pass activates the record: from now on an absence means something.
-	if pass := backfill.New(s).Run(ctx); pass.Failed() {
+	if pass := migration.New(s).Run(ctx); pass.Failed() {
 		return fmt.Errorf("migration pass:\n%s", pass)
 	}
 	// The hour the subagents ran: the next whole one, after the record's

@@ -20,9 +20,9 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 func main() {
@@ -86,7 +86,7 @@ func run(ctx context.Context, w io.Writer, path string) error {
 
 	// The pass runs in the background; the recorder queues from the first
 	// frame and writes once the table is ready (WithReady).
-	runner := backfill.NewRunner(backfill.New(store))
+	runner := migration.NewRunner(migration.New(store))
 	runner.Start(ctx)
 	defer runner.Stop(ctx)
 	seen := &batches{outcomes: map[core.BatchOutcome]int{}}

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // The table's evolution (docs/CONTRACT.md §4 step 2) and the seam between
@@ -205,7 +205,7 @@ func testAddsMissingColumns(t *testing.T, d *Driver) {
 				t.Fatal(err)
 			}
 			r := mustRun(t, e)
-			if st := r.Step(backfill.StepShape); st.Status != backfill.Ran ||
+			if st := r.Step(migration.StepShape); st.Status != migration.Ran ||
 				!strings.Contains(st.Detail, "added "+c.Name) {
 				t.Errorf("shape step: %+v", st)
 			}
@@ -252,19 +252,19 @@ func testAddColumnFailure(t *testing.T, d *Driver) {
 	e.dropColumn(t, "model")
 	e.dropColumn(t, "agent_id")
 	before := snapshot(t, e)
-	r := run(t, e, backfill.WithHook(func(stage string) error {
+	r := run(t, e, migration.WithHook(func(stage string) error {
 		if stage == "add column agent_id" {
 			return errors.New("injected at " + stage)
 		}
 		return nil
 	}))
-	if st := r.Step(backfill.StepShape); st.Status != backfill.Failed || !strings.Contains(st.Detail, "injected") {
+	if st := r.Step(migration.StepShape); st.Status != migration.Failed || !strings.Contains(st.Detail, "injected") {
 		t.Errorf("shape step: %+v", st)
 	}
 	if after := snapshot(t, e); after != before {
 		t.Errorf("a failed addition changed the table:\n%s\nvs\n%s", before, after)
 	}
-	if st := r.Step(backfill.StepBackfill); st.Status != backfill.Skipped {
+	if st := r.Step(migration.StepBackfill); st.Status != migration.Skipped {
 		t.Errorf("backfill on a table short of its columns: %+v", st)
 	}
 	mustRun(t, e)
@@ -283,16 +283,16 @@ func testNonAdditive(t *testing.T, d *Driver) {
 	e.Exec(t, `ALTER TABLE task_session_subagents ADD COLUMN model INTEGER`)
 	before := snapshot(t, e)
 	r := run(t, e)
-	st := r.Step(backfill.StepShape)
-	if st.Status != backfill.Failed || !errors.Is(st.Err, sqlstore.ErrShape) ||
+	st := r.Step(migration.StepShape)
+	if st.Status != migration.Failed || !errors.Is(st.Err, sqlstore.ErrShape) ||
 		!strings.Contains(st.Detail, "column model is INTEGER, declared TEXT") {
 		t.Errorf("shape step: %+v", st)
 	}
 	if after := snapshot(t, e); after != before {
 		t.Errorf("a refused shape changed the table:\n%s\nvs\n%s", before, after)
 	}
-	if r.Step(backfill.StepBackfill).Status != backfill.Skipped ||
-		r.Step(backfill.StepExecutionKey).Status != backfill.Skipped {
+	if r.Step(migration.StepBackfill).Status != migration.Skipped ||
+		r.Step(migration.StepExecutionKey).Status != migration.Skipped {
 		t.Errorf("steps after a refused shape: %s", r)
 	}
 }
@@ -320,7 +320,7 @@ func testRepair(t *testing.T, d *Driver) {
 	e.insertRaw(t, b1, l1, b2, l2a, l2b, alone, live)
 	r := mustRun(t, e)
 	// 7 rows, 2 pairs merged: the report counts what remains.
-	if st := r.Step(backfill.StepShape); st.RowsMerged != 2 || !strings.Contains(st.Detail, "2 doubled pairs merged") ||
+	if st := r.Step(migration.StepShape); st.RowsMerged != 2 || !strings.Contains(st.Detail, "2 doubled pairs merged") ||
 		!strings.Contains(st.Detail, "; 5 rows remain") {
 		t.Errorf("shape step: %+v", st)
 	}
@@ -345,7 +345,7 @@ func testRepair(t *testing.T, d *Driver) {
 		t.Errorf("stats: %d subagents, tokens %v, %v; want 5, 50", st.Subagents, st.TotalTokens.All.Sum, err)
 	}
 	before := snapshot(t, e)
-	if r := mustRun(t, e); r.Step(backfill.StepShape).Status != backfill.Skipped || snapshot(t, e) != before {
+	if r := mustRun(t, e); r.Step(migration.StepShape).Status != migration.Skipped || snapshot(t, e) != before {
 		t.Errorf("a second pass: %s", r)
 	}
 }

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storetest"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // testExportMissesNoCommittedRow (docs/CONTRACT.md §3.3, §8.16): while
@@ -94,10 +94,10 @@ func testExportMissesNoCommittedRow(t *testing.T, d *Driver) {
 		}
 		since = next
 	}
-	pass := make(chan backfill.Report, 1)
+	pass := make(chan migration.Report, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		pass <- backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(ctx)
+		pass <- migration.New(s, migration.WithLogger(testlog.Discard)).Run(ctx)
 	}()
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 		window()

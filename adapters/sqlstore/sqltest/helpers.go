@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqldialect"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // t0 has a microsecond part, so precision loss shows.
@@ -22,13 +22,13 @@ func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 
 func ptr[T any](v T) *T { return &v }
 
-func run(t *testing.T, e *Env, opts ...backfill.Option) backfill.Report {
+func run(t *testing.T, e *Env, opts ...migration.Option) migration.Report {
 	t.Helper()
-	return backfill.New(e.Store, append([]backfill.Option{backfill.WithLogger(testlog.Discard)},
+	return migration.New(e.Store, append([]migration.Option{migration.WithLogger(testlog.Discard)},
 		opts...)...).Run(context.Background())
 }
 
-func mustRun(t *testing.T, e *Env, opts ...backfill.Option) backfill.Report {
+func mustRun(t *testing.T, e *Env, opts ...migration.Option) migration.Report {
 	t.Helper()
 	r := run(t, e, opts...)
 	if r.Failed() {
@@ -144,11 +144,23 @@ func (e *Env) describe(t testing.TB, table string) sqldialect.TableInfo {
 // shapeHolds reports whether the table has its declared shape.
 func (e *Env) shapeHolds(t testing.TB) bool {
 	t.Helper()
-	diff, err := e.Store.ShapeDiff(context.Background())
+	return e.shapeDiff(t) == ""
+}
+
+// shapeDiff says how the table differs from its declaration, as a pass
+// reads it ("" when its shape holds).
+func (e *Env) shapeDiff(t testing.TB) string {
+	t.Helper()
+	p, err := e.Store.Pass(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return diff == ""
+	defer p.Close()
+	diff, err := p.ShapeDiff(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return diff
 }
 
 // Count is the number of rows in the table.

@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 var migrationTests = []test{
@@ -64,19 +64,19 @@ func testFreshPassAndReplay(t *testing.T, d *Driver) {
 	after := time.Now()
 	for _, want := range []struct {
 		step   string
-		status backfill.Status
-	}{{backfill.StepTable, backfill.Ran}, {backfill.StepShape, backfill.Skipped},
-		{backfill.StepExecutionKey, backfill.Ran}, {backfill.StepBackfill, backfill.Ran}} {
+		status migration.Status
+	}{{migration.StepTable, migration.Ran}, {migration.StepShape, migration.Skipped},
+		{migration.StepExecutionKey, migration.Ran}, {migration.StepBackfill, migration.Ran}} {
 		got := r.Step(want.step)
 		if got.Status != want.status &&
-			!(d.Host != nil && want.step == backfill.StepShape && strings.Contains(got.Detail, "placed at version")) {
+			!(d.Host != nil && want.step == migration.StepShape && strings.Contains(got.Detail, "placed at version")) {
 			t.Errorf(
 				"step %s: %s (%s), want %s (or, on a table the host created, its placement)", want.step, got.Status, got.Detail,
 				want.status,
 			)
 		}
 	}
-	if got := r.Step(backfill.StepBackfill); got.RowsInserted != 7 || len(got.KeysWritten) != 2 {
+	if got := r.Step(migration.StepBackfill); got.RowsInserted != 7 || len(got.KeysWritten) != 2 {
 		t.Errorf("backfill: %d rows, keys %v; want 7 rows, 2 keys", got.RowsInserted, got.KeysWritten)
 	}
 	k := e.Keys(t)
@@ -139,10 +139,10 @@ func testFreshPassAndReplay(t *testing.T, d *Driver) {
 	// AC-18/AC-34: a second pass changes nothing, and says so.
 	snap := snapshot(t, e)
 	r2 := mustRun(t, e)
-	if got := r2.Step(backfill.StepBackfill); got.Status != backfill.Skipped || got.RowsInserted != 0 {
+	if got := r2.Step(migration.StepBackfill); got.Status != migration.Skipped || got.RowsInserted != 0 {
 		t.Errorf("second pass backfill: %s %s", got.Status, got.Detail)
 	}
-	if got := r2.Step(backfill.StepExecutionKey); got.Status != backfill.Skipped || len(got.KeysWritten) != 0 {
+	if got := r2.Step(migration.StepExecutionKey); got.Status != migration.Skipped || len(got.KeysWritten) != 0 {
 		t.Errorf("second pass execution key: %s %v", got.Status, got.KeysWritten)
 	}
 	if again := snapshot(t, e); again != snap {
@@ -318,11 +318,11 @@ func testNoSecondRow(t *testing.T, d *Driver) {
 	record(t, e, "s", "tc-1", "exec-live", at(1))
 	r := mustRun(t, e)
 	got := rows(t, e, "s")
-	if _, dup := got["tc-1/unknown"]; dup || len(got) != 2 || r.Step(backfill.StepBackfill).RowsInserted != 1 {
+	if _, dup := got["tc-1/unknown"]; dup || len(got) != 2 || r.Step(migration.StepBackfill).RowsInserted != 1 {
 		t.Errorf(
 			"rows %v (inserted %d): want the live row of tc-1 and one backfilled row for tc-2",
 			got,
-			r.Step(backfill.StepBackfill).RowsInserted,
+			r.Step(migration.StepBackfill).RowsInserted,
 		)
 	}
 	st, err := e.Store.Stats(context.Background(), report.StatsQuery{TaskSessionID: "s"})
@@ -444,7 +444,7 @@ func testNothingToBackfill(t *testing.T, d *Driver) {
 	r := mustRun(t, e)
 	k := e.Keys(t)
 	v, ok := k[storekit.BackfillThroughKey]
-	if !ok || v != storekit.BackfillNothing || r.Step(backfill.StepBackfill).RowsInserted != 0 {
+	if !ok || v != storekit.BackfillNothing || r.Step(migration.StepBackfill).RowsInserted != 0 {
 		t.Errorf("AC-24f: backfill_through = %q (present %v), want the '' sentinel", v, ok)
 	}
 	if _, ok := k[storekit.CaptureSinceKey]; !ok {
@@ -469,10 +469,10 @@ func testKeysWriteOnce(t *testing.T, d *Driver) {
 		t.Errorf("present keys rewritten: %v", k)
 	}
 	if k[storekit.BackfillThroughKey] != at(1).Format(time.RFC3339Nano) ||
-		r.Step(backfill.StepBackfill).RowsInserted != 1 {
+		r.Step(migration.StepBackfill).RowsInserted != 1 {
 		t.Errorf("partial pair (capture_since only) not completed: %v\n%s", k, r)
 	}
-	if got := r.Step(backfill.StepBackfill).KeysWritten; len(got) != 1 || got[0] != storekit.BackfillThroughKey {
+	if got := r.Step(migration.StepBackfill).KeysWritten; len(got) != 1 || got[0] != storekit.BackfillThroughKey {
 		t.Errorf("keys written %v", got)
 	}
 
@@ -494,9 +494,9 @@ func testBackfillFailure(t *testing.T, d *Driver) {
 		msg("m3", "s", "turn-1", at(3), kandevtest.Subagent("ok-2", "completed", &kandevtest.ClaudeCompleted)))
 	stop := d.FailInserts(t, e.DB, "poison")
 	var logs bytes.Buffer
-	r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))).Run(context.Background())
-	st := r.Step(backfill.StepBackfill)
-	if st.Status != backfill.Failed || !strings.Contains(st.Detail, "injected failure") || st.RowsInserted != 0 ||
+	r := migration.New(e.Store, migration.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))).Run(context.Background())
+	st := r.Step(migration.StepBackfill)
+	if st.Status != migration.Failed || !strings.Contains(st.Detail, "injected failure") || st.RowsInserted != 0 ||
 		st.KeysWritten != nil {
 		t.Errorf("backfill step: %+v", st)
 	}
@@ -514,7 +514,7 @@ func testBackfillFailure(t *testing.T, d *Driver) {
 		t.Errorf("%d partial rows", n)
 	}
 	stop()
-	if r := mustRun(t, e); r.Step(backfill.StepBackfill).RowsInserted != 3 || len(e.ActivationKeys(t)) != 3 {
+	if r := mustRun(t, e); r.Step(migration.StepBackfill).RowsInserted != 3 || len(e.ActivationKeys(t)) != 3 {
 		t.Errorf("retry: %s", r)
 	}
 }
@@ -524,13 +524,13 @@ func testSecondKeyFailure(t *testing.T, d *Driver) {
 	e := d.Env(t)
 	insert(t, e, msg("m1", "s", "turn-1", at(1), kandevtest.Subagent("tc", "completed", &kandevtest.ClaudeCompleted)))
 	boom := errors.New("injected: second key write")
-	r := run(t, e, backfill.WithHook(func(stage string) error {
+	r := run(t, e, migration.WithHook(func(stage string) error {
 		if stage == "wrote "+storekit.BackfillThroughKey {
 			return boom
 		}
 		return nil
 	}))
-	if st := r.Step(backfill.StepBackfill); st.Status != backfill.Failed || !errors.Is(st.Err, boom) {
+	if st := r.Step(migration.StepBackfill); st.Status != migration.Failed || !errors.Is(st.Err, boom) {
 		t.Errorf("backfill: %+v", st)
 	}
 	k := e.Keys(t)
@@ -597,9 +597,9 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 		t, e, msg("m1", "s", "turn-1", at(50), kandevtest.Subagent("tc-1", "completed", &kandevtest.ClaudeCompleted)),
 		msg("m2", "s", "turn-1", at(51), kandevtest.Subagent("tc-new", "completed", &kandevtest.CodexChild)),
 	)
-	m := backfill.New(e.Store, backfill.WithLogger(testlog.Discard))
+	m := migration.New(e.Store, migration.WithLogger(testlog.Discard))
 	r := m.Prepare(context.Background())
-	if st := r.Step(backfill.StepShape); st.Status != backfill.Ran || !strings.Contains(st.Detail, "3 rows remain") ||
+	if st := r.Step(migration.StepShape); st.Status != migration.Ran || !strings.Contains(st.Detail, "3 rows remain") ||
 		r.Failed() {
 		t.Errorf("shape step: %+v", st)
 	}
@@ -624,7 +624,7 @@ func testLegacyUpgrade(t *testing.T, d *Driver) {
 	// draft recorded live, merges into it as the earlier observation
 	// (docs/CONTRACT.md §8.5): history's observation and settling, the
 	// live values it reported.
-	if st := m.Backfill(context.Background()); st.Status != backfill.Ran || st.RowsInserted != 1 || st.RowsMerged != 1 {
+	if st := m.Backfill(context.Background()); st.Status != migration.Ran || st.RowsInserted != 1 || st.RowsMerged != 1 {
 		t.Errorf("backfill after the upgrade: %+v", st)
 	}
 	got = rows(t, e, "s")
@@ -655,7 +655,7 @@ func testLegacyUpgradeFailure(t *testing.T, d *Driver) {
 	before := snapshot(t, e)
 	for _, stage := range stages(d) {
 		var reached bool
-		r := run(t, e, backfill.WithHook(func(s string) error {
+		r := run(t, e, migration.WithHook(func(s string) error {
 			if s == stage {
 				reached = true
 				return errors.New("injected at " + s)
@@ -665,14 +665,14 @@ func testLegacyUpgradeFailure(t *testing.T, d *Driver) {
 		if !reached {
 			t.Fatalf("stage %q never reached: a step's Stages are stale", stage)
 		}
-		if st := r.Step(backfill.StepShape); st.Status != backfill.Failed ||
+		if st := r.Step(migration.StepShape); st.Status != migration.Failed ||
 			!strings.Contains(st.Detail, "injected at "+stage) {
 			t.Errorf("stage %s: shape step %+v", stage, st)
 		}
-		if st := r.Step(backfill.StepBackfill); st.Status != backfill.Skipped {
+		if st := r.Step(migration.StepBackfill); st.Status != migration.Skipped {
 			t.Errorf("stage %s: backfill on the old shape: %+v", stage, st)
 		}
-		if st := r.Step(backfill.StepExecutionKey); st.Status != backfill.Skipped {
+		if st := r.Step(migration.StepExecutionKey); st.Status != migration.Skipped {
 			t.Errorf("stage %s: execution key on the old shape: %+v", stage, st)
 		}
 		if after := snapshot(t, e); after != before {
@@ -750,7 +750,7 @@ func testPrimaryKeyUpgrade(t *testing.T, d *Driver) {
 		e := earlier()
 		before := snapshot(t, e)
 		var hit bool
-		r := run(t, e, backfill.WithHook(func(s string) error {
+		r := run(t, e, migration.WithHook(func(s string) error {
 			if s == stage {
 				hit = true
 				return errors.New("injected at " + s)
@@ -761,7 +761,7 @@ func testPrimaryKeyUpgrade(t *testing.T, d *Driver) {
 			continue // a stage this shape does not need
 		}
 		reached++
-		if r.Step(backfill.StepShape).Status != backfill.Failed || snapshot(t, e) != before {
+		if r.Step(migration.StepShape).Status != migration.Failed || snapshot(t, e) != before {
 			t.Errorf("stage %s: a failed primary-key upgrade changed the store: %s", stage, r)
 		}
 	}
@@ -783,8 +783,8 @@ func testNoHostTables(t *testing.T, d *Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background())
-	if st := r.Step(backfill.StepTable); st.Status != backfill.Failed ||
+	r := migration.New(s, migration.WithLogger(testlog.Discard)).Run(context.Background())
+	if st := r.Step(migration.StepTable); st.Status != migration.Failed ||
 		!errors.Is(st.Err, sqlstore.ErrNoSessionsTable) {
 		t.Errorf("table step without the host's tables: %+v", st)
 	}
@@ -800,9 +800,9 @@ func testCancelled(t *testing.T, d *Driver) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var logs bytes.Buffer
-	r := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))).Run(ctx)
+	r := migration.New(e.Store, migration.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))).Run(ctx)
 	for _, st := range r.Steps {
-		if st.Status != backfill.Cancelled {
+		if st.Status != migration.Cancelled {
 			t.Errorf("step %s: %s (%s), want cancelled", st.Step, st.Status, st.Detail)
 		}
 	}
@@ -840,7 +840,7 @@ func testConcurrentPasses(t *testing.T, d *Driver) {
 				msg("m2", "s2", "turn-2", at(2), kandevtest.Subagent("toolu_2", "in_progress", &kandevtest.OpenCodeTask)),
 			)
 			const passes = 8
-			reports := make([]backfill.Report, passes)
+			reports := make([]migration.Report, passes)
 			start := make(chan struct{})
 			var wg sync.WaitGroup
 			for i := range passes {
@@ -852,7 +852,7 @@ func testConcurrentPasses(t *testing.T, d *Driver) {
 				go func() {
 					defer wg.Done()
 					_, _ = await.Within(start, await.Limit) // all at once
-					reports[i] = backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(context.Background())
+					reports[i] = migration.New(s, migration.WithLogger(testlog.Discard)).Run(context.Background())
 				}()
 			}
 			close(start)
@@ -862,10 +862,10 @@ func testConcurrentPasses(t *testing.T, d *Driver) {
 				if r.Failed() {
 					t.Errorf("pass %d of %d failed:\n%s", i+1, passes, r)
 				}
-				if r.Step(backfill.StepBackfill).Status == backfill.Ran {
+				if r.Step(migration.StepBackfill).Status == migration.Ran {
 					backfilled++
 				}
-				if r.Step(backfill.StepShape).Status == backfill.Ran {
+				if r.Step(migration.StepShape).Status == migration.Ran {
 					shaped++
 				}
 			}

@@ -11,11 +11,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 var readTests = []test{
@@ -40,7 +40,7 @@ var capture = time.Date(2026, 8, 12, 23, 10, 0, 500001000, time.UTC)
 // activate runs a pass whose clock reads c, so capture_since = c.
 func activate(t *testing.T, e *Env, c time.Time) {
 	t.Helper()
-	mustRun(t, e, backfill.WithClock(func() time.Time { return c }))
+	mustRun(t, e, migration.WithClock(func() time.Time { return c }))
 }
 
 func message(t *testing.T, e *Env, id, s, tool string, created time.Time) {
@@ -550,7 +550,7 @@ END $$`)
 	}
 	for i, want := range []int64{1, 0} {
 		r := mustRun(t, e)
-		if got := r.Step(backfill.StepShape).RowsMerged; got != want {
+		if got := r.Step(migration.StepShape).RowsMerged; got != want {
 			t.Errorf("pass %d merged %d pairs, want %d:\n%s", i+1, got, want, r)
 		}
 		if rows, err = e.Store.ListBySession(context.Background(), "s1", core.Page{}); err != nil {

@@ -1,4 +1,4 @@
-package backfill
+package migration
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package backfill_test
+package migration_test
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/core/report"
 	"github.com/subagentctx/subagentctx/core/storekit"
@@ -28,6 +27,7 @@ import (
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
 	"github.com/subagentctx/subagentctx/kandevtest/pgtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // A script is a history of the host and the library, one step a line,
@@ -261,7 +261,7 @@ func (sc script) apply(t *testing.T, e *sqltest.Env) {
 	t.Helper()
 	ctx := context.Background()
 	sc.host(t, e)
-	quiet := backfill.WithLogger(testlog.Discard)
+	quiet := migration.WithLogger(testlog.Discard)
 	for _, s := range sc.steps {
 		switch s.kind {
 		case "msg":
@@ -272,12 +272,12 @@ func (sc script) apply(t *testing.T, e *sqltest.Env) {
 				t.Fatal(err)
 			}
 		case "pass":
-			if r := backfill.New(e.Store, quiet).Run(ctx); r.Failed() {
+			if r := migration.New(e.Store, quiet).Run(ctx); r.Failed() {
 				t.Fatalf("%s: the pass failed:\n%s", e.Name, r)
 			}
 		case "fail":
-			r := backfill.New(e.Store, quiet, backfill.WithHook(failBeforeCommit)).Run(ctx)
-			if st := r.Step(backfill.StepBackfill); st.Status != backfill.Failed && st.Status != backfill.Skipped {
+			r := migration.New(e.Store, quiet, migration.WithHook(failBeforeCommit)).Run(ctx)
+			if st := r.Step(migration.StepBackfill); st.Status != migration.Failed && st.Status != migration.Skipped {
 				t.Fatalf("%s: the failing pass: %s", e.Name, r)
 			}
 		}
@@ -669,15 +669,15 @@ func TestSeamConcurrent(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				passes := make(chan backfill.Report, 2)
+				passes := make(chan migration.Report, 2)
 				var during atomic.Int64 // frames written when the pass completed
 				start := rng.IntN(len(frames)/2 + 1)
 				for i, f := range frames {
 					if i == start { // the passes begin while frames are being written, and go on meanwhile
 						go func() {
-							quiet := backfill.WithLogger(testlog.Discard)
-							passes <- backfill.New(e.Store, quiet, backfill.WithHook(failBeforeCommit)).Run(context.Background())
-							r := backfill.New(e.Store, quiet).Run(context.Background())
+							quiet := migration.WithLogger(testlog.Discard)
+							passes <- migration.New(e.Store, quiet, migration.WithHook(failBeforeCommit)).Run(context.Background())
+							r := migration.New(e.Store, quiet).Run(context.Background())
 							during.Store(rec.Counters().Values().Persisted)
 							passes <- r
 						}()
@@ -690,8 +690,8 @@ func TestSeamConcurrent(t *testing.T) {
 				for range 2 {
 					select {
 					case r := <-passes:
-						if st := r.Step(backfill.StepBackfill); st.Status == backfill.Ran ||
-							st.Status == backfill.Failed && strings.Contains(st.Detail, "injected") {
+						if st := r.Step(migration.StepBackfill); st.Status == migration.Ran ||
+							st.Status == migration.Failed && strings.Contains(st.Detail, "injected") {
 							continue
 						}
 						t.Fatalf("round %d: a pass: %s", round, r)

@@ -1,4 +1,4 @@
-package backfill_test
+package migration_test
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/faultproxy"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // TestRunnerRetriesInProcess: a failed backfill is retried in the
@@ -30,8 +30,8 @@ func TestRunnerRetriesInProcess(t *testing.T) {
 	}
 	stop := e.FailInserts(t, e.DB, "poison")
 	var logs testlog.Buffer
-	r := backfill.NewRunner(backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))),
-		backfill.WithRetry(5*time.Millisecond, 20*time.Millisecond))
+	r := migration.NewRunner(migration.New(e.Store, migration.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))),
+		migration.WithRetry(5*time.Millisecond, 20*time.Millisecond))
 	r.Start(context.Background())
 	select {
 	case <-r.Ready():
@@ -51,7 +51,7 @@ func TestRunnerRetriesInProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	report, err := r.Wait(ctx)
-	if err != nil || report.Failed() || report.Step(backfill.StepBackfill).RowsInserted != 1 {
+	if err != nil || report.Failed() || report.Step(migration.StepBackfill).RowsInserted != 1 {
 		t.Errorf("after the retry: %v\n%s", err, report)
 	}
 }
@@ -63,8 +63,8 @@ func TestRunnerStopIsCancellation(t *testing.T) {
 	e := testenv.SQLite().Env(t)
 	var logs testlog.Buffer
 	reached, release := make(chan struct{}), make(chan struct{})
-	r := backfill.NewRunner(backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-		backfill.WithHook(func(stage string) error {
+	r := migration.NewRunner(migration.New(e.Store, migration.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		migration.WithHook(func(stage string) error {
 			if stage == "inserted" {
 				close(reached)
 				if _, err := await.Within(release, await.Limit); err != nil {
@@ -84,7 +84,7 @@ func TestRunnerStopIsCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	report, err := r.Wait(context.Background())
-	if !errors.Is(err, backfill.ErrStopped) || report.Step(backfill.StepBackfill).Status != backfill.Cancelled ||
+	if !errors.Is(err, migration.ErrStopped) || report.Step(migration.StepBackfill).Status != migration.Cancelled ||
 		report.Failed() {
 		t.Errorf("stopped pass: %v\n%s", err, report)
 	}
@@ -114,7 +114,7 @@ func TestReportAfterAnAmbiguousCommit(t *testing.T) {
 	proxy, dsn := faultproxy.Between(t, e.DSN)
 	store := testenv.PostgresStore(t, dsn)
 	var once sync.Once
-	deafAtCommit := backfill.WithHook(func(stage string) error {
+	deafAtCommit := migration.WithHook(func(stage string) error {
 		if stage == "before commit" {
 			once.Do(func() {
 				proxy.Set(faultproxy.Deaf) // COMMIT goes through; its answer does not
@@ -128,14 +128,14 @@ func TestReportAfterAnAmbiguousCommit(t *testing.T) {
 		}
 		return nil
 	})
-	runner := backfill.NewRunner(backfill.New(store, deafAtCommit, backfill.WithLogger(testlog.Discard)),
-		backfill.WithRetry(50*time.Millisecond, 100*time.Millisecond))
+	runner := migration.NewRunner(migration.New(store, deafAtCommit, migration.WithLogger(testlog.Discard)),
+		migration.WithRetry(50*time.Millisecond, 100*time.Millisecond))
 	runner.Start(ctx)
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	report, err := runner.Wait(wait)
-	st := report.Step(backfill.StepBackfill)
-	if err != nil || st.Status != backfill.Ran || !strings.Contains(st.Detail, "ran in this boot") {
+	st := report.Step(migration.StepBackfill)
+	if err != nil || st.Status != migration.Ran || !strings.Contains(st.Detail, "ran in this boot") {
 		t.Errorf("after an ambiguous commit: %v, backfill %s (%s)", err, st.Status, st.Detail)
 	}
 	var rows int64
@@ -153,7 +153,7 @@ func TestReportAfterAnAmbiguousCommit(t *testing.T) {
 func TestATimedOutPassFails(t *testing.T) {
 	e := testenv.SQLite().Env(t)
 	var logs testlog.Buffer
-	m := backfill.New(e.Store, backfill.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	m := migration.New(e.Store, migration.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
 	r := m.Run(expired)

@@ -1,4 +1,4 @@
-package backfill_test
+package migration_test
 
 import (
 	"bufio"
@@ -14,11 +14,11 @@ import (
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore"
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core/storekit"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // TestKilledBackfillHelper is not a test: it is the child process of
@@ -39,10 +39,10 @@ func TestKilledBackfillHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := backfill.New(
+	m := migration.New(
 		store,
-		backfill.WithLogger(testlog.Discard),
-		backfill.WithHook(func(stage string) error {
+		migration.WithLogger(testlog.Discard),
+		migration.WithHook(func(stage string) error {
 			if stage == os.Getenv("SUBAGENTCTX_KILL_STAGE") {
 				fmt.Println("REACHED", stage)
 				time.Sleep(time.Hour) // killed here
@@ -128,10 +128,10 @@ func TestKilledMidBackfill(t *testing.T) {
 				t.Errorf("killed at %q: %d partial rows", stage, n)
 			}
 		}
-		r := backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(context.Background())
+		r := migration.New(e.Store, migration.WithLogger(testlog.Discard)).Run(context.Background())
 		var n int64
 		e.DB.Raw(`SELECT count(*) FROM task_session_subagents`).Scan(&n)
-		if n != int64(want) || r.Step(backfill.StepBackfill).RowsInserted != int64(want) ||
+		if n != int64(want) || r.Step(migration.StepBackfill).RowsInserted != int64(want) ||
 			len(e.ActivationKeys(t)) != 3 {
 			t.Errorf("next pass: %d rows (want %d), keys %v", n, want, e.ActivationKeys(t))
 		}

@@ -1,4 +1,4 @@
-package backfill_test
+package migration_test
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlstore/sqltest"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/testenv"
 	"github.com/subagentctx/subagentctx/internal/testlog"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // TestPassLockOnEveryHandle: whatever handle a host gives the store — a
@@ -48,17 +48,18 @@ func TestPassLockOnEveryHandle(t *testing.T) {
 		for name, open := range handles {
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
-				_, release, err := e.Store.LockPass(ctx) // another process's pass, on a pool of its own
+				held, err := e.Store.Pass(ctx) // another process's pass, on a pool of its own
 				if err != nil {
 					t.Fatal(err)
 				}
+				release := held.Close
 				s, err := e.New(open())
 				if err != nil {
 					release()
 					t.Fatal(err)
 				}
-				done := make(chan backfill.Report, 1)
-				go func() { done <- backfill.New(s, backfill.WithLogger(testlog.Discard)).Run(ctx) }()
+				done := make(chan migration.Report, 1)
+				go func() { done <- migration.New(s, migration.WithLogger(testlog.Discard)).Run(ctx) }()
 				if r, err := await.Within(done, 300*time.Millisecond); err == nil {
 					release()
 					t.Fatalf("the pass ran while another held the lock:\n%s", r)

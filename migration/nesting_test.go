@@ -1,4 +1,4 @@
-package backfill_test
+package migration_test
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/adapters/memory"
-	"github.com/subagentctx/subagentctx/backfill"
 	"github.com/subagentctx/subagentctx/core"
 	"github.com/subagentctx/subagentctx/internal/await"
 	"github.com/subagentctx/subagentctx/internal/fanout"
 	"github.com/subagentctx/subagentctx/internal/testlog"
 	"github.com/subagentctx/subagentctx/kandevtest"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // invocation is one subagent call of a generated tree: its place in the
@@ -131,12 +131,12 @@ func TestNestingAcrossTheSeam(t *testing.T) {
 					t.Fatal(err)
 				}
 				frames := liveFrames(invs, false)
-				pass := make(chan backfill.Report, 1)
+				pass := make(chan migration.Report, 1)
 				start := rng.IntN(len(frames) + 1)
 				for i := 0; i <= len(frames); i++ {
 					if i == start {
 						go func() {
-							pass <- backfill.New(e.Store, backfill.WithLogger(testlog.Discard)).Run(ctx)
+							pass <- migration.New(e.Store, migration.WithLogger(testlog.Discard)).Run(ctx)
 						}()
 					}
 					if i < len(frames) {

@@ -1,4 +1,4 @@
-package backfill_test
+package migration_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/subagentctx/subagentctx/adapters/sqlite"
-	"github.com/subagentctx/subagentctx/backfill"
+	"github.com/subagentctx/subagentctx/migration"
 )
 
 // The migration pass at a host's boot, on its SQLite database: the table
@@ -26,7 +26,7 @@ func ExampleMigrator_Run() {
 		db.Exec(q)
 	}
 	store, _ := sqlite.New(db)
-	m := backfill.New(store)
+	m := migration.New(store)
 	for range 2 {
 		r := m.Run(context.Background())
 		for _, s := range r.Steps {

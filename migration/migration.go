@@ -1,4 +1,4 @@
-// Package backfill is the migration pass that runs at every boot
+// Package migration is the migration pass that runs at every boot
 // (docs/CONTRACT.md §4): create the table, check its shape and upgrade an
 // older one, publish subagent_context_execution_since, and recover the
 // history from the host's messages atomically with the two activation keys.
@@ -13,7 +13,7 @@
 //
 // Stability: a host's package — until v1.0.0 a minor version may change its
 // API, and the CHANGELOG lists every change (README, Stability).
-package backfill
+package migration
 
 import (
 	"context"
@@ -74,19 +74,18 @@ func New(store *sqlstore.Store, opts ...Option) *Migrator {
 }
 
 // errNoStore is every step's failure on a Migrator without a store.
-var errNoStore = liberr.Errorf("backfill: the store is nil")
+var errNoStore = liberr.Errorf("migration: the store is nil")
 
 // Run runs a whole pass in the contract's order: Prepare, then Backfill,
 // under one hold of the pass's lock (so that what Prepare read of the
 // catalog still holds for Backfill).
 func (m *Migrator) Run(ctx context.Context) Report {
-	held, release, err := m.lock(ctx)
-	if err == nil {
-		defer release()
-		ctx = held
+	p, err := m.pass(ctx)
+	if p != nil {
+		defer p.Close()
 	}
-	r := m.Prepare(ctx)
-	r.Steps = append(r.Steps, m.Backfill(ctx))
+	r := m.prepare(ctx, p, err)
+	r.Steps = append(r.Steps, m.backfillStep(ctx, p, err))
 	return r
 }
 
@@ -94,45 +93,68 @@ func (m *Migrator) Run(ctx context.Context) Report {
 // table, its shape (upgrading an older one) and the execution key. Backfill,
 // which scans the message history, can follow later.
 func (m *Migrator) Prepare(ctx context.Context) Report {
-	var r Report
-	ctx, release, err := m.lock(ctx)
-	if err != nil {
-		for _, name := range []string{StepTable, StepShape, StepExecutionKey} {
-			r.Steps = append(r.Steps, m.step(ctx, name, func(context.Context, *StepResult) error { return err }))
-		}
-		return r
+	p, err := m.pass(ctx)
+	if p != nil {
+		defer p.Close()
 	}
-	defer release()
-	r.Steps = append(r.Steps, m.step(ctx, StepTable, m.createTable))
-	r.Steps = append(r.Steps, m.step(ctx, StepShape, m.checkShape))
-	r.Steps = append(r.Steps, m.step(ctx, StepExecutionKey, m.writeExecutionKey))
-	return r
+	return m.prepare(ctx, p, err)
 }
 
 // Backfill runs the backfill step alone (it checks the shape itself).
 func (m *Migrator) Backfill(ctx context.Context) StepResult {
-	ctx, release, err := m.lock(ctx)
-	if err != nil {
-		return m.step(ctx, StepBackfill, func(context.Context, *StepResult) error { return err })
+	p, err := m.pass(ctx)
+	if p != nil {
+		defer p.Close()
 	}
-	defer release()
-	return m.step(ctx, StepBackfill, m.backfill)
+	return m.backfillStep(ctx, p, err)
+}
+
+// passStep is a step run on the pass that holds the lock.
+type passStep func(ctx context.Context, p *sqlstore.Pass, res *StepResult) error
+
+// prepare runs Prepare's steps on p; each fails with locked, the lock not
+// taken, when it is not nil.
+func (m *Migrator) prepare(ctx context.Context, p *sqlstore.Pass, locked error) Report {
+	var r Report
+	for _, s := range []struct {
+		name string
+		run  passStep
+	}{{StepTable, m.createTable}, {StepShape, m.checkShape}, {StepExecutionKey, m.writeExecutionKey}} {
+		r.Steps = append(r.Steps, m.onPass(ctx, s.name, p, locked, s.run))
+	}
+	return r
+}
+
+// backfillStep runs the backfill step on p (or fails with locked).
+func (m *Migrator) backfillStep(ctx context.Context, p *sqlstore.Pass, locked error) StepResult {
+	return m.onPass(ctx, StepBackfill, p, locked, m.backfill)
+}
+
+// onPass runs the step run on p, or fails it with locked.
+func (m *Migrator) onPass(ctx context.Context, name string, p *sqlstore.Pass, locked error, run passStep) StepResult {
+	return m.step(ctx, name, func(ctx context.Context, res *StepResult) error {
+		if locked != nil {
+			return locked
+		}
+		return run(ctx, p, res)
+	})
 }
 
 const errNoLock = "the migration pass's lock was not taken"
 
-// lock takes the migration pass's lock, so that passes started together
+// pass takes the migration pass's lock, so that passes started together
 // — replicas booting at once — run one after the other, each finding
-// what the one before it did (docs/CONTRACT.md §4).
-func (m *Migrator) lock(ctx context.Context) (context.Context, func(), error) {
+// what the one before it did (docs/CONTRACT.md §4). Without a store it
+// returns none: every step then fails, saying so (step).
+func (m *Migrator) pass(ctx context.Context) (*sqlstore.Pass, error) {
 	if m.store == nil {
-		return ctx, func() {}, nil
+		return nil, nil
 	}
-	ctx, release, err := m.store.LockPass(ctx)
+	p, err := m.store.Pass(ctx, sqlstore.WithStageHook(m.hook))
 	if err != nil {
-		return ctx, nil, fmt.Errorf("%s: %w", errNoLock, err)
+		return nil, fmt.Errorf("%s: %w", errNoLock, err)
 	}
-	return ctx, release, nil
+	return p, nil
 }
 
 // step runs one step, timing it. A failure is logged at WARN with the
@@ -185,8 +207,8 @@ func (m *Migrator) step(ctx context.Context, name string, fn func(context.Contex
 // createTable is step 1: the table and indexes if absent (AC-17); a second
 // pass is a no-op (AC-18). Without the host's sessions table it fails:
 // the library never creates the host's tables, nor its own beside them.
-func (m *Migrator) createTable(ctx context.Context, res *StepResult) error {
-	ran, left := m.store.MakeSchema(ctx)
+func (m *Migrator) createTable(ctx context.Context, p *sqlstore.Pass, res *StepResult) error {
+	ran, left := p.MakeSchema(ctx)
 	if left != nil && !errors.Is(left, sqlstore.ErrLeftToOwner) {
 		return left
 	}
@@ -235,8 +257,8 @@ var ddlHead = regexp.MustCompile(`(?m)^\s*(CREATE|DROP|ALTER)( OR REPLACE)?( UNI
 // checkShape is step 2: the table reaches its declared shape — the
 // numbered steps it has not had, then the columns it lacks — in one
 // transaction, every row kept (AC-33, 33a).
-func (m *Migrator) checkShape(ctx context.Context, res *StepResult) error {
-	ev, err := m.store.Evolve(ctx, m.hook)
+func (m *Migrator) checkShape(ctx context.Context, p *sqlstore.Pass, res *StepResult) error {
+	ev, err := p.Evolve(ctx)
 	if err != nil {
 		return fmt.Errorf("the table keeps its shape: %w", err)
 	}
@@ -251,12 +273,12 @@ func (m *Migrator) checkShape(ctx context.Context, res *StepResult) error {
 
 // writeExecutionKey is step 3 (AC-33b): when the declared shape holds,
 // however it came about, write execution_since if absent.
-func (m *Migrator) writeExecutionKey(ctx context.Context, res *StepResult) error {
-	if why, err := m.endState(ctx); err != nil || why != "" {
+func (m *Migrator) writeExecutionKey(ctx context.Context, p *sqlstore.Pass, res *StepResult) error {
+	if why, err := m.endState(ctx, p); err != nil || why != "" {
 		res.Status, res.Detail = Skipped, why
 		return err
 	}
-	wrote, err := m.store.WriteExecutionKey(ctx, m.now())
+	wrote, err := p.WriteExecutionKey(ctx, m.now())
 	if err != nil {
 		return err
 	}
@@ -271,8 +293,8 @@ func (m *Migrator) writeExecutionKey(ctx context.Context, res *StepResult) error
 
 // endState says what keeps the table from its declared shape ("" when it
 // holds).
-func (m *Migrator) endState(ctx context.Context) (string, error) {
-	diff, err := m.store.ShapeDiff(ctx)
+func (m *Migrator) endState(ctx context.Context, p *sqlstore.Pass) (string, error) {
+	diff, err := p.ShapeDiff(ctx)
 	if err != nil {
 		return "cannot read the table's shape", err
 	}
@@ -286,8 +308,8 @@ func (m *Migrator) endState(ctx context.Context) (string, error) {
 // merged into the rows live frames wrote first and inserted for the pairs
 // without one, with both activation keys, in one transaction serialised
 // with the live writes.
-func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
-	why, err := m.endState(ctx)
+func (m *Migrator) backfill(ctx context.Context, p *sqlstore.Pass, res *StepResult) error {
+	why, err := m.endState(ctx, p)
 	if err != nil || why != "" {
 		res.Status, res.Detail = Skipped, why+": the backfill waits for it and writes no key"
 		return err
@@ -309,7 +331,7 @@ func (m *Migrator) backfill(ctx context.Context, res *StepResult) error {
 	m.mu.Lock()
 	before := len(m.sampled)
 	m.mu.Unlock()
-	out, err := m.store.Backfill(ctx, m.clock, m.hook)
+	out, err := p.Backfill(ctx, m.clock)
 	if err != nil {
 		return err
 	}
