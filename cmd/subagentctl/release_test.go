@@ -189,6 +189,27 @@ func runOn(t *testing.T, bin, dsn, stdin string, args ...string) string {
 	return string(out)
 }
 
+// forEarlierRelease empties e's database of this build's table and keys,
+// for an earlier release's command line to create its own, and seeds a
+// subagent in flight in the host's history (seedInFlight), whose
+// message's creation time it returns.
+func forEarlierRelease(t *testing.T, e *sqltest.Env) time.Time {
+	t.Helper()
+	e.Exec(t, `DROP TABLE task_session_subagents`)
+	e.Exec(t, `DELETE FROM kandev_meta`)
+	return seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
+}
+
+// liveRole is the DSN of a new role of e's database holding exactly what
+// grants prints for the live part (the application's role).
+func liveRole(t *testing.T, e *sqltest.Env) string {
+	t.Helper()
+	_, dsn := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
+		return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
+	})
+	return dsn
+}
+
 // seedInFlight gives the host session s1 (task task-1) and, in its history,
 // one message of subagent toolu_1 in flight with payload p, and returns
 // the message's creation time.
@@ -250,18 +271,14 @@ const lastRelease = "e87ca7e"
 func TestLastReleaseDatabaseAsApplicationRole(t *testing.T) {
 	old := buildRelease(t, lastRelease)
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		e.Exec(t, `DROP TABLE task_session_subagents`) // the last release creates it itself
-		e.Exec(t, `DELETE FROM kandev_meta`)
-		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
+		created := forEarlierRelease(t, e)
 		if out, err := exec.Command(old, "--db", e.DSN, "migrate").CombinedOutput(); err != nil {
 			t.Fatalf("the last release's migrate: %v\n%s", err, out)
 		}
 		cli(t, "", "--db", e.DSN, "migrate").want(t, 0) // this build, as the owner
 		writer := e.DSN
 		if e.Dialect.Name() == "postgres" {
-			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
-				return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
-			})
+			writer = liveRole(t, e)
 		}
 		frame := jsonFrame("s1", "toolu_1", "exec-1", "completed", created.Add(time.Minute),
 			`{"description":"","prompt":"","subagent_type":"","total_tokens":7}`) + "\n"
@@ -324,9 +341,7 @@ func TestRollbackToLastRelease(t *testing.T) {
 func TestRollingDeployFromLastRelease(t *testing.T) {
 	old := buildRelease(t, lastRelease)
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		e.Exec(t, `DROP TABLE task_session_subagents`) // the last release creates it itself
-		e.Exec(t, `DELETE FROM kandev_meta`)
-		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
+		created := forEarlierRelease(t, e)
 		second := kandevtest.Subagent("toolu_3", "in_progress", &core.Payload{SubagentType: "reviewer"})
 		if err := kandevtest.InsertMessages(context.Background(), e.DB, e.Tables, []kandevtest.Message{{ID: "m3",
 			TaskSessionID: "s1", TaskID: "task-1", TurnID: "turn-1", Metadata: ptr(second.JSON()),
@@ -343,9 +358,7 @@ func TestRollingDeployFromLastRelease(t *testing.T) {
 		pg := e.Dialect.Name() == "postgres"
 		writer := e.DSN
 		if pg {
-			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
-				return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
-			})
+			writer = liveRole(t, e)
 		}
 		// This build's application replica boots and writes beside the
 		// re-created trigger.
@@ -418,16 +431,12 @@ const releaseBefore = "cc89967"
 func TestRollingDeployFromReleaseBefore(t *testing.T) {
 	old := buildRelease(t, releaseBefore)
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		e.Exec(t, `DROP TABLE task_session_subagents`)
-		e.Exec(t, `DELETE FROM kandev_meta`)
-		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
+		created := forEarlierRelease(t, e)
 		runOn(t, old, e.DSN, "", "migrate")
 		cli(t, "", "--db", e.DSN, "migrate").want(t, 0) // this build's owner
 		writer := e.DSN
 		if e.Dialect.Name() == "postgres" {
-			_, writer = pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
-				return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
-			})
+			writer = liveRole(t, e)
 		}
 		// A replica of the release before restarts, as the application.
 		out := runOn(t, old, writer, jsonFrame("s1", "toolu_1", "exec-old", "completed", created.Add(time.Minute),
@@ -459,9 +468,7 @@ func TestRollingDeployFromReleaseBefore(t *testing.T) {
 func TestRollingDeployMergesWhatTheLastReleaseDoubled(t *testing.T) {
 	old := buildRelease(t, lastRelease)
 	testenv.Each(t, func(t *testing.T, e *sqltest.Env) {
-		e.Exec(t, `DROP TABLE task_session_subagents`) // the last release creates it itself
-		e.Exec(t, `DELETE FROM kandev_meta`)
-		created := seedInFlight(t, e, &core.Payload{SubagentType: "explorer"})
+		created := forEarlierRelease(t, e)
 		runOn(t, old, e.DSN, "", "migrate")
 		// The last release's replica boots (its pass done once its first
 		// frame is stored) and waits for frames.
@@ -521,9 +528,7 @@ func TestRollingDeployMergesWhatTheLastReleaseDoubled(t *testing.T) {
 			return migrated.Steps[1].RowsMerged, migrated.Steps[1].Detail
 		}
 		if e.Dialect.Name() == "postgres" && !sharded {
-			_, writer := pgtest.NewRole(t, e.DB, e.DSN, func(role string) []string {
-				return printed(cli(t, "", "--db", e.DSN, "grants", "--role", role, "--part", "live").want(t, 0).stdout)
-			})
+			writer := liveRole(t, e)
 			if n, detail := merged(writer); n != 0 || !strings.Contains(detail, "waits for the table's owner") ||
 				!strings.Contains(detail, "lacks a privilege") || stored("toolu_1") != 2 {
 				t.Errorf("the application role's pass: %d merged, %q, %d rows of toolu_1; want the merge left to "+
