@@ -299,14 +299,14 @@ func loadScale(ctx context.Context, db *gorm.DB, n int, now time.Time, log func(
 		calls
 	rows := `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id,
 			tool_call_id, subagent_type, description, agent_id, model, agent_status, tool_status, is_async, total_tokens,
-			tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
+			tool_use_count, duration_ms, source, observed_at, settled_at, updated_at, seam_checked)
 		SELECT md5('row' || ` + i + `)::uuid::text, s.id, s.task_id, ` + turn + `, 'exec-' || s.id, 'toolu_' || ` + i + `,
 			(ARRAY['general-purpose', 'explore', 'planner', 'worker'])[1 + ` + i + ` % 4], ?, ?,
 			(ARRAY['claude-sonnet-4-5-20250929', 'claude-opus-4-1', 'claude-haiku-4-5'])[1 + ` + i + ` % 3],
 			CASE WHEN ` + i + ` % 50 = 7 THEN 'failed' ELSE ? END,
 			CASE WHEN ` + i + ` % 50 = 7 THEN 'failed' ELSE 'completed' END,
 			?, 1000 + ` + i + ` * 7919 % 300000, ?, ` + d + `, 'live', ` + at(i) + `,
-			` + at(i) + ` + ` + d + ` * interval '1 millisecond', ` + at(i) + ` + ` + d + ` * interval '1 millisecond'` +
+			` + at(i) + ` + ` + d + ` * interval '1 millisecond', ` + at(i) + ` + ` + d + ` * interval '1 millisecond', 1` +
 		calls
 	async := 0 // is_async is an integer column
 	if tpl.IsAsync {

@@ -20,11 +20,15 @@ import (
 )
 
 // handUpsert is the upsert as a user would write it by hand from the
-// contract's merge rules: the baseline of the recorder's throughput.
+// contract's merge rules: the baseline of the recorder's throughput. It
+// marks its rows checked at the seam, as the library's upsert does, so
+// that neither pays the index of the unchecked rows (an earlier release's
+// writer, naming no such column, would).
 const handUpsert = `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, agent_execution_id,
 	tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model, agent_status,
-	tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	tool_status, is_async, total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at,
+	seam_checked)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
 	turn_id = COALESCE(task_session_subagents.turn_id, excluded.turn_id),
 	parent_tool_call_id = COALESCE(excluded.parent_tool_call_id, task_session_subagents.parent_tool_call_id),
@@ -457,8 +461,8 @@ func benchStaleStatistics(ctx context.Context, c config) (result, error) {
 				`ANALYZE task_session_subagents`,
 				`INSERT INTO task_sessions (id, task_id, started_at, updated_at) VALUES ('history', 'task', now(), now())`,
 				fmt.Sprintf(`INSERT INTO task_session_subagents (id, task_session_id, task_id, agent_execution_id,
-				tool_call_id, is_async, source, observed_at, updated_at)
-				SELECT 'h' || i, 'history', 'task', 'unknown', 'toolu_h' || i, 0, 'backfill', now(), now()
+				tool_call_id, is_async, source, observed_at, updated_at, seam_checked)
+				SELECT 'h' || i, 'history', 'task', 'unknown', 'toolu_h' || i, 0, 'backfill', now(), now(), 1
 				FROM generate_series(1, %d) AS i`, c.operate),
 			}
 			if way == "analysed" {
