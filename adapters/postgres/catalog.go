@@ -175,6 +175,32 @@ func (Dialect) SetDefault(table, column, literal string) string {
 	return "ALTER TABLE " + table + " ALTER COLUMN " + column + " SET DEFAULT " + literal
 }
 
+// Define implements sqldialect.Definer: a plpgsql function, SECURITY
+// DEFINER, its search_path pinned to the table's schema (pg_temp last) so
+// that no role's objects stand in for the table's.
+func (Dialect) Define(name string, statements []string) sqldialect.SchemaObject {
+	at := func(q string) string { return strings.ReplaceAll(q, "?", "$1") }
+	body := "DECLARE n bigint;\nBEGIN\n" + at(statements[0]) + ";\nGET DIAGNOSTICS n = ROW_COUNT;\n"
+	for _, q := range statements[1:] {
+		body += at(q) + ";\n"
+	}
+	body += "RETURN n;\nEND"
+	return sqldialect.SchemaObject{
+		Create: `DO $do$ BEGIN
+CREATE OR REPLACE FUNCTION ` + name + `(at timestamptz) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER AS $f$
+` + body + `
+$f$;
+EXECUTE format('ALTER FUNCTION ` + name + `(timestamptz) SET search_path = %I, pg_temp',
+	(SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = '` + sqlstore.Table + `'::regclass));
+END $do$`,
+		Present: `SELECT to_regprocedure('` + name + `(timestamptz)') IS NOT NULL`,
+		Cleanup: true,
+	}
+}
+
+// Call implements sqldialect.Definer.
+func (Dialect) Call(name string) string { return "SELECT " + name + "(?)" }
+
 // run executes one statement of a step and reports its stage.
 func run(db *gorm.DB, hook func(string) error, stage, q string) error {
 	if err := db.Exec(q).Error; err != nil {

@@ -17,14 +17,14 @@ var (
 	ErrInvalidTableName = sqldialect.ErrInvalidTableName
 
 	// ErrLeftToOwner is wrapped, with ErrPrivilege, by EnsureSchema's error
-	// when the role may not run a cleanup (sqldialect.SchemaObject.Cleanup)
-	// the schema is due — such as dropping a trigger an earlier release
-	// re-created during a rolling deploy — and by the shape step's seam
-	// check (Evolution.Left) when it may not merge the pairs an earlier
-	// release's writer doubled: everything else is in place, and this
-	// build's writes go on unharmed until the table's owner runs the
-	// migration pass.
-	ErrLeftToOwner = errors.New("a cleanup of what an earlier release left waits for the table's owner")
+	// when the role may not run DDL the schema is due but this build's
+	// writes do not need (sqldialect.SchemaObject.Cleanup) — such as
+	// dropping a trigger an earlier release re-created during a rolling
+	// deploy — and by the shape step's seam check (Evolution.Left) when it
+	// may not merge the pairs an earlier release's writer doubled:
+	// everything else is in place, and this build's writes go on unharmed
+	// until the table's owner runs the migration pass.
+	ErrLeftToOwner = errors.New("what only the table's owner may do waits for the table's owner")
 
 	// ErrNoSessionsTable is returned (wrapped) when the host's sessions table,
 	// which task_session_subagents references, does not exist: the library

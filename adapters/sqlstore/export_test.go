@@ -75,7 +75,11 @@ func (s *Store) Form(distributed bool) sqldialect.BackfillForm { return s.d.Back
 // SeamSQL is the seam check's statements in the order they run.
 func (s *Store) SeamSQL() []string {
 	q := s.seamStatements()
-	return []string{q.probe, q.merge, q.remove, q.mark}
+	out := []string{q.probe, q.merge, q.remove, q.mark}
+	if f := s.seamFunction; f != nil {
+		out = append(out, "-- where the table's owner made it, in the place of the three above\n"+f.object.Create, f.call)
+	}
+	return out
 }
 
 // BackfillSQL is the backfill's statements in the order they run.

@@ -55,13 +55,16 @@ type Store struct {
 	// dropHistorySQL is an import's statement that drops a pair's history
 	// written before it began (dropHistory), in the handle's placeholders.
 	dropHistorySQL string
-	prepared       [2]atomic.Pointer[sql.Stmt] // form's and lean's statements, prepared on first use
-	mu             sync.Mutex                  // serialises preparing them
-	owned          func() error                // closes connections the store opened; nil for a host's handle
-	checked        atomic.Bool                 // the handle's settings were checked (Fragments.CheckHandle)
-	readOnly       bool                        // opened read-only (Open with ReadOnly)
-	noSchema       bool                        // Open creates nothing (NoSchema)
-	horizon        time.Duration               // the write horizon (WithWriteHorizon)
+	// seamFunction is the function the seam check's merge runs through
+	// where the dialect is a sqldialect.Definer (seamCheck.function).
+	seamFunction *seamFunction
+	prepared     [2]atomic.Pointer[sql.Stmt] // form's and lean's statements, prepared on first use
+	mu           sync.Mutex                  // serialises preparing them
+	owned        func() error                // closes connections the store opened; nil for a host's handle
+	checked      atomic.Bool                 // the handle's settings were checked (Fragments.CheckHandle)
+	readOnly     bool                        // opened read-only (Open with ReadOnly)
+	noSchema     bool                        // Open creates nothing (NoSchema)
+	horizon      time.Duration               // the write horizon (WithWriteHorizon)
 	// sharded is whether the table is sharded, once read: 0 not yet, 1
 	// no, 2 yes (batches are then written in waves, waves.go);
 	// waveStatements are the upserts of n rows, by n.
@@ -134,6 +137,7 @@ func New(db *gorm.DB, d sqldialect.Dialect, opts ...Option) (*Store, error) {
 	}
 	// updated_at compared as stored, with an instant bound as the upserts
 	// bind theirs (Citus refuses EXTRACT of a column in a DELETE).
+	s.seamFunction = s.defineSeamCheck()
 	s.dropHistorySQL = s.placeholders(`DELETE FROM ` + Table + ` WHERE task_session_id = ? AND tool_call_id = ?
 	AND ` + backfilled("") + ` AND updated_at < ?`)
 	return s, nil
@@ -420,7 +424,11 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB, sharded bool,
 		return ddl{}, false, false, s.opError("check the table", err)
 	}
 	if !existed {
-		return ddl{required: s.schemaStatements(false, meta)}, false, metaExisted, nil
+		required := s.schemaStatements(false, meta)
+		for _, o := range s.seamObjects() {
+			required = append(required, o.Create)
+		}
+		return ddl{required: required}, false, metaExisted, nil
 	}
 	if !metaExisted {
 		stmts.required = append(stmts.required, metaDDL(meta))
@@ -438,7 +446,7 @@ func (s *Store) missingSchema(ctx context.Context, db *gorm.DB, sharded bool,
 		// where CONCURRENTLY cannot run.
 		_, pool := sqldialect.PoolOf(db)
 		stmts.required = append(stmts.required, s.buildIndexes(info, r.indexes, pool)...)
-		objects = append(objects, s.upsertObjects(sharded)...)
+		objects = append(append(objects, s.upsertObjects(sharded)...), s.seamObjects()...)
 	}
 	present, err := presence(db, objects)
 	if err != nil {

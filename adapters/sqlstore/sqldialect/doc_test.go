@@ -26,6 +26,7 @@ func TestDialectDocNamesTheOptionalInterfaces(t *testing.T) {
 		"Ceiling":           func(d any) bool { _, ok := d.(sqldialect.Ceiling); return ok },
 		"BoundedStatements": func(d any) bool { _, ok := d.(sqldialect.BoundedStatements); return ok },
 		"DefaultSetter":     func(d any) bool { _, ok := d.(sqldialect.DefaultSetter); return ok },
+		"Definer":           func(d any) bool { _, ok := d.(sqldialect.Definer); return ok },
 	}
 	dialects := []any{sqlite.Dialect{}, postgres.Dialect{}}
 	fset := token.NewFileSet()

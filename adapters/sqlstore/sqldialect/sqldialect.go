@@ -28,6 +28,7 @@
 //	Ceiling            one-sided time windows read through an index      yes     –
 //	BoundedStatements  statements run without a cancellable context      yes     –
 //	DefaultSetter      a column added for old rows without a rewrite     –       yes
+//	Definer            a merge run as the owner, for any role            –       yes
 //
 // History meets live capture (docs/CONTRACT.md §8.5) by one of three
 // mechanisms, which a dialect chooses in its UpsertForm: in the upsert
@@ -371,6 +372,22 @@ type SchemaObject struct {
 // where the table described by info does not allow it.
 type OnlineIndexer interface {
 	OnlineIndex(info TableInfo, name, on string) []string
+}
+
+// Definer is implemented by a dialect whose database runs a function with
+// its owner's privileges (PostgreSQL's SECURITY DEFINER). The seam check's
+// merge, which deletes rows, then runs through such a function that the
+// table owner's pass made, so that a pass as a role without DELETE (the
+// live part's) merges too.
+type Definer interface {
+	// Define is the function name(at timestamptz): it runs statements in
+	// order, each binding at where it has a placeholder (?), as the
+	// function's owner, with the search_path pinned to the table's schema,
+	// and returns the first statement's count of rows. A role that may not
+	// create it leaves it to the owner (SchemaObject.Cleanup).
+	Define(name string, statements []string) SchemaObject
+	// Call is the statement that calls function name, binding at (?).
+	Call(name string) string
 }
 
 // DefaultSetter is implemented by a dialect that can change a column's

@@ -182,7 +182,7 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END
-$src$)));
+$src$))), (SELECT to_regprocedure('subagentctx_seam_check_895ce6b0(timestamptz)') IS NOT NULL);
 
 SELECT g.n FROM (VALUES (0, 'SELECT', '"task_session_subagents"'), (1, 'INSERT', '"task_session_subagents"'), (2, 'UPDATE', '"task_session_subagents"'), (3, 'SELECT', '"kandev_meta"')) AS g(n, privilege, name) WHERE NOT has_table_privilege(g.name, g.privilege)
 UNION ALL SELECT 4 WHERE NOT has_function_privilege('pg_catalog.pg_advisory_xact_lock(integer, integer)', 'EXECUTE') ORDER BY 1 LIMIT 1;
