@@ -56,7 +56,7 @@ type Store struct {
 	// written before it began (dropHistory), in the handle's placeholders.
 	dropHistorySQL string
 	// seamFunction is the function the seam check's merge runs through
-	// where the dialect is a sqldialect.Definer (seamCheck.function).
+	// where the dialect is a sqldialect.Definer (defineSeamCheck); nil elsewhere.
 	seamFunction *seamFunction
 	prepared     [2]atomic.Pointer[sql.Stmt] // form's and lean's statements, prepared on first use
 	mu           sync.Mutex                  // serialises preparing them
