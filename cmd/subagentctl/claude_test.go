@@ -56,9 +56,15 @@ func TestClaudeSourcesThroughTheCommandLine(t *testing.T) {
 		if len(rows) != 2 || bg == nil || sync == nil {
 			t.Fatalf("rows %v, want toolu_bg and toolu_sync", rows)
 		}
+		// Compared as instants: RFC 3339 drops a fraction's trailing zeros,
+		// so ".694Z" sorts after ".694132Z" as text.
+		instant := func(v any) time.Time {
+			at, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(v))
+			return at
+		}
 		if bg["agent_status"] != "failed" || bg["tool_status"] != "completed" || bg["is_async"] != true ||
 			bg["started_at"] == nil || bg["ended_at"] == nil || bg["settled_at"] == nil ||
-			bg["ended_at"].(string) < bg["started_at"].(string) {
+			instant(bg["ended_at"]).Before(instant(bg["started_at"])) {
 			t.Errorf("background row: %v; want launched (tool completed), started, failed and ended", bg)
 		}
 		if sync["agent_status"] != "completed" || sync["ended_at"] != sync["settled_at"] || sync["started_at"] != nil {
