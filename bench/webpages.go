@@ -34,7 +34,10 @@ import (
 // check of the last hour, no coverage, no rendering).
 func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string, n int) ([]result, error) {
 	now := time.Now().UTC()
-	h := webview.New(s, webview.WithClock(func() time.Time { return now }))
+	h := webview.New(s, webview.WithClock(func() time.Time { return now }),
+		// The cost of a page is measured, whatever it is: the view's
+		// default deadline (10 s) would answer the long ranges with 503.
+		webview.WithReadTimeout(time.Hour))
 	newest := fmt.Sprintf("op%06d", (n+999)/1000-1)
 	typical, err := seedTypicalSession(ctx, s, now)
 	if err != nil {
@@ -84,34 +87,29 @@ func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string
 			if p.sessionArg {
 				args = []any{p.prefix}
 			}
-			var took time.Duration
-			bucket := strconv.FormatInt(int64(pageBucket(p.since, p.until)/time.Second), 10)
-			// The page's "no end seen" list: started an hour before now
-			// (webview.WithStaleAfter's default).
-			staleBefore := strconv.FormatFloat(float64(now.Add(-time.Hour).UnixMicro())/1e6, 'f', 6, 64)
-			for _, q := range statements(p.statements, dialect) {
-				q = strings.ReplaceAll(q, "{bucket_s}", bucket)
-				q = strings.ReplaceAll(q, "{stale_before_s}", staleBefore)
-				d, err := timed(ctx, s, q, args[:placeholders(q)]...)
-				if err != nil {
-					return nil, fmt.Errorf("%s by hand: %w\n%s", p.what, err, q)
-				}
-				took += d
+			took, err := answersByHand(ctx, s, p.statements, dialect, args, now)
+			if err != nil {
+				return nil, fmt.Errorf("%s by hand: %w", p.what, err)
 			}
 			hand = append(hand, took)
 		}
 		l, b := median(lib), median(hand)
-		limit := 300 * time.Millisecond
-		if strings.HasPrefix(p.path, "/?range=") {
-			limit = time.Second // every range the view offers (the 24 h page: 300 ms)
-		}
-		if p.sessionArg {
-			limit = 50 * time.Millisecond
+		// The overview of every range from 24 hours up reads every row of
+		// its window, exactly: it may cost what the same answers cost by
+		// hand, not a fixed time (the 1-hour page has a time of its own).
+		target, pass := "≤ 1.20× by hand", l.Seconds() <= 1.2*b.Seconds()
+		switch {
+		case p.path == "/?range=1h":
+			target, pass = "< 100ms", l < 100*time.Millisecond
+		case p.sessionArg:
+			target, pass = "< 50ms", l < 50*time.Millisecond
+		case p.prefix != "":
+			target, pass = "< 300ms", l < 300*time.Millisecond
 		}
 		out = append(out, result{
 			What: p.what, Dialect: dialect, Size: size, Library: l.Round(100 * time.Microsecond).String(),
 			Baseline: b.Round(100*time.Microsecond).String() + " (the same answers by hand)",
-			Ratio:    l.Seconds() / b.Seconds(), Target: "< " + limit.String(), Pass: l < limit,
+			Ratio:    l.Seconds() / b.Seconds(), Target: target, Pass: pass,
 		})
 	}
 	big, err := benchLongSession(ctx, c, h, s, dialect, typical, now)
@@ -201,6 +199,31 @@ func benchLongSession(ctx context.Context, c config, h http.Handler, s *sqlstore
 
 // statements are a baseline file's statements, one per ';' at a line's
 // end.
+// answersByHand times the same answers written by hand
+// (baselines/<measure>.<dialect>.sql), one statement after another, with
+// the page's arguments (its window and id prefix, or its session), the
+// timeline in the window's buckets and the "no end seen" list of agents
+// started an hour before now (webview.WithStaleAfter's default).
+func answersByHand(ctx context.Context, s *sqlstore.Store, measure, dialect string, args []any, now time.Time) (
+	time.Duration, error) {
+	var took time.Duration
+	var bucket string
+	if since, ok := args[0].(time.Time); ok {
+		bucket = strconv.FormatInt(int64(pageBucket(since, args[1].(time.Time))/time.Second), 10)
+	}
+	staleBefore := strconv.FormatFloat(float64(now.Add(-time.Hour).UnixMicro())/1e6, 'f', 6, 64)
+	for _, q := range statements(measure, dialect) {
+		q = strings.ReplaceAll(q, "{bucket_s}", bucket)
+		q = strings.ReplaceAll(q, "{stale_before_s}", staleBefore)
+		d, err := timed(ctx, s, q, args[:placeholders(q)]...)
+		if err != nil {
+			return 0, fmt.Errorf("%w\n%s", err, q)
+		}
+		took += d
+	}
+	return took, nil
+}
+
 func statements(measure, dialect string) []string {
 	var out []string
 	for _, q := range strings.Split(baseline(measure, dialect), ";\n") {
