@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -175,15 +173,7 @@ func measureLayout(ctx context.Context, c config, l layout, now time.Time, log f
 		// default deadline (10 s) would answer the long ranges with 503.
 		webview.WithReadTimeout(time.Hour))
 	for _, p := range scalePages {
-		if err := timeIt(p.name, func() error {
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest("GET", p.path, nil).WithContext(ctx))
-			if w.Code != 200 {
-				return fmt.Errorf("%d %s", w.Code, w.Body.String())
-			}
-			_, err := io.Copy(io.Discard, w.Body)
-			return err
-		}); err != nil {
+		if err := timeIt(p.name, func() error { _, err := page(ctx, h, p.path); return err }); err != nil {
 			return f, err
 		}
 		args := []any{now.Add(-p.window), now.Add(time.Minute), "%"}

@@ -80,13 +80,13 @@ func benchPages(ctx context.Context, c config, s *sqlstore.Store, dialect string
 		var lib, oneAtATime, hand []time.Duration
 		overview := !p.sessionArg
 		for range c.runs {
-			took, err := page(h, p.path)
+			took, err := page(ctx, h, p.path)
 			if err != nil {
 				return nil, err
 			}
 			lib = append(lib, took)
 			if overview {
-				if took, err = page(serial, p.path); err != nil {
+				if took, err = page(ctx, serial, p.path); err != nil {
 					return nil, err
 				}
 				oneAtATime = append(oneAtATime, took)
@@ -213,10 +213,10 @@ func benchLongSession(ctx context.Context, c config, h http.Handler, s *sqlstore
 // statements are a baseline file's statements, one per ';' at a line's
 // end.
 // page times one GET of path on h, which must answer 200.
-func page(h http.Handler, path string) (time.Duration, error) {
+func page(ctx context.Context, h http.Handler, path string) (time.Duration, error) {
 	start := time.Now()
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	h.ServeHTTP(w, httptest.NewRequest("GET", path, nil).WithContext(ctx))
 	if w.Code != 200 {
 		return 0, fmt.Errorf("%s: %d %s", path, w.Code, w.Body.String())
 	}
