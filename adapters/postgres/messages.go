@@ -64,16 +64,26 @@ func (Dialect) HostInstant(x string) string {
 	)
 }
 
-// HostTimeFloor implements sqldialect.MessageView: t itself. Compared with
-// the column, the value takes its type: a timestamptz compares as the
-// instant, and a timestamp as its UTC wall time, which is how HostInstant
-// reads one.
-func (Dialect) HostTimeFloor(t time.Time) any { return t.UTC() }
-
-// HostTimeCeiling implements sqldialect.MessageView: t itself, as for
-// HostTimeFloor (a timestamp's UTC wall time before t is a value before
-// t).
-func (Dialect) HostTimeCeiling(t time.Time) any { return storekit.CeilMicro(t).UTC() }
+// HostWithin implements sqldialect.MessageView. The raw column compares
+// with the bound in its own type: a timestamptz as the instant, and a
+// timestamp as its UTC wall time, which is how HostInstant reads one; so
+// an index on it serves the window, and HostInstant decides exactly.
+func (d Dialect) HostWithin(x string, since, until time.Time) (string, []any) {
+	var conds []string
+	var args []any
+	if !since.IsZero() {
+		conds = append(conds, x+" >= ?", d.HostInstant(x)+" >= ?")
+		args = append(args, since.UTC(), d.HostInstantArg(since))
+	}
+	if !until.IsZero() {
+		conds = append(conds, x+" < ?", d.HostInstant(x)+" < ?")
+		args = append(args, storekit.CeilMicro(until).UTC(), d.HostInstantArg(until))
+	}
+	if len(conds) == 0 {
+		return "1 = 1", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
 
 // HostInstantArg implements sqldialect.MessageView: host instants are
 // microseconds, so the bound is t rounded up to the next one.

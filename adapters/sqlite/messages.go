@@ -31,22 +31,44 @@ func (Dialect) HostTimeText() bool { return true }
 // history.ParseHostTime.
 func (Dialect) HostInstant(x string) string { return "subagentctx_instant(CAST(" + x + " AS TEXT))" }
 
-// HostTimeFloor implements sqldialect.MessageView: the hour fourteen hours
-// before t, as "YYYY-MM-DD HH" text. Every form history.ParseHostTime
-// reads begins with the date and the hour, after a space or a T (which
-// sorts above the space), and no offset puts a local time more than 12
-// hours before its instant, so the text of every message created at or
-// after t compares at or above it.
-func (Dialect) HostTimeFloor(t time.Time) any {
-	return t.UTC().Add(-14 * time.Hour).Format("2006-01-02 15")
+// hostTimeFloor is the hour fourteen hours before t, as "YYYY-MM-DD HH"
+// text. Every form history.ParseHostTime reads begins with the date and
+// the hour, after a space or a T (which sorts above the space), and no
+// offset puts a local time more than 12 hours before its instant, so the
+// text of every message created at or after t compares at or above it.
+func hostTimeFloor(t time.Time) string { return t.UTC().Add(-14 * time.Hour).Format("2006-01-02 15") }
+
+// hostTimeCeiling is the day after t plus fourteen hours, as "YYYY-MM-DD"
+// text, which every form of a time before t (a local time at most 14
+// hours after its instant, a T or a space after the date) compares below.
+func hostTimeCeiling(t time.Time) string {
+	return t.UTC().Add(14*time.Hour).AddDate(0, 0, 1).Format("2006-01-02")
 }
 
-// HostTimeCeiling implements sqldialect.MessageView: the day after t plus
-// fourteen hours, as "YYYY-MM-DD" text, which every form of a time before
-// t (a local time at most 14 hours after its instant, a T or a space
-// after the date) compares below.
-func (Dialect) HostTimeCeiling(t time.Time) any {
-	return t.UTC().Add(14*time.Hour).AddDate(0, 0, 1).Format("2006-01-02")
+// HostWithin implements sqldialect.MessageView. The raw text is bounded
+// by hostTimeFloor and hostTimeCeiling, written into the statement
+// (indexBound says why), and within those bounds subagentctx_instant
+// decides. Text in the form both drivers write a UTC time in ("YYYY-MM-DD
+// HH:MM…+00:00") that sorts below since's minute is before since: its
+// text order is its instant's. It is left out without the call, which
+// costs about a microsecond a row, and the fourteen hours above the floor
+// hold far more rows than the window.
+func (d Dialect) HostWithin(x string, since, until time.Time) (string, []any) {
+	var conds []string
+	var args []any
+	if !since.IsZero() {
+		conds = append(conds, x+" >= "+indexBound(hostTimeFloor(since)),
+			"CASE WHEN "+x+" < ? AND substr("+x+", -6) = '+00:00' THEN 0 ELSE "+d.HostInstant(x)+" >= ? END")
+		args = append(args, since.UTC().Format("2006-01-02 15:04"), d.HostInstantArg(since))
+	}
+	if !until.IsZero() {
+		conds = append(conds, x+" < "+indexBound(hostTimeCeiling(until)), d.HostInstant(x)+" < ?")
+		args = append(args, d.HostInstantArg(until))
+	}
+	if len(conds) == 0 {
+		return "1 = 1", nil
+	}
+	return strings.Join(conds, " AND "), args
 }
 
 // HostInstantArg implements sqldialect.MessageView.

@@ -49,13 +49,14 @@ func (s *Store) healthStatements(since time.Time, pairs int, distributed, whole 
 	// The raw columns find the candidates through their indexes (a
 	// superset: the floors); the instants then decide, so that only the
 	// sessions truly active in the window are read whole.
+	messagesIn, activeArgs := s.d.HostWithin("x.created_at", since, time.Time{})
 	rowsIn, rowArgs := s.d.Within("y.observed_at", since, time.Time{})
-	activeArgs := append([]any{s.d.HostTimeFloor(since), s.d.HostInstantArg(since)}, rowArgs...)
+	activeArgs = append(activeArgs, rowArgs...)
 	// UNION ALL, not UNION: a merge that removes duplicates wants both
 	// sides in session order, and SQLite then scans the session indexes
 	// whole instead of ranging over the time indexes.
 	activeSessions := `SELECT x.task_session_id FROM ` + quote(s.tables.Messages) + ` x
-		WHERE x.created_at >= ? AND ` + s.d.HostInstant("x.created_at") + ` >= ?
+		WHERE ` + messagesIn + `
 	UNION ALL
 	SELECT y.task_session_id FROM ` + Table + ` y WHERE ` + rowsIn
 	missing, excess := "p.due = 1 AND p.stored = 0", "p.recent = 1 AND p.messaged = 0"
@@ -455,8 +456,8 @@ func (s *Store) firstActivityStatements(
 		var cond string
 		cond, rowArgs = d.Within("observed_at", time.Time{}, before)
 		rowsWhere = and(where, cond)
-		msgsWhere = and(msgsWhere, "created_at < ? AND "+d.HostInstant("created_at")+" < ?")
-		msgArgs = []any{d.HostTimeCeiling(before), d.HostInstantArg(before)}
+		cond, msgArgs = d.HostWithin("created_at", time.Time{}, before)
+		msgsWhere = and(msgsWhere, cond)
 	}
 	rows = `SELECT task_session_id, ` + d.Extreme("MIN", "observed_at") + ` AS first
 	FROM ` + Table + rowsWhere + ` GROUP BY task_session_id`

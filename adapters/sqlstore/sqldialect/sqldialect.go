@@ -280,16 +280,13 @@ type MessageView interface {
 	// as the instant at the host's full precision, NULL when the value is
 	// not an instant in years 1-9999.
 	HostInstant(expr string) string
-	// HostTimeFloor is a bound value that the raw created_at column of
-	// every message created at or after t compares at or above (a
-	// superset: the host's column type and time zone are unknown; the
-	// exact test is on HostInstant), so that an index on it serves a
-	// window.
-	HostTimeFloor(t time.Time) any
-	// HostTimeCeiling is a bound value that the raw created_at column of
-	// every message created before t compares below (a superset, as for
-	// HostTimeFloor).
-	HostTimeCeiling(t time.Time) any
+	// HostWithin is the condition that the host timestamp column x
+	// (messages' created_at) holds an instant in [since, until) — a zero
+	// bound open — exactly as HostInstant compares it, with its arguments
+	// in order. It bounds the raw column first, so that an index on it
+	// serves a window: by a superset where the host's column type and
+	// time zone leave its order unknown.
+	HostWithin(x string, since, until time.Time) (string, []any)
 	// HostInstantArg is t as a bound value comparable with HostInstant:
 	// HostInstant(x) >= HostInstantArg(t) exactly when x is at or after t.
 	HostInstantArg(t time.Time) any

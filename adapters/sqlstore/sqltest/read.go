@@ -25,6 +25,7 @@ var readTests = []test{
 	{"AC24e_KeysWithNanoseconds", testNanosecondKeys},
 	{"AC28_Health", testHealth},
 	{"AC28_HealthWindowsAgreeWithTheReference", testHealthWindows},
+	{"AC24e_AC28_HealthWindowsFindEveryHostTimeForm", testHealthWindowHostForms},
 	{"AC28_AHealthyRecordIsOneStatement", testHealthyIsOneStatement},
 	{"AC28_NoFalseAlarmAfterAMergeIntoABackfilledRow", testMergeIntoBackfilledRow},
 	{"AC28_DoubledPairsNamedThenMergedByTheNextPass", testDoubledPairs},

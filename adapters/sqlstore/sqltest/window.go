@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/subagentctx/subagentctx/core/report"
+	"github.com/subagentctx/subagentctx/core/storekit"
+	"github.com/subagentctx/subagentctx/history"
+	"github.com/subagentctx/subagentctx/kandevtest"
 )
 
 // testHealthWindows: the health check over any window is the same function
@@ -118,5 +121,86 @@ func testHealthWindows(t *testing.T, d *Driver) {
 	}
 	if _, err := e.Store.Health(context.Background(), report.HealthQuery{Pairs: -1}); err == nil {
 		t.Error("a negative pair bound: want an error")
+	}
+}
+
+// testHealthWindowHostForms: a window's active sessions are found through
+// the raw created_at column and its index, and a message created in the
+// window is found in every form the host may store its time in (AC-24e):
+// the shortfall of windows that start on a minute, within one, and at
+// midnight counts each message whose instant, as history.ParseHostTime
+// reads it (the Go reference), is at or after the window's start — around
+// each start, to the nanosecond, and up to fourteen hours before it.
+func testHealthWindowHostForms(t *testing.T, d *Driver) {
+	e := d.Env(t)
+	activate(t, e, capture)
+	starts := []time.Time{
+		time.Date(2026, 8, 13, 2, 0, 0, 0, time.UTC),
+		time.Date(2026, 8, 13, 2, 7, 30, 500000000, time.UTC),
+		time.Date(2026, 8, 14, 0, 0, 0, 0, time.UTC),
+	}
+	around := []time.Duration{-14 * time.Hour, -13*time.Hour - time.Minute, -time.Hour, -61 * time.Second,
+		-time.Minute, -59 * time.Second, -time.Second, -time.Microsecond, -1, 0, 1, time.Microsecond,
+		time.Second, time.Minute, time.Hour}
+	var created []time.Time // each message's instant by the reference (zero: none)
+	add := func(at time.Time, text string) {
+		n := len(created)
+		sess, tool := fmt.Sprintf("hf%03d", n), fmt.Sprintf("tc-hf%03d", n)
+		if text == "" {
+			message(t, e, sess, sess, tool, at)
+			created = append(created, storekit.CanonicalTime(at))
+			return
+		}
+		e.Session(t, sess)
+		meta := kandevtest.Subagent(tool, "completed", &kandevtest.ClaudeCompleted).JSON()
+		e.Exec(t, `INSERT INTO task_session_messages
+				(id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
+			VALUES (?, ?, ?, 'turn-1', '', ?, ?, ?)`, sess, sess, "task-"+sess, meta, text, text)
+		at, ok := history.ParseHostTime(text)
+		if !ok {
+			at = time.Time{}
+		}
+		created = append(created, at)
+	}
+	east, west := time.FixedZone("+09:30", 9*3600+1800), time.FixedZone("-11:00", -11*3600)
+	for _, start := range starts {
+		for _, d := range around {
+			at := start.Add(d)
+			if !e.Driver.Dialect.HostTimeText() {
+				add(at, "")
+				continue
+			}
+			for _, text := range []string{
+				at.Format("2006-01-02 15:04:05.999999999-07:00"), // as both drivers write UTC
+				at.Format("2006-01-02 15:04:05.000000000-07:00"),
+				at.Format("2006-01-02 15:04-07:00"), // no seconds: the minute
+				at.Format("2006-01-02T15:04:05.999999999Z07:00"),
+				at.Format("2006-01-02T15:04:05.999999999-07:00"),
+				at.Format("2006-01-02 15:04:05.999999999") + "-00:00",
+				at.Format("2006-01-02 15:04:05.999999999"),
+				at.Format("2006-01-02"),
+				at.Format("2006-01-02") + "+00:00",
+				at.In(east).Format("2006-01-02 15:04:05.999999999-07:00"),
+				at.In(west).Format("2006-01-02 15:04:05.999999999-07:00"),
+			} {
+				add(at, text)
+			}
+		}
+	}
+	for _, since := range starts {
+		var want int64
+		for _, at := range created {
+			if !at.IsZero() && !at.Before(since) {
+				want++
+			}
+		}
+		h, err := e.Store.Health(context.Background(), report.HealthQuery{Since: since})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.Ran || !h.Since.Equal(since) || h.Shortfall != want {
+			t.Errorf("since %v: ran %v from %v, shortfall %d, want %d of %d messages", since, h.Ran, h.Since,
+				h.Shortfall, want, len(created))
+		}
 	}
 }

@@ -1,8 +1,8 @@
 WITH a AS MATERIALIZED (SELECT DISTINCT z.task_session_id FROM (
 	SELECT x.task_session_id FROM "task_session_messages" x
-		WHERE x.created_at >= ? AND subagentctx_instant(CAST(x.created_at AS TEXT)) >= ?
+		WHERE x.created_at >= '2026-08-12 09' AND CASE WHEN x.created_at < ? AND substr(x.created_at, -6) = '+00:00' THEN 0 ELSE subagentctx_instant(CAST(x.created_at AS TEXT)) >= ? END
 	UNION ALL
-	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= ? AND CASE WHEN substr(y.observed_at, 11, 1) = ' ' AND substr(y.observed_at, -6) = '+00:00' THEN y.observed_at >= ? ELSE (unixepoch(substr(y.observed_at, 1, 19) || CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN ltrim(substr(y.observed_at, 21), '0123456789') ELSE substr(y.observed_at, 20) END) * 1000000 + CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(y.observed_at, 21), 1, length(substr(y.observed_at, 21)) - length(ltrim(substr(y.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? END) z),
+	SELECT y.task_session_id FROM task_session_subagents y WHERE y.observed_at >= '2026-08-12 09' AND CASE WHEN substr(y.observed_at, 11, 1) = ' ' AND substr(y.observed_at, -6) = '+00:00' THEN y.observed_at >= ? ELSE (unixepoch(substr(y.observed_at, 1, 19) || CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN ltrim(substr(y.observed_at, 21), '0123456789') ELSE substr(y.observed_at, 20) END) * 1000000 + CASE WHEN substr(y.observed_at, 20, 1) = '.' THEN CAST(substr(substr(substr(y.observed_at, 21), 1, length(substr(y.observed_at, 21)) - length(ltrim(substr(y.observed_at, 21), '0123456789'))) || '000000', 1, 6) AS INTEGER) ELSE 0 END) >= ? END) z),
 p AS MATERIALIZED (SELECT u.task_session_id, u.tool_call_id, MAX(u.due) AS due, MAX(u.messaged) AS messaged,
 		MAX(CASE WHEN u.observed_us >= ? THEN 1 ELSE 0 END) AS recent, MAX(u.stored) AS stored,
 		count(DISTINCT CASE WHEN u.observed_us >= ? THEN u.execution END) AS executions,
@@ -67,4 +67,4 @@ SELECT * FROM (SELECT 3 AS part, 0 AS shortfall, 0 AS excess, 0 AS collisions, 0
 	ORDER BY p.stored_first, p.task_session_id, p.tool_call_id
 	LIMIT 20) doubled
 ORDER BY 1;
--- arguments: 2026-08-12 09 2026-08-12T23:10:00.500001001Z 2026-08-12 09 2026-08-12 23:10:00.500002+00:00 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 2026-08-12T23:10:00.500001001Z 2026-08-12T23:10:00.500001001Z
+-- arguments: 2026-08-12 23:10 2026-08-12T23:10:00.500001001Z 2026-08-12 23:10:00.500002+00:00 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 1786576200500002 2026-08-12T23:10:00.500001001Z 2026-08-12T23:10:00.500001001Z
