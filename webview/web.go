@@ -506,14 +506,38 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	// The page's reads are independent: they run at once, as many as the
 	// view's turns allow (WithMaxReads), so the page takes its slowest read
-	// rather than their sum where turns are free. Health covers the last
+	// rather than their sum where turns are free. They ask for their turns
+	// in this order, the costliest first (the overview over a long window,
+	// health over a short one), so that the cheap ones fill the gaps rather
+	// than leave one read running alone at the end. Health covers the last
 	// hour, whatever the window: whether capture works now, at a cost that
 	// does not grow with the window (subagentctl health --since answers for
 	// any other).
 	tq := report.TimelineQuery{Since: win.Since, Until: win.Until, Bucket: bucketFor(win, now)}
 	reads := []func(context.Context) error{
 		func(ctx context.Context) (err error) {
+			p.Overview, err = s.src.Overview(ctx, report.OverviewQuery{Since: win.Since, Until: win.Until})
+			return
+		},
+		func(ctx context.Context) (err error) {
+			p.Health, err = s.src.Health(ctx, report.HealthQuery{Since: now.Add(-healthWindow)})
+			return
+		},
+		func(ctx context.Context) (err error) {
 			p.Failed, err = s.src.Overview(ctx, report.OverviewQuery{Since: win.Since, Until: win.Until, Failed: true})
+			return
+		},
+		func(ctx context.Context) error {
+			t, err := s.src.Timeline(ctx, tq)
+			if err == nil {
+				t.Query = tq // drawn over the window asked for, whatever the store echoed
+				p.Charts = charts(t, now)
+			}
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			p.Sessions, err = s.src.Sessions(ctx, report.SessionQuery{Since: win.Since, Until: win.Until,
+				Prefix: win.Prefix, After: win.After, Limit: s.sessions + 1})
 			return
 		},
 		func(ctx context.Context) (err error) {
@@ -526,33 +550,12 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		},
-		func(ctx context.Context) error {
-			t, err := s.src.Timeline(ctx, tq)
-			if err == nil {
-				t.Query = tq // drawn over the window asked for, whatever the store echoed
-				p.Charts = charts(t, now)
-			}
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			p.Health, err = s.src.Health(ctx, report.HealthQuery{Since: now.Add(-healthWindow)})
-			return
-		},
-		func(ctx context.Context) (err error) { p.Activation, err = s.src.Activation(ctx); return },
 		func(ctx context.Context) (err error) {
 			p.Stale, err = s.src.Stale(ctx, report.StaleQuery{Since: win.Since, Before: staleBefore,
 				Limit: staleRead})
 			return
 		},
-		func(ctx context.Context) (err error) {
-			p.Overview, err = s.src.Overview(ctx, report.OverviewQuery{Since: win.Since, Until: win.Until})
-			return
-		},
-		func(ctx context.Context) (err error) {
-			p.Sessions, err = s.src.Sessions(ctx, report.SessionQuery{Since: win.Since, Until: win.Until,
-				Prefix: win.Prefix, After: win.After, Limit: s.sessions + 1})
-			return
-		},
+		func(ctx context.Context) (err error) { p.Activation, err = s.src.Activation(ctx); return },
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(reads))
