@@ -210,8 +210,6 @@ func benchLongSession(ctx context.Context, c config, h http.Handler, s *sqlstore
 	}, nil
 }
 
-// statements are a baseline file's statements, one per ';' at a line's
-// end.
 // page times one GET of path on h, which must answer 200.
 func page(ctx context.Context, h http.Handler, path string) (time.Duration, error) {
 	start := time.Now()
@@ -249,6 +247,8 @@ func answersByHand(ctx context.Context, s *sqlstore.Store, measure, dialect stri
 	return took, nil
 }
 
+// statements are a baseline file's statements, one per ';' at a line's
+// end.
 func statements(measure, dialect string) []string {
 	var out []string
 	for _, q := range strings.Split(baseline(measure, dialect), ";\n") {

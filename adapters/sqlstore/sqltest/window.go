@@ -164,9 +164,9 @@ func testHealthWindowHostForms(t *testing.T, d *Driver) {
 	}
 	east, west := time.FixedZone("+09:30", 9*3600+1800), time.FixedZone("-11:00", -11*3600)
 	for _, start := range starts {
-		for _, d := range around {
-			at := start.Add(d)
-			if !e.Driver.Dialect.HostTimeText() {
+		for _, off := range around {
+			at := start.Add(off)
+			if !d.Dialect.HostTimeText() {
 				add(at, "")
 				continue
 			}
